@@ -1,0 +1,335 @@
+//! The JSON-RPC 2.0 envelope: requests, notifications and responses.
+
+use serde::de::Error as _;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use super::{ErrorObject, RequestId};
+
+/// A request: it has an id and expects a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id the response will carry.
+    pub id: RequestId,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The parameters (an object in MCP), if any.
+    pub params: Option<Value>,
+}
+
+/// A notification: no id, never answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The parameters, if any.
+    pub params: Option<Value>,
+}
+
+/// A response: the result of a request, or its error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered. `None` only for an error answering a message whose id
+    /// could not be read (it is sent as `null`).
+    pub id: Option<RequestId>,
+    /// The result, or the error.
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+/// Any one JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response (result or error).
+    Response(Response),
+}
+
+impl Request {
+    /// A request with an id, a method and parameters.
+    pub fn new(id: impl Into<RequestId>, method: impl Into<String>, params: Option<Value>) -> Self {
+        Self {
+            id: id.into(),
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Notification {
+    /// A notification with a method and parameters.
+    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+        Self {
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Response {
+    /// A successful response.
+    pub fn result(id: RequestId, result: Value) -> Self {
+        Self {
+            id: Some(id),
+            outcome: Ok(result),
+        }
+    }
+
+    /// An error response.
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
+        Self {
+            id,
+            outcome: Err(error),
+        }
+    }
+}
+
+impl Message {
+    /// The method name, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Self::Request(r) => Some(&r.method),
+            Self::Notification(n) => Some(&n.method),
+            Self::Response(_) => None,
+        }
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Self {
+        Self::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Self {
+        Self::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Self {
+        Self::Response(r)
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Self::Request(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Self::Notification(n) => {
+                map.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Self::Response(r) => {
+                map.serialize_entry("id", &r.id)?;
+                match &r.outcome {
+                    Ok(result) => map.serialize_entry("result", result)?,
+                    Err(error) => map.serialize_entry("error", error)?,
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+/// Every member a JSON-RPC message may have; classified after one typed pass.
+#[derive(Deserialize)]
+struct RawMessage {
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+/// Distinguishes a member set to `null` (`Some(Null)`) from a missing one (`None`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// Why a JSON value is not a valid JSON-RPC message, and the id if one could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidMessage {
+    /// The request id, when it could be read (the error response then carries it).
+    pub id: Option<RequestId>,
+    /// What is wrong.
+    pub reason: String,
+    /// True when the message was a request (it carried a method and an id), so it deserves an
+    /// error response; notifications and responses that are invalid are dropped.
+    pub answerable: bool,
+}
+
+impl Message {
+    /// Classifies a parsed JSON value as a JSON-RPC message.
+    ///
+    /// # Errors
+    /// [`InvalidMessage`] when `jsonrpc` is not `"2.0"`, the id is not a string or integer, the
+    /// method is not a string, params is not an object or array, or the member set matches no
+    /// message kind.
+    pub fn from_value(value: Value) -> Result<Self, InvalidMessage> {
+        if !value.is_object() {
+            return Err(InvalidMessage {
+                id: None,
+                reason: "a JSON-RPC message must be an object".into(),
+                answerable: true,
+            });
+        }
+        let raw: RawMessage = serde_json::from_value(value).map_err(|e| InvalidMessage {
+            id: None,
+            reason: e.to_string(),
+            answerable: true,
+        })?;
+        raw.classify()
+    }
+}
+
+impl RawMessage {
+    fn classify(self) -> Result<Message, InvalidMessage> {
+        let id = match &self.id {
+            None => None,
+            Some(v) => Some(RequestId::from_json(v).ok_or_else(|| {
+                let null_ok = v.is_null() && self.error.is_some();
+                InvalidMessage {
+                    id: None,
+                    reason: if null_ok {
+                        String::new()
+                    } else {
+                        "id must be a string or an integer".into()
+                    },
+                    answerable: !null_ok,
+                }
+            })),
+        };
+        // A null id is only valid on an error response (answering an unreadable request).
+        let id = match id {
+            Some(Err(e)) if e.reason.is_empty() => None,
+            Some(Err(e)) => return Err(e),
+            Some(Ok(id)) => Some(id),
+            None => None,
+        };
+        let fail = |reason: &str, answerable: bool| InvalidMessage {
+            id: id.clone(),
+            reason: reason.into(),
+            answerable,
+        };
+        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+            return Err(fail(
+                "jsonrpc must be \"2.0\"",
+                id.is_some() && self.method.is_some(),
+            ));
+        }
+        if let Some(method) = self.method {
+            let is_request = id.is_some();
+            let Value::String(method) = method else {
+                return Err(fail("method must be a string", is_request));
+            };
+            if self.result.is_some() || self.error.is_some() {
+                return Err(fail(
+                    "a request cannot carry result or error",
+                    is_request,
+                ));
+            }
+            let params = match self.params {
+                None => None,
+                Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
+                Some(_) => return Err(fail("params must be an object or an array", is_request)),
+            };
+            return Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params }),
+                None => Message::Notification(Notification { method, params }),
+            });
+        }
+        match (self.result, self.error) {
+            (Some(result), None) => match id {
+                Some(id) => Ok(Message::Response(Response::result(id, result))),
+                None => Err(fail("a result needs an id", false)),
+            },
+            (None, Some(error)) => {
+                let error: ErrorObject = serde_json::from_value(error)
+                    .map_err(|e| fail(&format!("malformed error object: {e}"), false))?;
+                Ok(Message::Response(Response::error(id, error)))
+            }
+            (Some(_), Some(_)) => Err(fail("a response cannot carry both result and error", false)),
+            (None, None) => Err(fail(
+                "not a request, notification or response (no method, result or error)",
+                id.is_some(),
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = RawMessage::deserialize(deserializer)?;
+        raw.classify().map_err(|e| D::Error::custom(e.reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Message, InvalidMessage> {
+        Message::from_value(v)
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        let m = parse(json!({"jsonrpc":"2.0","id":1,"method":"ping"})).expect("request");
+        assert!(matches!(m, Message::Request(ref r) if r.id == RequestId::Number(1)));
+        let m = parse(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).expect("n");
+        assert!(matches!(m, Message::Notification(_)));
+        let m = parse(json!({"jsonrpc":"2.0","id":"a","result":{}})).expect("response");
+        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        let m = parse(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}))
+            .expect("null-id error");
+        assert!(matches!(m, Message::Response(Response { id: None, .. })));
+    }
+
+    #[test]
+    fn round_trips_through_serde() {
+        for v in [
+            json!({"jsonrpc":"2.0","id":"7","method":"tools/call","params":{"name":"echo"}}),
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}),
+            json!({"jsonrpc":"2.0","id":3,"result":{"content":[]}}),
+            json!({"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope","data":[1]}}),
+        ] {
+            let m: Message = serde_json::from_value(v.clone()).expect("parse");
+            assert_eq!(serde_json::to_value(&m).expect("ser"), v);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_messages_with_reasons() {
+        let e = parse(json!({"jsonrpc":"1.0","id":1,"method":"ping"})).expect_err("version");
+        assert!(e.answerable);
+        assert_eq!(e.id, Some(RequestId::Number(1)));
+        let e = parse(json!({"jsonrpc":"2.0","id":1.5,"method":"ping"})).expect_err("float id");
+        assert!(e.reason.contains("id"));
+        let e = parse(json!({"jsonrpc":"2.0","id":2,"method":7})).expect_err("method type");
+        assert_eq!(e.id, Some(RequestId::Number(2)));
+        let e = parse(json!({"jsonrpc":"2.0","method":"x","params":3})).expect_err("params");
+        assert!(!e.answerable);
+        assert!(parse(json!([1, 2])).is_err());
+        assert!(parse(json!({"jsonrpc":"2.0","id":1})).is_err());
+        assert!(parse(json!({"jsonrpc":"2.0","id":1,"result":1,"error":{}})).is_err());
+    }
+}

@@ -1,0 +1,12 @@
+//! JSON-RPC 2.0: ids, messages and the wire error object.
+//!
+//! MCP speaks JSON-RPC 2.0. This module models the envelope only; the MCP payloads live in
+//! [`crate::schema`].
+
+mod error;
+mod id;
+mod message;
+
+pub use error::{ErrorCode, ErrorObject};
+pub use id::{ProgressToken, RequestId};
+pub use message::{InvalidMessage, Message, Notification, Request, Response};

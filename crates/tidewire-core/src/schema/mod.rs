@@ -1,0 +1,27 @@
+//! The MCP schema as typed Rust, split by spec area.
+//!
+//! Types model the newest handshake revision (2025-11-25) and read every older one; fields a
+//! revision lacks are optional. Each method is a marker type implementing [`RequestType`] or
+//! [`NotificationType`], which ties its name to its parameter and result types, so
+//! `peer.request::<CallTool>(params)` is checked at compile time.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A request method: its name and its parameter and result types.
+pub trait RequestType: Send + Sync + 'static {
+    /// The JSON-RPC method name, e.g. `tools/call`.
+    const METHOD: &'static str;
+    /// The `params` member.
+    type Params: Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// The `result` member of a successful response.
+    type Result: Serialize + DeserializeOwned + Send + Sync + 'static;
+}
+
+/// A notification method: its name and its parameter type.
+pub trait NotificationType: Send + Sync + 'static {
+    /// The JSON-RPC method name, e.g. `notifications/progress`.
+    const METHOD: &'static str;
+    /// The `params` member.
+    type Params: Serialize + DeserializeOwned + Send + Sync + 'static;
+}
