@@ -8,6 +8,7 @@
 
 pub mod jsonrpc;
 pub mod schema;
+pub mod transport;
 pub mod version;
 
 pub use version::ProtocolVersion;

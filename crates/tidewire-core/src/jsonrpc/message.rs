@@ -200,6 +200,46 @@ impl Message {
     }
 }
 
+impl Message {
+    /// Decodes one message from JSON text in a single typed pass.
+    ///
+    /// # Errors
+    /// [`DecodeFailure::Syntax`] when the bytes are not JSON, [`DecodeFailure::Invalid`] when
+    /// they are JSON but not a valid JSON-RPC message.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, DecodeFailure> {
+        match serde_json::from_slice::<RawMessage>(bytes) {
+            Ok(raw) => raw.classify().map_err(DecodeFailure::Invalid),
+            Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => {
+                Err(DecodeFailure::Syntax(e.to_string()))
+            }
+            Err(e) => {
+                // Valid JSON of the wrong shape (an array, a string, a member of the wrong type).
+                let reason = match serde_json::from_slice::<Value>(bytes) {
+                    Ok(Value::Array(_)) => {
+                        "JSON-RPC batches are not supported (they exist only in 2025-03-26)".into()
+                    }
+                    Ok(Value::Object(_)) => e.to_string(),
+                    _ => "a JSON-RPC message must be an object".into(),
+                };
+                Err(DecodeFailure::Invalid(InvalidMessage {
+                    id: None,
+                    reason,
+                    answerable: true,
+                }))
+            }
+        }
+    }
+}
+
+/// Why bytes could not be decoded as a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeFailure {
+    /// Not JSON at all (answered with `-32700`).
+    Syntax(String),
+    /// JSON, but not a valid JSON-RPC message (answered with `-32600` when it was a request).
+    Invalid(InvalidMessage),
+}
+
 impl RawMessage {
     fn classify(self) -> Result<Message, InvalidMessage> {
         let id = match &self.id {

@@ -9,4 +9,4 @@ mod message;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use id::{ProgressToken, RequestId};
-pub use message::{InvalidMessage, Message, Notification, Request, Response};
+pub use message::{DecodeFailure, InvalidMessage, Message, Notification, Request, Response};

@@ -1,0 +1,55 @@
+//! One message plus the context that does not go on the wire.
+
+use crate::jsonrpc::{Message, RequestId};
+
+/// Which inbound request an outbound message relates to.
+///
+/// Streamable HTTP puts a response and everything related to its request (progress, logs,
+/// requests back to the client) on the POST stream that carried that request, and everything
+/// unrelated on the standalone GET stream. Single-connection transports ignore the route.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// Not related to any inbound request.
+    #[default]
+    Unrelated,
+    /// Related to the inbound request with this id (on this connection).
+    Request(RequestId),
+}
+
+/// A JSON-RPC message with its non-serialised context.
+///
+/// On the way in, `extensions` carries what the transport knows (an HTTP session, auth info, the
+/// protocol-version header); on the way out, `route` says which request the message belongs to.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    /// The message itself.
+    pub message: Message,
+    /// Which inbound request this outbound message relates to.
+    pub route: Route,
+    /// Transport context, typed by Rust type like `http::Extensions`.
+    pub extensions: http::Extensions,
+}
+
+impl Envelope {
+    /// An envelope with no route and no extensions.
+    pub fn new(message: impl Into<Message>) -> Self {
+        Self {
+            message: message.into(),
+            route: Route::Unrelated,
+            extensions: http::Extensions::new(),
+        }
+    }
+
+    /// Sets the route.
+    #[must_use]
+    pub fn with_route(mut self, route: Route) -> Self {
+        self.route = route;
+        self
+    }
+}
+
+impl From<Message> for Envelope {
+    fn from(message: Message) -> Self {
+        Self::new(message)
+    }
+}

@@ -1,0 +1,69 @@
+//! The message-stream trait every transport implements, and the adapters that build one.
+//!
+//! A connection is a pair of halves: a [`TransportSender`] with `send` and `close`, and a
+//! [`TransportReceiver`] with `recv`. The session engine runs one writer task and one reader task
+//! that own them, so no half is ever shared behind a mutex.
+//!
+//! Adapters:
+//! - [`framed`] turns an `AsyncRead + AsyncWrite` pair into a newline-framed transport (stdio,
+//!   TCP, pipes);
+//! - [`sink_stream`] turns a `Sink + Stream` of [`Envelope`]s into one (WebSocket and friends);
+//! - [`memory`] is an in-process duplex transport for tests and embedding.
+
+mod codec;
+mod envelope;
+mod error;
+pub mod framed;
+pub mod memory;
+pub mod sink_stream;
+
+use std::future::Future;
+
+pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
+pub use envelope::{Envelope, Route};
+pub use error::TransportError;
+
+/// The sending half of a connection.
+pub trait TransportSender: Send + 'static {
+    /// Sends one message.
+    ///
+    /// # Errors
+    /// `is_closed` / `is_io` when the connection is gone; `is_too_large` when this one message
+    /// exceeds the limit (the connection goes on).
+    fn send(&mut self, envelope: Envelope) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Flushes and closes the sending direction. Further sends fail with `is_closed`.
+    ///
+    /// # Errors
+    /// When flushing fails.
+    fn close(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
+}
+
+/// The receiving half of a connection.
+pub trait TransportReceiver: Send + 'static {
+    /// The next message; `None` once the peer has closed the connection.
+    ///
+    /// A recoverable error (`is_recoverable`) concerns one bad message and reading can go on; any
+    /// other error ends the connection.
+    fn recv(&mut self) -> impl Future<Output = Option<Result<Envelope, TransportError>>> + Send;
+}
+
+/// A connection that splits into its two halves.
+///
+/// Any `(sender, receiver)` tuple is a transport.
+pub trait Transport: Send + 'static {
+    /// The sending half.
+    type Sender: TransportSender;
+    /// The receiving half.
+    type Receiver: TransportReceiver;
+    /// Splits the connection.
+    fn split(self) -> (Self::Sender, Self::Receiver);
+}
+
+impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
+    type Sender = S;
+    type Receiver = R;
+    fn split(self) -> (S, R) {
+        self
+    }
+}
