@@ -7,7 +7,9 @@
 //! Most users want the `tidewire` facade crate, or `tidewire-server` / `tidewire-client`.
 
 pub mod jsonrpc;
+pub mod progress;
 pub mod schema;
+pub mod session;
 pub mod transport;
 pub mod version;
 

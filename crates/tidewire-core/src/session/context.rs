@@ -1,0 +1,255 @@
+//! What an inbound request's handler gets: its id, its progress channel, its cancellation, and a
+//! routed handle to the peer.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use super::{Peer, RequestBuilder, SessionError};
+use crate::jsonrpc::{ProgressToken, RequestId};
+use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams};
+use crate::schema::{NotificationType, RequestType};
+
+/// The context of one inbound request, handed to its handler.
+///
+/// Cloning is cheap; clones share the progress guard and the cancellation token.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    id: RequestId,
+    method: Arc<str>,
+    meta: Option<Arc<Value>>,
+    extensions: Arc<http::Extensions>,
+    reporter: Arc<Reporter>,
+}
+
+#[derive(Debug)]
+struct Reporter {
+    token: Option<ProgressToken>,
+    peer: Peer,
+    cancel: CancellationToken,
+    guard: tokio::sync::Mutex<MonotonicGuard>,
+}
+
+impl RequestContext {
+    pub(crate) fn new(
+        id: RequestId,
+        method: &str,
+        params: Option<&Value>,
+        extensions: http::Extensions,
+        peer: Peer,
+        cancel: CancellationToken,
+    ) -> Self {
+        let meta = params.and_then(|p| p.get("_meta")).filter(|m| m.is_object());
+        let token = meta
+            .and_then(|m| m.get("progressToken"))
+            .and_then(RequestId::from_json);
+        Self {
+            id,
+            method: method.into(),
+            meta: meta.cloned().map(Arc::new),
+            extensions: Arc::new(extensions),
+            reporter: Arc::new(Reporter {
+                token,
+                peer,
+                cancel,
+                guard: tokio::sync::Mutex::new(MonotonicGuard::default()),
+            }),
+        }
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The method of the request.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The request's `params._meta` object, if it had one.
+    pub fn meta(&self) -> Option<&Value> {
+        self.meta.as_deref()
+    }
+
+    /// What the transport attached to the request (HTTP session, auth, headers).
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// The progress token the requester asked for progress with, if any.
+    pub fn progress_token(&self) -> Option<&ProgressToken> {
+        self.reporter.token.as_ref()
+    }
+
+    /// A handle to the peer whose messages are marked as related to this request (on Streamable
+    /// HTTP they travel on this request's stream).
+    pub fn peer(&self) -> &Peer {
+        &self.reporter.peer
+    }
+
+    /// Reports progress to the requester.
+    ///
+    /// Inert (returns `Ok`) when the requester asked for no progress. `message` is dropped for
+    /// peers on 2024-11-05, which lacks it.
+    ///
+    /// # Errors
+    /// [`ProgressError::NotIncreasing`] when `progress` does not exceed the last value sent
+    /// (nothing is sent), [`ProgressError::Cancelled`] once the request is cancelled,
+    /// [`ProgressError::Closed`] when the connection is gone.
+    pub async fn report_progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), ProgressError> {
+        self.reporter
+            .report(Progress {
+                progress,
+                total,
+                message,
+            })
+            .await
+    }
+
+    /// A tracker that accumulates progress deltas: each [`ProgressTracker::advance`] adds to the
+    /// running total and reports it.
+    pub fn progress_tracker(&self, total: Option<f64>) -> ProgressTracker {
+        ProgressTracker {
+            reporter: self.reporter.clone(),
+            done: Arc::new(std::sync::Mutex::new(0.0)),
+            total,
+        }
+    }
+
+    /// Resolves when the requester cancels the request (or the connection closes).
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.reporter.cancel.cancelled()
+    }
+
+    /// True once the request is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.reporter.cancel.is_cancelled()
+    }
+
+    /// The request's cancellation token (to hand to other tasks).
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.reporter.cancel.clone()
+    }
+
+    /// Sends a notification related to this request.
+    ///
+    /// # Errors
+    /// [`SessionError::Cancelled`] once the request is cancelled (nothing more may be sent for
+    /// it); `Closed` when the connection is gone.
+    pub async fn notify<N: NotificationType>(&self, params: N::Params) -> Result<(), SessionError> {
+        if self.is_cancelled() {
+            return Err(SessionError::Cancelled("the request was cancelled".to_owned()));
+        }
+        self.peer().notify::<N>(params).await
+    }
+
+    /// Sends a request back to the peer, related to this request (sampling, elicitation, roots).
+    /// It can ask for progress and be cancelled like any request.
+    pub fn request<R: RequestType>(&self, params: R::Params) -> RequestBuilder<R::Result> {
+        self.peer().request::<R>(params)
+    }
+}
+
+impl Reporter {
+    async fn report(&self, progress: Progress) -> Result<(), ProgressError> {
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
+        if self.cancel.is_cancelled() {
+            return Err(ProgressError::Cancelled);
+        }
+        // Held across the send so two concurrent reports reach the wire in guard order.
+        let mut guard = self.guard.lock().await;
+        guard.admit(progress.progress)?;
+        let mut progress = progress;
+        if self
+            .peer
+            .protocol_version()
+            .is_some_and(|v| !v.has_progress_message())
+        {
+            progress.message = None;
+        }
+        let params = ProgressParams {
+            progress_token: token.clone(),
+            progress,
+        };
+        let params = serde_json::to_value(params).map_err(|_| ProgressError::Closed)?;
+        self.peer
+            .notify_raw("notifications/progress", Some(params))
+            .await
+            .map_err(|_| ProgressError::Closed)
+    }
+}
+
+/// Accumulates progress deltas for one request and reports the running sum.
+///
+/// ```no_run
+/// # async fn demo(ctx: tidewire_core::session::RequestContext) -> Result<(), tidewire_core::progress::ProgressError> {
+/// let tracker = ctx.progress_tracker(Some(3.0));
+/// for step in ["fetch", "parse", "store"] {
+///     tracker.advance(1.0, Some(format!("{step} done"))).await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ProgressTracker {
+    reporter: Arc<Reporter>,
+    done: Arc<std::sync::Mutex<f64>>,
+    total: Option<f64>,
+}
+
+impl ProgressTracker {
+    /// Adds `delta` (which must be positive) and reports the new sum. Returns the sum.
+    ///
+    /// # Errors
+    /// As [`RequestContext::report_progress`]; a delta that is not positive is refused with
+    /// `NotIncreasing` and not added.
+    pub async fn advance(&self, delta: f64, message: Option<String>) -> Result<f64, ProgressError> {
+        if delta.is_nan() || delta <= 0.0 {
+            return Err(ProgressError::NotIncreasing {
+                last: self.done(),
+                attempted: self.done() + delta,
+            });
+        }
+        let next = {
+            let done = self
+                .done
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *done + delta
+        };
+        self.reporter
+            .report(Progress {
+                progress: next,
+                total: self.total,
+                message,
+            })
+            .await?;
+        let mut done = self
+            .done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *done = done.max(next);
+        Ok(*done)
+    }
+
+    /// The sum reported so far.
+    pub fn done(&self) -> f64 {
+        *self
+            .done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Changes the total reported with the next delta.
+    pub fn set_total(&mut self, total: Option<f64>) {
+        self.total = total;
+    }
+}

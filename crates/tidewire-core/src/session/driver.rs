@@ -1,0 +1,371 @@
+//! The driver: the future that runs one connection.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::context::RequestContext;
+use super::peer::{Peer, Shared};
+use super::state::{Inbound, ProgressDelivery, Refusal};
+use super::{CancelPolicy, Handler, SessionError};
+use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
+use crate::progress::ProgressParams;
+use crate::transport::{Envelope, Route, Transport, TransportError, TransportReceiver, TransportSender};
+
+/// The future that runs a connection: it reads messages and dispatches them, and writes what the
+/// peers and handlers send. Poll it (or spawn it) for the connection to make progress.
+///
+/// It resolves when the peer closes the connection (`Ok`), when [`Peer::close`] is called
+/// (`Ok`), or when the transport fails (`Err`). Then every pending outbound request fails with
+/// [`SessionError::Closed`] and every running handler is cancelled.
+#[must_use = "a connection does nothing unless its driver is polled"]
+pub struct Driver {
+    future: BoxFuture<'static, Result<(), TransportError>>,
+}
+
+impl Future for Driver {
+    type Output = Result<(), TransportError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.future.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver").finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn driver<T: Transport, H: Handler>(
+    transport: T,
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    outbound: mpsc::Receiver<Envelope>,
+) -> Driver {
+    Driver {
+        future: Box::pin(run(transport, handler, shared, outbound)),
+    }
+}
+
+async fn run<T: Transport, H: Handler>(
+    transport: T,
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    outbound: mpsc::Receiver<Envelope>,
+) -> Result<(), TransportError> {
+    let (sender, receiver) = transport.split();
+    let peer = Peer {
+        shared: shared.clone(),
+        route: Route::Unrelated,
+    };
+    let mut reader = Box::pin(read_loop(receiver, handler, peer));
+    let mut writer = Box::pin(write_loop(sender, shared.clone(), outbound));
+    let result = tokio::select! {
+        read = &mut reader => {
+            // The peer is gone (or sent garbage that broke the transport): flush what is queued.
+            shared.closing.cancel();
+            let written = writer.await;
+            let reason = match &read {
+                Ok(()) => "the peer closed the connection".to_owned(),
+                Err(e) => describe(e),
+            };
+            finish(&shared, reason);
+            read.and(written)
+        }
+        written = &mut writer => {
+            let reason = match &written {
+                Ok(()) => "the session was closed locally".to_owned(),
+                Err(e) => describe(e),
+            };
+            finish(&shared, reason);
+            written
+        }
+    };
+    result
+}
+
+/// A transport error with its causes, on one line.
+fn describe(e: &TransportError) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`.
+fn finish(shared: &Shared, reason: String) {
+    *shared
+        .close_reason
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason.clone());
+    let (pending, inbound) = shared.state().drain();
+    for p in pending {
+        let _ = p.responder.send(Err(SessionError::Closed(reason.clone())));
+    }
+    for i in inbound {
+        i.cancel.cancel();
+        if let Some(abort) = i.abort {
+            abort.abort();
+        }
+    }
+    shared.closing.cancel();
+    shared.closed.cancel();
+    tracing::debug!(%reason, "session closed");
+}
+
+async fn write_loop<S: TransportSender>(
+    mut sender: S,
+    shared: Arc<Shared>,
+    mut outbound: mpsc::Receiver<Envelope>,
+) -> Result<(), TransportError> {
+    loop {
+        let envelope = tokio::select! {
+            biased;
+            envelope = outbound.recv() => envelope,
+            () = shared.closing.cancelled() => break,
+        };
+        let Some(envelope) = envelope else { break };
+        write_one(&mut sender, &shared, envelope).await?;
+    }
+    // Closing: flush what was queued before the close, then close the transport.
+    while let Ok(envelope) = outbound.try_recv() {
+        if write_one(&mut sender, &shared, envelope).await.is_err() {
+            break;
+        }
+    }
+    sender.close().await
+}
+
+async fn write_one<S: TransportSender>(
+    sender: &mut S,
+    shared: &Shared,
+    envelope: Envelope,
+) -> Result<(), TransportError> {
+    let route = envelope.route.clone();
+    let message = envelope.message.clone();
+    match sender.send(envelope).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_recoverable() => {
+            // This one message could not go out (too large); tell whoever waits for it.
+            match message {
+                Message::Response(Response { id: Some(id), .. }) => {
+                    let error = ErrorObject::internal(format!("the response could not be sent: {e}"));
+                    let fallback = Envelope::new(Response::error(Some(id), error)).with_route(route);
+                    sender.send(fallback).await
+                }
+                Message::Request(Request { id, .. }) => {
+                    if let Some(p) = shared.state().take_pending(&id) {
+                        let _ = p.responder.send(Err(SessionError::Transport(e)));
+                    }
+                    Ok(())
+                }
+                other => {
+                    tracing::warn!(method = other.method(), error = %e, "dropped an outbound message");
+                    Ok(())
+                }
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn read_loop<R: TransportReceiver, H: Handler>(
+    mut receiver: R,
+    handler: Arc<H>,
+    peer: Peer,
+) -> Result<(), TransportError> {
+    let shared = peer.shared.clone();
+    loop {
+        let item = tokio::select! {
+            biased;
+            () = shared.closing.cancelled() => return Ok(()),
+            item = receiver.recv() => item,
+        };
+        match item {
+            None => return Ok(()),
+            Some(Err(e)) if e.is_recoverable() => {
+                tracing::debug!(error = %e, "bad inbound message");
+                if let Some(response) = e.error_response() {
+                    let _ = peer.send_envelope(Envelope::new(response.clone())).await;
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            Some(Ok(envelope)) => dispatch(envelope, &handler, &peer).await,
+        }
+    }
+}
+
+async fn dispatch<H: Handler>(envelope: Envelope, handler: &Arc<H>, peer: &Peer) {
+    let Envelope {
+        message,
+        extensions,
+        ..
+    } = envelope;
+    match message {
+        Message::Request(request) => start_request(request, extensions, handler, peer).await,
+        Message::Notification(notification) => on_notification(notification, handler, peer),
+        Message::Response(response) => on_response(response, peer),
+    }
+}
+
+async fn start_request<H: Handler>(
+    request: Request,
+    extensions: http::Extensions,
+    handler: &Arc<H>,
+    peer: &Peer,
+) {
+    let shared = &peer.shared;
+    let id = request.id.clone();
+    let routed = peer.with_route(Route::Request(id.clone()));
+    if request.method == "ping" && shared.options.answer_ping {
+        let _ = routed
+            .send_envelope(Envelope::new(Response::result(id.clone(), Value::Object(Default::default()))).with_route(Route::Request(id)))
+            .await;
+        return;
+    }
+    let cancel = shared.closed.child_token();
+    let refused = shared.state().add_inbound(
+        id.clone(),
+        Inbound {
+            cancel: cancel.clone(),
+            abort: None,
+        },
+    );
+    if let Err(refusal) = refused {
+        let error = match refusal {
+            Refusal::Full(limit) => ErrorObject::new(
+                ErrorCode::SERVER_BUSY,
+                format!("too many requests in flight on this connection (limit {limit}); retry later"),
+            ),
+            Refusal::Duplicate => ErrorObject::invalid_request(format!(
+                "request id {id} is already in use by a request in flight"
+            )),
+        };
+        let _ = routed
+            .send_envelope(Envelope::new(Response::error(Some(id.clone()), error)).with_route(Route::Request(id)))
+            .await;
+        return;
+    }
+    let ctx = RequestContext::new(
+        id.clone(),
+        &request.method,
+        request.params.as_ref(),
+        extensions,
+        routed.clone(),
+        cancel.clone(),
+    );
+    let task = run_request(handler.clone(), request, ctx, routed, cancel);
+    let abort = tokio::spawn(task).abort_handle();
+    shared.state().set_abort(&id, abort);
+}
+
+async fn run_request<H: Handler>(
+    handler: Arc<H>,
+    request: Request,
+    ctx: RequestContext,
+    peer: Peer,
+    cancel: CancellationToken,
+) {
+    let id = request.id.clone();
+    let method = request.method.clone();
+    let outcome = AssertUnwindSafe(handler.handle_request(request, ctx))
+        .catch_unwind()
+        .await;
+    let still_ours = peer.shared.state().finish_inbound(&id).is_some();
+    if cancel.is_cancelled() || !still_ours {
+        // Cancelled: the spec asks for no response.
+        return;
+    }
+    let response = match outcome {
+        Ok(Ok(result)) => Response::result(id.clone(), result),
+        Ok(Err(error)) => Response::error(Some(id.clone()), error),
+        Err(_) => {
+            tracing::error!(%method, "a request handler panicked");
+            Response::error(
+                Some(id.clone()),
+                ErrorObject::internal(format!("the handler for {method} panicked")),
+            )
+        }
+    };
+    let _ = peer
+        .send_envelope(Envelope::new(response).with_route(Route::Request(id)))
+        .await;
+}
+
+fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, peer: &Peer) {
+    match notification.method.as_str() {
+        "notifications/cancelled" => {
+            let id = notification
+                .params
+                .as_ref()
+                .and_then(|p| p.get("requestId"))
+                .and_then(RequestId::from_json);
+            let Some(id) = id else {
+                tracing::debug!("ignored a cancellation without a valid requestId");
+                return;
+            };
+            let entry = peer.shared.state().finish_inbound(&id);
+            match entry {
+                Some(inbound) => {
+                    inbound.cancel.cancel();
+                    if peer.shared.options.cancel_policy == CancelPolicy::Abort {
+                        if let Some(abort) = inbound.abort {
+                            abort.abort();
+                        }
+                    }
+                }
+                None => tracing::debug!(%id, "ignored a cancellation of an unknown or finished request"),
+            }
+            handler.handle_notification(notification, peer);
+        }
+        "notifications/progress" => {
+            let params = notification
+                .params
+                .clone()
+                .and_then(|p| serde_json::from_value::<ProgressParams>(p).ok());
+            match params {
+                Some(p) => {
+                    let delivery = peer
+                        .shared
+                        .state()
+                        .deliver_progress(&p.progress_token, p.progress);
+                    if delivery == ProgressDelivery::Unknown {
+                        tracing::debug!(token = %p.progress_token, "progress for no active request");
+                    }
+                }
+                None => tracing::debug!("ignored a malformed progress notification"),
+            }
+            handler.handle_notification(notification, peer);
+        }
+        _ => handler.handle_notification(notification, peer),
+    }
+}
+
+fn on_response(response: Response, peer: &Peer) {
+    let Some(id) = response.id else {
+        if let Err(error) = response.outcome {
+            tracing::warn!(%error, "the peer could not read one of our messages");
+        }
+        return;
+    };
+    let pending = peer.shared.state().take_pending(&id);
+    match pending {
+        Some(pending) => {
+            let outcome = response.outcome.map_err(SessionError::Remote);
+            let _ = pending.responder.send(outcome);
+        }
+        None => tracing::debug!(%id, "ignored a response to no pending request"),
+    }
+}

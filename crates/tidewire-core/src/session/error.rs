@@ -1,0 +1,71 @@
+//! The session error: what can go wrong with one request, in terms a caller can act on.
+
+use std::time::Duration;
+
+use crate::jsonrpc::ErrorObject;
+use crate::transport::TransportError;
+
+/// Why a request (or a notification send) failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The peer answered with a JSON-RPC error.
+    #[error("the peer answered with an error: {0}")]
+    Remote(ErrorObject),
+    /// No response came in time; a `notifications/cancelled` was sent.
+    #[error("the request timed out after {0:?}")]
+    Timeout(Duration),
+    /// The request was cancelled locally (explicit cancel); a `notifications/cancelled` was sent.
+    #[error("the request was cancelled: {0}")]
+    Cancelled(String),
+    /// The connection closed before the request completed.
+    #[error("the connection closed before the request completed: {0}")]
+    Closed(String),
+    /// Too many requests are already waiting for responses on this connection.
+    #[error("too many requests in flight on this connection (limit {0})")]
+    TooManyRequests(usize),
+    /// The peer's result did not match the expected type.
+    #[error("the peer's result for {method} is not valid: {reason}")]
+    InvalidResult {
+        /// The method called.
+        method: String,
+        /// The decode error.
+        reason: String,
+    },
+    /// Our parameters could not be serialised.
+    #[error("could not serialise the parameters for {method}: {reason}")]
+    InvalidParams {
+        /// The method called.
+        method: String,
+        /// The serde error.
+        reason: String,
+    },
+    /// The transport refused the message (for example, it exceeds the size limit).
+    #[error("the transport refused the message")]
+    Transport(#[source] TransportError),
+}
+
+impl SessionError {
+    /// The request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout(_))
+    }
+
+    /// The connection is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Closed(_))
+    }
+
+    /// The request was cancelled locally.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Cancelled(_))
+    }
+
+    /// The JSON-RPC error the peer answered with, if that is what happened.
+    pub fn remote(&self) -> Option<&ErrorObject> {
+        match self {
+            Self::Remote(e) => Some(e),
+            _ => None,
+        }
+    }
+}

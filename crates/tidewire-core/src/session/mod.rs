@@ -1,0 +1,118 @@
+//! The session engine: one connection's requests, responses, progress and cancellation.
+//!
+//! [`Session::new`] takes a transport and a [`Handler`] and returns a [`Peer`] (a cheap handle to
+//! send requests and notifications) and a [`Driver`] (the future that runs the connection, like
+//! hyper's `Connection`). [`Session::spawn`] runs the driver on tokio for you.
+//!
+//! # Outbound requests
+//! `peer.request::<M>(params)` returns a builder: set a timeout, a reset-on-progress hard
+//! maximum, a progress callback or stream, then `.await` it for the typed result. Progress is
+//! asked for with `_meta.progressToken` (tidewire uses the request id as the token).
+//!
+//! # Cancel safety
+//! Dropping a request future before its response arrives cancels the request: the peer receives
+//! `notifications/cancelled` with the reason "the caller dropped the request", and a response
+//! that arrives later is ignored. A timeout does the same. [`CancelHandle`] cancels explicitly.
+//! This holds on every transport, because it happens here, above them.
+//!
+//! # Inbound requests
+//! Each runs in its own task with a [`RequestContext`]: progress reporting (inert without a
+//! token, refusing values that do not rise), cancellation (`cancelled()` / `is_cancelled()`),
+//! notifications and requests back to the peer, all routed to the request. When the peer cancels,
+//! the token fires and, under [`CancelPolicy::Abort`] (the default), the task is aborted; no
+//! response is sent. A per-connection cap bounds how many run at once. `ping` is answered by the
+//! engine.
+
+mod context;
+mod driver;
+mod error;
+mod options;
+mod peer;
+mod state;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+pub use context::{ProgressTracker, RequestContext};
+pub use driver::Driver;
+pub use error::SessionError;
+pub use options::{CancelPolicy, SessionOptions};
+pub use peer::{CancelHandle, InFlight, Peer, ProgressStream, RequestBuilder};
+
+use crate::jsonrpc::{ErrorObject, Notification, Request};
+use crate::transport::Transport;
+
+/// What serves the requests and notifications a peer sends us.
+///
+/// The server and client APIs implement it; implement it yourself to speak raw JSON-RPC.
+pub trait Handler: Send + Sync + 'static {
+    /// Serves one inbound request, in its own task. Return the `result` value or the error to
+    /// answer with. If the request is cancelled meanwhile, whatever this returns is discarded.
+    fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> impl Future<Output = Result<Value, ErrorObject>> + Send;
+
+    /// Receives one inbound notification, in the order they arrived, on the connection's reader:
+    /// keep it short (hand long work to a task). `notifications/cancelled` and
+    /// `notifications/progress` are also acted on by the engine itself before this is called.
+    fn handle_notification(&self, notification: Notification, peer: &Peer) {
+        let _ = (notification, peer);
+    }
+}
+
+/// Builds connections.
+#[derive(Debug)]
+pub struct Session;
+
+impl Session {
+    /// Sets up a connection over `transport`, served by `handler`. Nothing happens until the
+    /// returned [`Driver`] is polled.
+    pub fn new<T: Transport, H: Handler>(transport: T, handler: H, options: SessionOptions) -> (Peer, Driver) {
+        Self::with_shared_handler(transport, Arc::new(handler), options)
+    }
+
+    /// Like [`new`](Self::new), for a handler shared between connections.
+    pub fn with_shared_handler<T: Transport, H: Handler>(
+        transport: T,
+        handler: Arc<H>,
+        options: SessionOptions,
+    ) -> (Peer, Driver) {
+        let (tx, rx) = mpsc::channel(options.outbound_queue);
+        let shared = Arc::new(peer::Shared::new(tx, options));
+        let peer = Peer {
+            shared: shared.clone(),
+            route: crate::transport::Route::Unrelated,
+        };
+        (peer, driver::driver(transport, handler, shared, rx))
+    }
+
+    /// Sets up a connection and spawns its driver on the current tokio runtime.
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime.
+    pub fn spawn<T: Transport, H: Handler>(transport: T, handler: H, options: SessionOptions) -> Peer {
+        let (peer, driver) = Self::new(transport, handler, options);
+        tokio::spawn(async move {
+            if let Err(error) = driver.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+        peer
+    }
+}
+
+/// A handler that answers every request with `-32601` and ignores notifications: for a side
+/// that only sends.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHandler;
+
+impl Handler for NoHandler {
+    async fn handle_request(&self, request: Request, _ctx: RequestContext) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::method_not_found(&request.method))
+    }
+}

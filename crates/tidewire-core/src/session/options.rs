@@ -1,0 +1,112 @@
+//! Per-connection and per-request settings.
+
+use std::time::Duration;
+
+/// What happens to an inbound request's handler when the peer cancels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CancelPolicy {
+    /// Fire the request's cancellation token and abort the handler task at its next `.await`
+    /// (the default). No response is sent.
+    #[default]
+    Abort,
+    /// Only fire the token; the handler notices (`ctx.cancelled()` / `ctx.is_cancelled()`),
+    /// cleans up and returns. Its return value is discarded: no response is sent.
+    Cooperative,
+}
+
+/// Settings for one connection. Every table and queue has a limit.
+///
+/// ```
+/// use std::time::Duration;
+/// use tidewire_core::session::SessionOptions;
+///
+/// let options = SessionOptions::default()
+///     .max_inflight_inbound(64)
+///     .default_timeout(Some(Duration::from_secs(30)));
+/// assert_eq!(options.inflight_inbound_limit(), 64);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    pub(crate) max_inflight_inbound: usize,
+    pub(crate) max_pending_outbound: usize,
+    pub(crate) outbound_queue: usize,
+    pub(crate) progress_buffer: usize,
+    pub(crate) default_timeout: Option<Duration>,
+    pub(crate) cancel_policy: CancelPolicy,
+    pub(crate) answer_ping: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            max_inflight_inbound: 256,
+            max_pending_outbound: 1024,
+            outbound_queue: 256,
+            progress_buffer: 256,
+            default_timeout: Some(Duration::from_secs(60)),
+            cancel_policy: CancelPolicy::Abort,
+            answer_ping: true,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// The most inbound requests that may run at once on this connection (default 256). Past it
+    /// a request is answered at once with error `-32001` (server busy).
+    #[must_use]
+    pub fn max_inflight_inbound(mut self, limit: usize) -> Self {
+        self.max_inflight_inbound = limit.max(1);
+        self
+    }
+
+    /// The limit set by [`max_inflight_inbound`](Self::max_inflight_inbound).
+    pub fn inflight_inbound_limit(&self) -> usize {
+        self.max_inflight_inbound
+    }
+
+    /// The most outbound requests that may await responses at once (default 1024). Past it,
+    /// sending fails with [`SessionError::TooManyRequests`](super::SessionError::TooManyRequests).
+    #[must_use]
+    pub fn max_pending_outbound(mut self, limit: usize) -> Self {
+        self.max_pending_outbound = limit.max(1);
+        self
+    }
+
+    /// Messages queued for the writer before senders wait (default 256).
+    #[must_use]
+    pub fn outbound_queue(mut self, capacity: usize) -> Self {
+        self.outbound_queue = capacity.max(1);
+        self
+    }
+
+    /// Progress reports buffered per outbound request before they are dropped and counted as
+    /// lag (default 256).
+    #[must_use]
+    pub fn progress_buffer(mut self, capacity: usize) -> Self {
+        self.progress_buffer = capacity.max(1);
+        self
+    }
+
+    /// The timeout of outbound requests that set none (default 60 s; `None` waits forever).
+    #[must_use]
+    pub fn default_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// What a cancellation does to a running handler (default [`CancelPolicy::Abort`]).
+    #[must_use]
+    pub fn cancel_policy(mut self, policy: CancelPolicy) -> Self {
+        self.cancel_policy = policy;
+        self
+    }
+
+    /// Whether the engine answers `ping` itself (default true). When false, `ping` reaches the
+    /// handler like any request.
+    #[must_use]
+    pub fn answer_ping(mut self, answer: bool) -> Self {
+        self.answer_ping = answer;
+        self
+    }
+}

@@ -1,0 +1,616 @@
+//! The handle to the other side of a connection: send requests and notifications.
+
+use std::borrow::Cow;
+use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::SessionOptions;
+use super::error::SessionError;
+use super::state::{Pending, ProgressSink, Refusal, State};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Message, Notification, Request, RequestId};
+use crate::progress::Progress;
+use crate::schema::{NotificationType, RequestType};
+use crate::transport::{Envelope, Route};
+
+/// What a connection shares between its peer handles, its driver and its handler tasks.
+pub(crate) struct Shared {
+    pub(crate) outbound: mpsc::Sender<Envelope>,
+    pub(crate) state: Mutex<State>,
+    pub(crate) options: SessionOptions,
+    /// Asks the driver to stop.
+    pub(crate) closing: CancellationToken,
+    /// Fired when the driver has stopped.
+    pub(crate) closed: CancellationToken,
+    pub(crate) close_reason: Mutex<Option<String>>,
+    next_id: AtomicI64,
+    /// 0 = not negotiated; otherwise 1 + index into `ProtocolVersion::ALL`.
+    version: AtomicU8,
+}
+
+impl Shared {
+    pub(crate) fn new(outbound: mpsc::Sender<Envelope>, options: SessionOptions) -> Self {
+        Self {
+            outbound,
+            state: Mutex::new(State::new(
+                options.max_pending_outbound,
+                options.max_inflight_inbound,
+            )),
+            options,
+            closing: CancellationToken::new(),
+            closed: CancellationToken::new(),
+            close_reason: Mutex::new(None),
+            next_id: AtomicI64::new(1),
+            version: AtomicU8::new(0),
+        }
+    }
+
+    /// Locks the tables. A poisoned lock (a panic while holding it) is recovered: the tables are
+    /// plain maps that stay consistent between statements.
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn close_reason(&self) -> String {
+        self.close_reason
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "the session ended".to_owned())
+    }
+
+    /// Queues a message without waiting (for use in `Drop`). Falls back to a spawned send when the
+    /// queue is full; drops the message only when no runtime is running.
+    pub(crate) fn enqueue_nowait(&self, envelope: Envelope) {
+        match self.outbound.try_send(envelope) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(envelope)) => {
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    let tx = self.outbound.clone();
+                    handle.spawn(async move {
+                        let _ = tx.send(envelope).await;
+                    });
+                }
+            }
+        }
+    }
+
+    /// Abandons an outbound request: removes it and, if it was still pending, tells the peer.
+    /// Returns whether it was still pending.
+    pub(crate) fn cancel_outbound(&self, id: &RequestId, method: &str, reason: &str) -> bool {
+        let Some(pending) = self.state().take_pending(id) else {
+            return false;
+        };
+        let _ = pending
+            .responder
+            .send(Err(SessionError::Cancelled(reason.to_owned())));
+        // The spec forbids cancelling `initialize`.
+        if method != "initialize" && !self.closed.is_cancelled() {
+            let params = serde_json::json!({ "requestId": id, "reason": reason });
+            self.enqueue_nowait(Envelope::new(Notification::new(
+                "notifications/cancelled",
+                Some(params),
+            )));
+        }
+        true
+    }
+}
+
+/// A cheap, cloneable handle to the peer on the other end of a connection.
+///
+/// Use it to send requests ([`request`](Self::request)) and notifications
+/// ([`notify`](Self::notify)). Clones share the connection (an `Arc` inside). A handle obtained
+/// from a request's context is *routed*: what it sends is marked as related to that request, so
+/// Streamable HTTP delivers it on that request's stream.
+#[derive(Clone)]
+pub struct Peer {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) route: Route,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("route", &self.route)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    /// Starts a typed request. Await the builder to send it and wait for the result, or set
+    /// options first:
+    ///
+    /// ```no_run
+    /// # async fn demo(peer: tidewire_core::session::Peer) -> Result<(), tidewire_core::session::SessionError> {
+    /// use std::time::Duration;
+    /// use tidewire_core::schema::{CallTool, CallToolParams};
+    ///
+    /// let result = peer
+    ///     .request::<CallTool>(CallToolParams::new("crawl"))
+    ///     .timeout(Duration::from_secs(10))
+    ///     .on_progress(|p| println!("{}/{:?} {:?}", p.progress, p.total, p.message))
+    ///     .await?;
+    /// # let _ = result; Ok(()) }
+    /// ```
+    pub fn request<R: RequestType>(&self, params: R::Params) -> RequestBuilder<R::Result> {
+        let params = serde_json::to_value(&params).map_err(|e| SessionError::InvalidParams {
+            method: R::METHOD.to_owned(),
+            reason: e.to_string(),
+        });
+        RequestBuilder::new(self.clone(), Cow::Borrowed(R::METHOD), params.map(Some))
+    }
+
+    /// Starts a request for any method, with raw JSON params and result.
+    pub fn request_raw(&self, method: impl Into<String>, params: Option<Value>) -> RequestBuilder<Value> {
+        RequestBuilder::new(self.clone(), Cow::Owned(method.into()), Ok(params))
+    }
+
+    /// Sends a typed notification.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection is closed; `InvalidParams` when the params
+    /// do not serialise.
+    pub async fn notify<N: NotificationType>(&self, params: N::Params) -> Result<(), SessionError> {
+        let params = to_params(N::METHOD, &params)?;
+        self.notify_raw(N::METHOD, params).await
+    }
+
+    /// Sends a notification for any method.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] when the connection is closed.
+    pub async fn notify_raw(&self, method: impl Into<String>, params: Option<Value>) -> Result<(), SessionError> {
+        let envelope = Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
+        self.send_envelope(envelope).await
+    }
+
+    pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
+        if self.shared.closed.is_cancelled() || self.shared.closing.is_cancelled() {
+            return Err(SessionError::Closed(self.shared.close_reason()));
+        }
+        self.shared
+            .outbound
+            .send(envelope)
+            .await
+            .map_err(|_| SessionError::Closed(self.shared.close_reason()))
+    }
+
+    /// The same peer, with what it sends marked as related to `route`.
+    #[must_use]
+    pub fn with_route(&self, route: Route) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            route,
+        }
+    }
+
+    /// The route of this handle.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// The protocol revision negotiated on this connection, once known.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        match self.shared.version.load(Ordering::Acquire) {
+            0 => None,
+            n => ProtocolVersion::ALL.get(usize::from(n) - 1).copied(),
+        }
+    }
+
+    /// Records the negotiated protocol revision (the server and client APIs do this during
+    /// `initialize`); it decides, for example, whether progress carries a `message`.
+    pub fn set_protocol_version(&self, version: ProtocolVersion) {
+        let index = ProtocolVersion::ALL
+            .iter()
+            .position(|v| *v == version)
+            .unwrap_or(0);
+        let code = u8::try_from(index + 1).unwrap_or(0);
+        self.shared.version.store(code, Ordering::Release);
+    }
+
+    /// Asks the connection to close: queued messages are flushed, the transport is closed,
+    /// in-flight requests fail with [`SessionError::Closed`] and running handlers are cancelled.
+    pub fn close(&self) {
+        self.shared.closing.cancel();
+    }
+
+    /// True once the connection has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    /// Waits until the connection has stopped.
+    pub async fn closed(&self) {
+        self.shared.closed.cancelled().await;
+    }
+
+    /// Why the connection stopped, once it has.
+    pub fn close_reason(&self) -> Option<String> {
+        self.is_closed().then(|| self.shared.close_reason())
+    }
+
+    /// Outbound requests waiting for their responses.
+    pub fn pending_requests(&self) -> usize {
+        self.shared.state().pending_len()
+    }
+
+    /// Inbound requests whose handlers are running.
+    pub fn inflight_requests(&self) -> usize {
+        self.shared.state().inbound_len()
+    }
+}
+
+fn to_params<P: Serialize>(method: &str, params: &P) -> Result<Option<Value>, SessionError> {
+    serde_json::to_value(params)
+        .map(Some)
+        .map_err(|e| SessionError::InvalidParams {
+            method: method.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+enum ProgressMode {
+    None,
+    Callback(Box<dyn FnMut(Progress) + Send>),
+    Stream(mpsc::Sender<Progress>, Arc<AtomicU64>),
+}
+
+/// An outbound request being prepared. Await it to send and wait for the result, or call
+/// [`send`](Self::send) to get an [`InFlight`] handle with the id and a cancel handle.
+///
+/// Dropping the future returned by `.await` (or an [`InFlight`]) before the response arrives
+/// cancels the request: the peer receives `notifications/cancelled`.
+#[must_use = "a request does nothing until it is awaited or sent"]
+pub struct RequestBuilder<T> {
+    peer: Peer,
+    method: Cow<'static, str>,
+    params: Result<Option<Value>, SessionError>,
+    timeout: Option<Option<Duration>>,
+    reset_max: Option<Duration>,
+    progress: ProgressMode,
+    _result: PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
+    fn new(peer: Peer, method: Cow<'static, str>, params: Result<Option<Value>, SessionError>) -> Self {
+        Self {
+            peer,
+            method,
+            params,
+            timeout: None,
+            reset_max: None,
+            progress: ProgressMode::None,
+            _result: PhantomData,
+        }
+    }
+
+    /// Gives up after `timeout` without a response (sending `notifications/cancelled`).
+    /// Overrides the session's default timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(Some(timeout));
+        self
+    }
+
+    /// Waits as long as it takes.
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = Some(None);
+        self
+    }
+
+    /// Restarts the timeout whenever progress arrives, but never waits longer than `hard_max`
+    /// in all. Asks the peer for progress.
+    pub fn reset_timeout_on_progress(mut self, hard_max: Duration) -> Self {
+        self.reset_max = Some(hard_max);
+        if matches!(self.progress, ProgressMode::None) {
+            self.progress = ProgressMode::Callback(Box::new(|_| {}));
+        }
+        self
+    }
+
+    /// Asks the peer for progress (`_meta.progressToken`) and calls `callback` with each report,
+    /// in order, before the result is returned.
+    pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
+        self.progress = ProgressMode::Callback(Box::new(callback));
+        self
+    }
+
+    /// Asks the peer for progress and returns a stream of the reports. The stream ends when the
+    /// request completes; it holds every report that arrived before the response.
+    pub fn progress_stream(mut self) -> (Self, ProgressStream) {
+        let (tx, rx) = mpsc::channel(self.peer.shared.options.progress_buffer);
+        let lagged = Arc::new(AtomicU64::new(0));
+        self.progress = ProgressMode::Stream(tx, lagged.clone());
+        (self, ProgressStream { rx, lagged })
+    }
+
+    /// Sends the request and returns a handle to its response.
+    ///
+    /// # Errors
+    /// `Closed` when the connection is closed, `TooManyRequests` when the pending table is full,
+    /// `InvalidParams` when the params did not serialise.
+    pub async fn send(self) -> Result<InFlight<T>, SessionError> {
+        let shared = self.peer.shared.clone();
+        if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
+            return Err(SessionError::Closed(shared.close_reason()));
+        }
+        let mut params = self.params?;
+        let id = RequestId::Number(shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let timeout = self.timeout.unwrap_or(shared.options.default_timeout);
+        let activity = self.reset_max.map(|_| Arc::new(Notify::new()));
+
+        let (sink, callback) = match self.progress {
+            ProgressMode::None => (None, None),
+            ProgressMode::Callback(cb) => {
+                let (tx, rx) = mpsc::channel(shared.options.progress_buffer);
+                let lagged = Arc::new(AtomicU64::new(0));
+                (Some(ProgressSink::new(tx, activity.clone(), lagged)), Some((cb, rx)))
+            }
+            ProgressMode::Stream(tx, lagged) => (Some(ProgressSink::new(tx, activity.clone(), lagged)), None),
+        };
+        if sink.is_some() {
+            set_progress_token(&mut params, &id);
+        }
+        let (responder, response) = oneshot::channel();
+        shared
+            .state()
+            .add_pending(id.clone(), Pending { responder, progress: sink })
+            .map_err(|refusal| match refusal {
+                Refusal::Full(limit) => SessionError::TooManyRequests(limit),
+                Refusal::Duplicate => SessionError::Closed("request id collision".to_owned()),
+            })?;
+        let mut guard = CancelGuard {
+            shared: Arc::downgrade(&shared),
+            id: id.clone(),
+            method: self.method.clone(),
+            notify_peer: false,
+        };
+        let request = Request {
+            id: id.clone(),
+            method: self.method.clone().into_owned(),
+            params,
+        };
+        self.peer
+            .send_envelope(Envelope::new(Message::Request(request)).with_route(self.peer.route.clone()))
+            .await?;
+        guard.notify_peer = true;
+
+        let method = self.method;
+        let wait = wait_for_response::<T>(guard, method, response, timeout, self.reset_max, activity, callback);
+        Ok(InFlight {
+            cancel: CancelHandle {
+                shared: Arc::downgrade(&shared),
+                id: id.clone(),
+            },
+            id,
+            future: Box::pin(wait),
+        })
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> IntoFuture for RequestBuilder<T> {
+    type Output = Result<T, SessionError>;
+    type IntoFuture = BoxFuture<'static, Result<T, SessionError>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.send().await?.await })
+    }
+}
+
+fn set_progress_token(params: &mut Option<Value>, token: &RequestId) {
+    let object = match params {
+        Some(Value::Object(map)) => map,
+        _ => {
+            *params = Some(Value::Object(Map::new()));
+            match params {
+                Some(Value::Object(map)) => map,
+                _ => return,
+            }
+        }
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Value::Object(meta) = meta {
+        meta.insert("progressToken".to_owned(), token.to_json());
+    }
+}
+
+type Callback = (Box<dyn FnMut(Progress) + Send>, mpsc::Receiver<Progress>);
+
+async fn wait_for_response<T: DeserializeOwned>(
+    mut guard: CancelGuard,
+    method: Cow<'static, str>,
+    mut response: oneshot::Receiver<Result<Value, SessionError>>,
+    timeout: Option<Duration>,
+    reset_max: Option<Duration>,
+    activity: Option<Arc<Notify>>,
+    mut callback: Option<Callback>,
+) -> Result<T, SessionError> {
+    let started = Instant::now();
+    let hard_deadline = reset_max.map(|m| started + m);
+    let cap = |d: Instant| hard_deadline.map_or(d, |h| d.min(h));
+    let mut deadline = timeout.map(|t| cap(started + t)).or(hard_deadline);
+    let outcome = loop {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let progressed = async {
+            match (&mut callback, &activity) {
+                (Some((cb, rx)), _) => match rx.recv().await {
+                    Some(p) => cb(p),
+                    None => std::future::pending().await,
+                },
+                (None, Some(activity)) => activity.notified().await,
+                (None, None) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            outcome = &mut response => break outcome,
+            () = progressed => {
+                if reset_max.is_some() {
+                    deadline = timeout.map(|t| cap(Instant::now() + t)).or(hard_deadline);
+                }
+            }
+            () = sleep => {
+                let waited = started.elapsed();
+                guard.fire(&format!("timed out after {} ms", waited.as_millis()));
+                return Err(SessionError::Timeout(waited));
+            }
+        }
+    };
+    guard.disarm();
+    // Reports that arrived before the response are still queued: hand them over first.
+    if let Some((cb, rx)) = &mut callback {
+        while let Ok(p) = rx.try_recv() {
+            cb(p);
+        }
+    }
+    let value = match outcome {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            let reason = guard
+                .shared
+                .upgrade()
+                .map_or_else(|| "the session ended".to_owned(), |s| s.close_reason());
+            return Err(SessionError::Closed(reason));
+        }
+    };
+    serde_json::from_value(value).map_err(|e| SessionError::InvalidResult {
+        method: method.into_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Cancels the request when dropped while armed.
+struct CancelGuard {
+    shared: Weak<Shared>,
+    id: RequestId,
+    method: Cow<'static, str>,
+    /// False until the request was handed to the writer; before that, dropping only unregisters.
+    notify_peer: bool,
+}
+
+impl CancelGuard {
+    fn fire(&mut self, reason: &str) {
+        if let Some(shared) = self.shared.upgrade() {
+            if self.notify_peer {
+                shared.cancel_outbound(&self.id, &self.method, reason);
+            } else {
+                shared.state().take_pending(&self.id);
+            }
+        }
+        self.disarm();
+    }
+
+    fn disarm(&mut self) {
+        self.shared = Weak::new();
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        self.fire("the caller dropped the request");
+    }
+}
+
+/// A request that has been sent: a future of its result, with its id and a cancel handle.
+///
+/// Dropping it before it completes cancels the request.
+#[must_use = "dropping an InFlight request cancels it"]
+pub struct InFlight<T> {
+    id: RequestId,
+    cancel: CancelHandle,
+    future: BoxFuture<'static, Result<T, SessionError>>,
+}
+
+impl<T> InFlight<T> {
+    /// The JSON-RPC id of the request (also its progress token, if progress was asked for).
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// A handle that cancels this request from anywhere.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+}
+
+impl<T> Future for InFlight<T> {
+    type Output = Result<T, SessionError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.future.as_mut().poll(cx)
+    }
+}
+
+impl<T> std::fmt::Debug for InFlight<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// Cancels one outbound request: its future resolves to [`SessionError::Cancelled`] and the peer
+/// receives `notifications/cancelled`. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    shared: Weak<Shared>,
+    id: RequestId,
+}
+
+impl CancelHandle {
+    /// Cancels the request. Returns false if it had already completed (then nothing is sent).
+    pub fn cancel(&self, reason: &str) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| shared.cancel_outbound(&self.id, "", reason))
+    }
+
+    /// The id of the request this handle cancels.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+}
+
+/// The progress reports of one outbound request, in order. Ends when the request completes.
+#[derive(Debug)]
+pub struct ProgressStream {
+    rx: mpsc::Receiver<Progress>,
+    lagged: Arc<AtomicU64>,
+}
+
+impl ProgressStream {
+    /// Reports dropped so far because this stream was not read fast enough.
+    pub fn lagged(&self) -> u64 {
+        self.lagged.load(Ordering::Relaxed)
+    }
+}
+
+impl futures::Stream for ProgressStream {
+    type Item = Progress;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Progress>> {
+        self.rx.poll_recv(cx)
+    }
+}

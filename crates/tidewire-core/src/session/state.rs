@@ -1,0 +1,262 @@
+//! The bookkeeping of one connection, with no I/O: requests we sent that await a response, their
+//! progress sinks, and requests we received that are still running.
+//!
+//! Keys are JSON-RPC ids of *this connection*; nothing here is shared between connections, so
+//! colliding ids of two clients never meet.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::SessionError;
+use crate::jsonrpc::RequestId;
+use crate::progress::Progress;
+
+/// Where the outcome of an outbound request goes.
+pub(crate) type Responder = oneshot::Sender<Result<Value, SessionError>>;
+
+/// Where the progress of an outbound request goes.
+#[derive(Debug)]
+pub(crate) struct ProgressSink {
+    pub(crate) tx: mpsc::Sender<Progress>,
+    /// Woken on every progress report (resets a timeout that resets on progress).
+    pub(crate) activity: Option<Arc<Notify>>,
+    /// Reports dropped because the consumer fell behind (shared with the consumer).
+    pub(crate) lagged: Arc<AtomicU64>,
+}
+
+impl ProgressSink {
+    pub(crate) fn new(
+        tx: mpsc::Sender<Progress>,
+        activity: Option<Arc<Notify>>,
+        lagged: Arc<AtomicU64>,
+    ) -> Self {
+        Self {
+            tx,
+            activity,
+            lagged,
+        }
+    }
+}
+
+/// An outbound request awaiting its response.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) responder: Responder,
+    pub(crate) progress: Option<ProgressSink>,
+}
+
+/// An inbound request whose handler is running.
+#[derive(Debug)]
+pub(crate) struct Inbound {
+    pub(crate) cancel: CancellationToken,
+    pub(crate) abort: Option<tokio::task::AbortHandle>,
+}
+
+/// What became of a progress report.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ProgressDelivery {
+    Delivered,
+    /// The consumer is behind; the report was dropped and counted.
+    Lagged,
+    /// No request with this token is waiting (finished, cancelled, or never ours).
+    Unknown,
+}
+
+/// The per-connection tables.
+#[derive(Debug)]
+pub(crate) struct State {
+    pending: HashMap<RequestId, Pending>,
+    inbound: HashMap<RequestId, Inbound>,
+    max_pending: usize,
+    max_inbound: usize,
+}
+
+/// Why a table refused an entry.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Full(usize),
+    Duplicate,
+}
+
+impl State {
+    pub(crate) fn new(max_pending: usize, max_inbound: usize) -> Self {
+        Self {
+            pending: HashMap::new(),
+            inbound: HashMap::new(),
+            max_pending,
+            max_inbound,
+        }
+    }
+
+    /// Registers an outbound request.
+    pub(crate) fn add_pending(&mut self, id: RequestId, pending: Pending) -> Result<(), Refusal> {
+        if self.pending.len() >= self.max_pending {
+            return Err(Refusal::Full(self.max_pending));
+        }
+        match self.pending.entry(id) {
+            Entry::Occupied(_) => Err(Refusal::Duplicate),
+            Entry::Vacant(v) => {
+                v.insert(pending);
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes an outbound request (response arrived, cancelled, timed out).
+    pub(crate) fn take_pending(&mut self, id: &RequestId) -> Option<Pending> {
+        self.pending.remove(id)
+    }
+
+    /// Delivers a progress report to the outbound request that owns `token`.
+    ///
+    /// tidewire uses the request id as the progress token, so the token is the key.
+    pub(crate) fn deliver_progress(&mut self, token: &RequestId, progress: Progress) -> ProgressDelivery {
+        let Some(sink) = self
+            .pending
+            .get_mut(token)
+            .and_then(|p| p.progress.as_mut())
+        else {
+            return ProgressDelivery::Unknown;
+        };
+        if let Some(activity) = &sink.activity {
+            activity.notify_one();
+        }
+        match sink.tx.try_send(progress) {
+            Ok(()) => ProgressDelivery::Delivered,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                sink.lagged.fetch_add(1, Ordering::Relaxed);
+                ProgressDelivery::Lagged
+            }
+            // The consumer dropped its stream; the request itself is still awaited.
+            Err(mpsc::error::TrySendError::Closed(_)) => ProgressDelivery::Delivered,
+        }
+    }
+
+    /// Registers a running inbound request.
+    pub(crate) fn add_inbound(&mut self, id: RequestId, inbound: Inbound) -> Result<(), Refusal> {
+        if self.inbound.contains_key(&id) {
+            return Err(Refusal::Duplicate);
+        }
+        if self.inbound.len() >= self.max_inbound {
+            return Err(Refusal::Full(self.max_inbound));
+        }
+        self.inbound.insert(id, inbound);
+        Ok(())
+    }
+
+    /// Attaches the task's abort handle once it is spawned.
+    pub(crate) fn set_abort(&mut self, id: &RequestId, abort: tokio::task::AbortHandle) {
+        if let Some(entry) = self.inbound.get_mut(id) {
+            entry.abort = Some(abort);
+        }
+    }
+
+    /// Removes a finished inbound request.
+    pub(crate) fn finish_inbound(&mut self, id: &RequestId) -> Option<Inbound> {
+        self.inbound.remove(id)
+    }
+
+    /// The number of outbound requests awaiting responses.
+    pub(crate) fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The number of inbound requests running.
+    pub(crate) fn inbound_len(&self) -> usize {
+        self.inbound.len()
+    }
+
+    /// Empties both tables (the connection ended), returning what was in them.
+    pub(crate) fn drain(&mut self) -> (Vec<Pending>, Vec<Inbound>) {
+        (
+            self.pending.drain().map(|(_, p)| p).collect(),
+            self.inbound.drain().map(|(_, i)| i).collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(progress: Option<ProgressSink>) -> (Pending, oneshot::Receiver<Result<Value, SessionError>>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            Pending {
+                responder: tx,
+                progress,
+            },
+            rx,
+        )
+    }
+
+    #[test]
+    fn pending_table_is_bounded_and_rejects_duplicates() {
+        let mut s = State::new(2, 2);
+        let (a, _ra) = pending(None);
+        let (b, _rb) = pending(None);
+        let (c, _rc) = pending(None);
+        let (d, _rd) = pending(None);
+        assert!(s.add_pending(RequestId::Number(1), a).is_ok());
+        assert_eq!(s.add_pending(RequestId::Number(1), b), Err(Refusal::Duplicate));
+        assert!(s.add_pending(RequestId::from("1"), c).is_ok(), "\"1\" differs from 1");
+        assert_eq!(s.add_pending(RequestId::Number(3), d), Err(Refusal::Full(2)));
+        assert!(s.take_pending(&RequestId::Number(1)).is_some());
+        assert!(s.take_pending(&RequestId::Number(1)).is_none());
+        assert_eq!(s.pending_len(), 1);
+    }
+
+    #[test]
+    fn progress_goes_to_its_own_request_and_lag_is_counted() {
+        let mut s = State::new(8, 8);
+        let (tx, mut rx) = mpsc::channel(1);
+        let lagged = Arc::new(AtomicU64::new(0));
+        let (p, _r) = pending(Some(ProgressSink::new(tx, None, lagged.clone())));
+        s.add_pending(RequestId::Number(7), p).expect("add");
+        let (other, _r2) = pending(None);
+        s.add_pending(RequestId::Number(8), other).expect("add");
+        assert_eq!(
+            s.deliver_progress(&RequestId::Number(7), Progress::new(1.0)),
+            ProgressDelivery::Delivered
+        );
+        assert_eq!(
+            s.deliver_progress(&RequestId::Number(7), Progress::new(2.0)),
+            ProgressDelivery::Lagged
+        );
+        assert_eq!(
+            s.deliver_progress(&RequestId::Number(8), Progress::new(1.0)),
+            ProgressDelivery::Unknown,
+            "a request that asked for no progress gets none"
+        );
+        assert_eq!(
+            s.deliver_progress(&RequestId::from("7"), Progress::new(1.0)),
+            ProgressDelivery::Unknown
+        );
+        assert_eq!(rx.try_recv().expect("first").progress, 1.0);
+        assert_eq!(lagged.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn inbound_table_is_bounded() {
+        let mut s = State::new(1, 1);
+        let inbound = || Inbound {
+            cancel: CancellationToken::new(),
+            abort: None,
+        };
+        assert!(s.add_inbound(RequestId::Number(1), inbound()).is_ok());
+        assert_eq!(s.add_inbound(RequestId::Number(1), inbound()), Err(Refusal::Duplicate));
+        assert_eq!(s.add_inbound(RequestId::Number(2), inbound()), Err(Refusal::Full(1)));
+        assert!(s.finish_inbound(&RequestId::Number(1)).is_some());
+        assert_eq!(s.inbound_len(), 0);
+        assert!(s.add_inbound(RequestId::Number(2), inbound()).is_ok());
+        let (p, i) = s.drain();
+        assert!(p.is_empty());
+        assert_eq!(i.len(), 1);
+    }
+}
