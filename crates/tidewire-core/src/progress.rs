@@ -114,7 +114,10 @@ mod tests {
             })
         );
         assert!(g.admit(0.1).is_err());
-        assert!(matches!(g.admit(f64::NAN), Err(ProgressError::NotFinite(_))));
+        assert!(matches!(
+            g.admit(f64::NAN),
+            Err(ProgressError::NotFinite(_))
+        ));
         assert!(g.admit(2.0).is_ok());
         assert_eq!(g.last(), Some(2.0));
     }

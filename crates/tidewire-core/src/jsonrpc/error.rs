@@ -76,7 +76,10 @@ impl ErrorObject {
 
     /// `-32600`: the message was JSON but not a valid JSON-RPC message.
     pub fn invalid_request(detail: impl fmt::Display) -> Self {
-        Self::new(ErrorCode::INVALID_REQUEST, format!("Invalid request: {detail}"))
+        Self::new(
+            ErrorCode::INVALID_REQUEST,
+            format!("Invalid request: {detail}"),
+        )
     }
 
     /// `-32601`: nobody handles this method.
@@ -89,12 +92,18 @@ impl ErrorObject {
 
     /// `-32602`: the parameters are wrong.
     pub fn invalid_params(detail: impl fmt::Display) -> Self {
-        Self::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {detail}"))
+        Self::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("Invalid params: {detail}"),
+        )
     }
 
     /// `-32603`: something went wrong on our side.
     pub fn internal(detail: impl fmt::Display) -> Self {
-        Self::new(ErrorCode::INTERNAL_ERROR, format!("Internal error: {detail}"))
+        Self::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("Internal error: {detail}"),
+        )
     }
 
     /// The code as an [`ErrorCode`].

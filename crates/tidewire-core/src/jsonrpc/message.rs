@@ -281,10 +281,7 @@ impl RawMessage {
                 return Err(fail("method must be a string", is_request));
             };
             if self.result.is_some() || self.error.is_some() {
-                return Err(fail(
-                    "a request cannot carry result or error",
-                    is_request,
-                ));
+                return Err(fail("a request cannot carry result or error", is_request));
             }
             let params = match self.params {
                 None => None,
@@ -338,7 +335,10 @@ mod tests {
         let m = parse(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).expect("n");
         assert!(matches!(m, Message::Notification(_)));
         let m = parse(json!({"jsonrpc":"2.0","id":"a","result":{}})).expect("response");
-        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            m,
+            Message::Response(Response { outcome: Ok(_), .. })
+        ));
         let m = parse(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}))
             .expect("null-id error");
         assert!(matches!(m, Message::Response(Response { id: None, .. })));

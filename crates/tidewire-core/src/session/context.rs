@@ -40,7 +40,9 @@ impl RequestContext {
         peer: Peer,
         cancel: CancellationToken,
     ) -> Self {
-        let meta = params.and_then(|p| p.get("_meta")).filter(|m| m.is_object());
+        let meta = params
+            .and_then(|p| p.get("_meta"))
+            .filter(|m| m.is_object());
         let token = meta
             .and_then(|m| m.get("progressToken"))
             .and_then(RequestId::from_json);
@@ -145,7 +147,9 @@ impl RequestContext {
     /// it); `Closed` when the connection is gone.
     pub async fn notify<N: NotificationType>(&self, params: N::Params) -> Result<(), SessionError> {
         if self.is_cancelled() {
-            return Err(SessionError::Cancelled("the request was cancelled".to_owned()));
+            return Err(SessionError::Cancelled(
+                "the request was cancelled".to_owned(),
+            ));
         }
         self.peer().notify::<N>(params).await
     }

@@ -18,7 +18,9 @@ use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
 use crate::progress::ProgressParams;
-use crate::transport::{Envelope, Route, Transport, TransportError, TransportReceiver, TransportSender};
+use crate::transport::{
+    Envelope, Route, Transport, TransportError, TransportReceiver, TransportSender,
+};
 
 /// The future that runs a connection: it reads messages and dispatches them, and writes what the
 /// peers and handlers send. Poll it (or spawn it) for the connection to make progress.
@@ -161,8 +163,10 @@ async fn write_one<S: TransportSender>(
             // This one message could not go out (too large); tell whoever waits for it.
             match message {
                 Message::Response(Response { id: Some(id), .. }) => {
-                    let error = ErrorObject::internal(format!("the response could not be sent: {e}"));
-                    let fallback = Envelope::new(Response::error(Some(id), error)).with_route(route);
+                    let error =
+                        ErrorObject::internal(format!("the response could not be sent: {e}"));
+                    let fallback =
+                        Envelope::new(Response::error(Some(id), error)).with_route(route);
                     sender.send(fallback).await
                 }
                 Message::Request(Request { id, .. }) => {
@@ -231,7 +235,13 @@ async fn start_request<H: Handler>(
     let routed = peer.with_route(Route::Request(id.clone()));
     if request.method == "ping" && shared.options.answer_ping {
         let _ = routed
-            .send_envelope(Envelope::new(Response::result(id.clone(), Value::Object(Default::default()))).with_route(Route::Request(id)))
+            .send_envelope(
+                Envelope::new(Response::result(
+                    id.clone(),
+                    Value::Object(Default::default()),
+                ))
+                .with_route(Route::Request(id)),
+            )
             .await;
         return;
     }
@@ -247,14 +257,19 @@ async fn start_request<H: Handler>(
         let error = match refusal {
             Refusal::Full(limit) => ErrorObject::new(
                 ErrorCode::SERVER_BUSY,
-                format!("too many requests in flight on this connection (limit {limit}); retry later"),
+                format!(
+                    "too many requests in flight on this connection (limit {limit}); retry later"
+                ),
             ),
             Refusal::Duplicate => ErrorObject::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
             )),
         };
         let _ = routed
-            .send_envelope(Envelope::new(Response::error(Some(id.clone()), error)).with_route(Route::Request(id)))
+            .send_envelope(
+                Envelope::new(Response::error(Some(id.clone()), error))
+                    .with_route(Route::Request(id)),
+            )
             .await;
         return;
     }
@@ -326,7 +341,9 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
                         }
                     }
                 }
-                None => tracing::debug!(%id, "ignored a cancellation of an unknown or finished request"),
+                None => {
+                    tracing::debug!(%id, "ignored a cancellation of an unknown or finished request")
+                }
             }
             handler.handle_notification(notification, peer);
         }

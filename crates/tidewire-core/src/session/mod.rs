@@ -72,7 +72,11 @@ pub struct Session;
 impl Session {
     /// Sets up a connection over `transport`, served by `handler`. Nothing happens until the
     /// returned [`Driver`] is polled.
-    pub fn new<T: Transport, H: Handler>(transport: T, handler: H, options: SessionOptions) -> (Peer, Driver) {
+    pub fn new<T: Transport, H: Handler>(
+        transport: T,
+        handler: H,
+        options: SessionOptions,
+    ) -> (Peer, Driver) {
         Self::with_shared_handler(transport, Arc::new(handler), options)
     }
 
@@ -95,7 +99,11 @@ impl Session {
     ///
     /// # Panics
     /// When called outside a tokio runtime.
-    pub fn spawn<T: Transport, H: Handler>(transport: T, handler: H, options: SessionOptions) -> Peer {
+    pub fn spawn<T: Transport, H: Handler>(
+        transport: T,
+        handler: H,
+        options: SessionOptions,
+    ) -> Peer {
         let (peer, driver) = Self::new(transport, handler, options);
         tokio::spawn(async move {
             if let Err(error) = driver.await {
@@ -112,7 +120,11 @@ impl Session {
 pub struct NoHandler;
 
 impl Handler for NoHandler {
-    async fn handle_request(&self, request: Request, _ctx: RequestContext) -> Result<Value, ErrorObject> {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
         Err(ErrorObject::method_not_found(&request.method))
     }
 }

@@ -157,7 +157,11 @@ impl Peer {
     }
 
     /// Starts a request for any method, with raw JSON params and result.
-    pub fn request_raw(&self, method: impl Into<String>, params: Option<Value>) -> RequestBuilder<Value> {
+    pub fn request_raw(
+        &self,
+        method: impl Into<String>,
+        params: Option<Value>,
+    ) -> RequestBuilder<Value> {
         RequestBuilder::new(self.clone(), Cow::Owned(method.into()), Ok(params))
     }
 
@@ -175,8 +179,13 @@ impl Peer {
     ///
     /// # Errors
     /// [`SessionError::Closed`] when the connection is closed.
-    pub async fn notify_raw(&self, method: impl Into<String>, params: Option<Value>) -> Result<(), SessionError> {
-        let envelope = Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
+    pub async fn notify_raw(
+        &self,
+        method: impl Into<String>,
+        params: Option<Value>,
+    ) -> Result<(), SessionError> {
+        let envelope =
+            Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
         self.send_envelope(envelope).await
     }
 
@@ -288,7 +297,11 @@ pub struct RequestBuilder<T> {
 }
 
 impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
-    fn new(peer: Peer, method: Cow<'static, str>, params: Result<Option<Value>, SessionError>) -> Self {
+    fn new(
+        peer: Peer,
+        method: Cow<'static, str>,
+        params: Result<Option<Value>, SessionError>,
+    ) -> Self {
         Self {
             peer,
             method,
@@ -359,9 +372,14 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             ProgressMode::Callback(cb) => {
                 let (tx, rx) = mpsc::channel(shared.options.progress_buffer);
                 let lagged = Arc::new(AtomicU64::new(0));
-                (Some(ProgressSink::new(tx, activity.clone(), lagged)), Some((cb, rx)))
+                (
+                    Some(ProgressSink::new(tx, activity.clone(), lagged)),
+                    Some((cb, rx)),
+                )
             }
-            ProgressMode::Stream(tx, lagged) => (Some(ProgressSink::new(tx, activity.clone(), lagged)), None),
+            ProgressMode::Stream(tx, lagged) => {
+                (Some(ProgressSink::new(tx, activity.clone(), lagged)), None)
+            }
         };
         if sink.is_some() {
             set_progress_token(&mut params, &id);
@@ -369,7 +387,13 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         let (responder, response) = oneshot::channel();
         shared
             .state()
-            .add_pending(id.clone(), Pending { responder, progress: sink })
+            .add_pending(
+                id.clone(),
+                Pending {
+                    responder,
+                    progress: sink,
+                },
+            )
             .map_err(|refusal| match refusal {
                 Refusal::Full(limit) => SessionError::TooManyRequests(limit),
                 Refusal::Duplicate => SessionError::Closed("request id collision".to_owned()),
@@ -386,12 +410,22 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             params,
         };
         self.peer
-            .send_envelope(Envelope::new(Message::Request(request)).with_route(self.peer.route.clone()))
+            .send_envelope(
+                Envelope::new(Message::Request(request)).with_route(self.peer.route.clone()),
+            )
             .await?;
         guard.notify_peer = true;
 
         let method = self.method;
-        let wait = wait_for_response::<T>(guard, method, response, timeout, self.reset_max, activity, callback);
+        let wait = wait_for_response::<T>(
+            guard,
+            method,
+            response,
+            timeout,
+            self.reset_max,
+            activity,
+            callback,
+        );
         Ok(InFlight {
             cancel: CancelHandle {
                 shared: Arc::downgrade(&shared),
@@ -568,7 +602,9 @@ impl<T> Future for InFlight<T> {
 
 impl<T> std::fmt::Debug for InFlight<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InFlight").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("InFlight")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 

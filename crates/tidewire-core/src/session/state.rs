@@ -116,7 +116,11 @@ impl State {
     /// Delivers a progress report to the outbound request that owns `token`.
     ///
     /// tidewire uses the request id as the progress token, so the token is the key.
-    pub(crate) fn deliver_progress(&mut self, token: &RequestId, progress: Progress) -> ProgressDelivery {
+    pub(crate) fn deliver_progress(
+        &mut self,
+        token: &RequestId,
+        progress: Progress,
+    ) -> ProgressDelivery {
         let Some(sink) = self
             .pending
             .get_mut(token)
@@ -185,7 +189,9 @@ impl State {
 mod tests {
     use super::*;
 
-    fn pending(progress: Option<ProgressSink>) -> (Pending, oneshot::Receiver<Result<Value, SessionError>>) {
+    fn pending(
+        progress: Option<ProgressSink>,
+    ) -> (Pending, oneshot::Receiver<Result<Value, SessionError>>) {
         let (tx, rx) = oneshot::channel();
         (
             Pending {
@@ -204,9 +210,18 @@ mod tests {
         let (c, _rc) = pending(None);
         let (d, _rd) = pending(None);
         assert!(s.add_pending(RequestId::Number(1), a).is_ok());
-        assert_eq!(s.add_pending(RequestId::Number(1), b), Err(Refusal::Duplicate));
-        assert!(s.add_pending(RequestId::from("1"), c).is_ok(), "\"1\" differs from 1");
-        assert_eq!(s.add_pending(RequestId::Number(3), d), Err(Refusal::Full(2)));
+        assert_eq!(
+            s.add_pending(RequestId::Number(1), b),
+            Err(Refusal::Duplicate)
+        );
+        assert!(
+            s.add_pending(RequestId::from("1"), c).is_ok(),
+            "\"1\" differs from 1"
+        );
+        assert_eq!(
+            s.add_pending(RequestId::Number(3), d),
+            Err(Refusal::Full(2))
+        );
         assert!(s.take_pending(&RequestId::Number(1)).is_some());
         assert!(s.take_pending(&RequestId::Number(1)).is_none());
         assert_eq!(s.pending_len(), 1);
@@ -250,8 +265,14 @@ mod tests {
             abort: None,
         };
         assert!(s.add_inbound(RequestId::Number(1), inbound()).is_ok());
-        assert_eq!(s.add_inbound(RequestId::Number(1), inbound()), Err(Refusal::Duplicate));
-        assert_eq!(s.add_inbound(RequestId::Number(2), inbound()), Err(Refusal::Full(1)));
+        assert_eq!(
+            s.add_inbound(RequestId::Number(1), inbound()),
+            Err(Refusal::Duplicate)
+        );
+        assert_eq!(
+            s.add_inbound(RequestId::Number(2), inbound()),
+            Err(Refusal::Full(1))
+        );
         assert!(s.finish_inbound(&RequestId::Number(1)).is_some());
         assert_eq!(s.inbound_len(), 0);
         assert!(s.add_inbound(RequestId::Number(2), inbound()).is_ok());

@@ -86,7 +86,11 @@ impl Codec {
         let size = out.len() - start;
         if size > self.max_message_size {
             out.truncate(start);
-            return Err(TransportError::too_large(size, self.max_message_size, false));
+            return Err(TransportError::too_large(
+                size,
+                self.max_message_size,
+                false,
+            ));
         }
         Ok(())
     }
@@ -210,7 +214,10 @@ mod tests {
     fn decode_all(codec: &mut LineCodec, input: &[u8]) -> Vec<Result<Message, TransportError>> {
         let mut buf = BytesMut::from(input);
         let mut out = Vec::new();
-        while let Some(item) = codec.decode(&mut buf).expect("decode never fails on content") {
+        while let Some(item) = codec
+            .decode(&mut buf)
+            .expect("decode never fails on content")
+        {
             out.push(item);
         }
         if let Some(item) = codec.decode_eof(&mut buf).expect("eof") {

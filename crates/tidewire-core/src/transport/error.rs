@@ -131,7 +131,10 @@ impl fmt::Display for TransportError {
             Kind::Io(_) => f.write_str("I/O error on the connection"),
             Kind::Malformed { reason, .. } => write!(f, "malformed message: {reason}"),
             Kind::TooLarge { size, limit, .. } => {
-                write!(f, "message of {size} bytes exceeds the limit of {limit} bytes")
+                write!(
+                    f,
+                    "message of {size} bytes exceeds the limit of {limit} bytes"
+                )
             }
             Kind::Other(_) => f.write_str("transport failure"),
         }

@@ -30,7 +30,10 @@ pub trait TransportSender: Send + 'static {
     /// # Errors
     /// `is_closed` / `is_io` when the connection is gone; `is_too_large` when this one message
     /// exceeds the limit (the connection goes on).
-    fn send(&mut self, envelope: Envelope) -> impl Future<Output = Result<(), TransportError>> + Send;
+    fn send(
+        &mut self,
+        envelope: Envelope,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
     /// Flushes and closes the sending direction. Further sends fail with `is_closed`.
     ///

@@ -1,0 +1,442 @@
+//! The session engine over the in-memory transport, with a raw JSON-RPC handler.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Notification, Request, RequestId};
+use tidewire_core::session::{
+    Handler, NoHandler, Peer, RequestContext, Session, SessionError, SessionOptions,
+};
+use tidewire_core::transport::memory;
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// Serves a few raw methods used by the tests below.
+#[derive(Clone, Default)]
+struct TestHandler {
+    notifications: Option<mpsc::UnboundedSender<Notification>>,
+    finished: Arc<AtomicUsize>,
+}
+
+impl Handler for TestHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let params = request.params.unwrap_or(Value::Null);
+        match request.method.as_str() {
+            "echo" => Ok(params),
+            "count" => {
+                let n = params["n"].as_u64().unwrap_or(0);
+                for i in 1..=n {
+                    ctx.report_progress(i as f64, Some(n as f64), Some(format!("step {i}")))
+                        .await
+                        .map_err(ErrorObject::internal)?;
+                }
+                Ok(json!({"done": n}))
+            }
+            "hang" => {
+                ctx.report_progress(1.0, None, None)
+                    .await
+                    .map_err(ErrorObject::internal)?;
+                std::future::pending::<()>().await;
+                Ok(Value::Null)
+            }
+            "slow_progress" => {
+                // Reports every `every` ms, `n` times (paused clock in the tests).
+                let every = params["every"].as_u64().unwrap_or(10);
+                let n = params["n"].as_u64().unwrap_or(1);
+                for i in 1..=n {
+                    tokio::time::sleep(Duration::from_millis(every)).await;
+                    ctx.report_progress(i as f64, None, None)
+                        .await
+                        .map_err(ErrorObject::internal)?;
+                }
+                self.finished.fetch_add(1, Ordering::SeqCst);
+                Ok(json!({}))
+            }
+            "monotonic" => {
+                ctx.report_progress(2.0, None, None)
+                    .await
+                    .map_err(ErrorObject::internal)?;
+                let refused = ctx.report_progress(2.0, None, None).await.is_err();
+                let refused_lower = ctx.report_progress(1.0, None, None).await.is_err();
+                let tracker = ctx.progress_tracker(None);
+                let bad_delta = tracker.advance(-1.0, None).await.is_err();
+                Ok(
+                    json!({"refused": refused, "refused_lower": refused_lower, "bad_delta": bad_delta}),
+                )
+            }
+            "panic" => panic!("boom"),
+            "ask_back" => {
+                let answer: Value = ctx
+                    .peer()
+                    .request_raw("echo", Some(json!({"back": true})))
+                    .await
+                    .map_err(ErrorObject::internal)?;
+                Ok(answer)
+            }
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    fn handle_notification(&self, notification: Notification, _peer: &Peer) {
+        if let Some(tx) = &self.notifications {
+            let _ = tx.send(notification);
+        }
+    }
+}
+
+fn pair(server: TestHandler, options: SessionOptions) -> (Peer, Peer) {
+    let (a, b) = memory::duplex();
+    let server_peer = Session::spawn(a, server, options);
+    let client = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+    (client, server_peer)
+}
+
+#[tokio::test]
+async fn request_and_response_round_trip() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let value = timeout(
+        LIMIT,
+        client.request_raw("echo", Some(json!({"x": "ünï \"q\" \\"}))),
+    )
+    .await
+    .expect("in time")
+    .expect("ok");
+    assert_eq!(value, json!({"x": "ünï \"q\" \\"}));
+    let err = timeout(LIMIT, client.request_raw("nope", None))
+        .await
+        .expect("in time")
+        .expect_err("unknown");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32601));
+    let pong = timeout(LIMIT, client.request_raw("ping", None))
+        .await
+        .expect("in time")
+        .expect("pong");
+    assert_eq!(pong, json!({}));
+}
+
+#[tokio::test]
+async fn progress_arrives_in_order_before_the_result() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let result = timeout(
+        LIMIT,
+        client
+            .request_raw("count", Some(json!({"n": 50})))
+            .on_progress(move |p| {
+                sink.lock()
+                    .expect("lock")
+                    .push((p.progress, p.total, p.message))
+            }),
+    )
+    .await
+    .expect("in time")
+    .expect("ok");
+    assert_eq!(result, json!({"done": 50}));
+    let seen = seen.lock().expect("lock");
+    assert_eq!(seen.len(), 50);
+    for (i, (p, total, message)) in seen.iter().enumerate() {
+        assert_eq!(*p, (i + 1) as f64);
+        assert_eq!(*total, Some(50.0));
+        assert_eq!(message.as_deref(), Some(format!("step {}", i + 1).as_str()));
+    }
+}
+
+#[tokio::test]
+async fn progress_stream_ends_with_the_request() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let (request, stream) = client
+        .request_raw("count", Some(json!({"n": 5})))
+        .progress_stream();
+    let result = timeout(LIMIT, request).await.expect("in time").expect("ok");
+    assert_eq!(result["done"], 5);
+    let all: Vec<_> = timeout(LIMIT, stream.collect::<Vec<_>>())
+        .await
+        .expect("stream ends");
+    assert_eq!(
+        all.iter().map(|p| p.progress).collect::<Vec<_>>(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.0]
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_future_cancels_the_request_on_the_server() {
+    let (tx, mut notes) = mpsc::unbounded_channel();
+    let server = TestHandler {
+        notifications: Some(tx),
+        ..TestHandler::default()
+    };
+    let (client, server_peer) = pair(server, SessionOptions::default());
+    let (request, mut progress) = client.request_raw("hang", None).progress_stream();
+    let in_flight = timeout(LIMIT, request.send())
+        .await
+        .expect("in time")
+        .expect("sent");
+    let id = in_flight.id().clone();
+    // Wait for the handler to start (its first progress), then drop the call.
+    timeout(LIMIT, progress.next())
+        .await
+        .expect("in time")
+        .expect("progress");
+    assert_eq!(server_peer.inflight_requests(), 1);
+    drop(in_flight);
+    let cancelled = timeout(LIMIT, notes.recv())
+        .await
+        .expect("in time")
+        .expect("notification");
+    assert_eq!(cancelled.method, "notifications/cancelled");
+    assert_eq!(
+        cancelled
+            .params
+            .as_ref()
+            .and_then(|p| RequestId::from_json(&p["requestId"])),
+        Some(id)
+    );
+    assert_eq!(
+        server_peer.inflight_requests(),
+        0,
+        "the handler was removed"
+    );
+    assert_eq!(client.pending_requests(), 0);
+    // The connection still serves.
+    let v = timeout(LIMIT, client.request_raw("echo", Some(json!([1]))))
+        .await
+        .expect("in time")
+        .expect("ok");
+    assert_eq!(v, json!([1]));
+}
+
+#[tokio::test]
+async fn explicit_cancel_resolves_the_future() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let in_flight = timeout(
+        LIMIT,
+        client.request_raw("hang", None).on_progress(|_| {}).send(),
+    )
+    .await
+    .expect("in time")
+    .expect("sent");
+    let handle = in_flight.cancel_handle();
+    assert!(handle.cancel("user asked"));
+    let err = timeout(LIMIT, in_flight)
+        .await
+        .expect("in time")
+        .expect_err("cancelled");
+    assert!(err.is_cancelled(), "{err}");
+    assert!(!handle.cancel("again"), "a second cancel finds nothing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_cancels_and_progress_resets_it_up_to_a_hard_maximum() {
+    let server = TestHandler::default();
+    let finished = server.finished.clone();
+    let (client, _server) = pair(server, SessionOptions::default());
+    // No reset: 10 steps of 50 ms against a 120 ms timeout.
+    let err = client
+        .request_raw("slow_progress", Some(json!({"every": 50, "n": 10})))
+        .timeout(Duration::from_millis(120))
+        .on_progress(|_| {})
+        .await
+        .expect_err("times out");
+    assert!(err.is_timeout(), "{err}");
+    // Reset on progress: each step comes within the timeout, so it completes.
+    client
+        .request_raw("slow_progress", Some(json!({"every": 50, "n": 10})))
+        .timeout(Duration::from_millis(120))
+        .reset_timeout_on_progress(Duration::from_secs(5))
+        .await
+        .expect("completes thanks to progress");
+    assert_eq!(finished.load(Ordering::SeqCst), 1);
+    // The hard maximum still applies.
+    let err = client
+        .request_raw("slow_progress", Some(json!({"every": 50, "n": 100})))
+        .timeout(Duration::from_millis(120))
+        .reset_timeout_on_progress(Duration::from_millis(400))
+        .await
+        .expect_err("hard maximum");
+    assert!(err.is_timeout());
+    if let SessionError::Timeout(after) = err {
+        assert!(
+            after >= Duration::from_millis(400) && after < Duration::from_millis(450),
+            "{after:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_monotonic_guard_refuses_what_does_not_rise() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let v = timeout(
+        LIMIT,
+        client
+            .request_raw("monotonic", None)
+            .on_progress(move |p| sink.lock().expect("lock").push(p.progress)),
+    )
+    .await
+    .expect("in time")
+    .expect("ok");
+    assert_eq!(
+        v,
+        json!({"refused": true, "refused_lower": true, "bad_delta": true})
+    );
+    assert_eq!(*seen.lock().expect("lock"), vec![2.0]);
+}
+
+#[tokio::test]
+async fn the_inflight_cap_answers_busy_at_once() {
+    let (client, _server) = pair(
+        TestHandler::default(),
+        SessionOptions::default().max_inflight_inbound(2),
+    );
+    let mut hanging = Vec::new();
+    for _ in 0..2 {
+        let (req, mut progress) = client.request_raw("hang", None).progress_stream();
+        let f = timeout(LIMIT, req.send())
+            .await
+            .expect("in time")
+            .expect("sent");
+        timeout(LIMIT, progress.next())
+            .await
+            .expect("in time")
+            .expect("started");
+        hanging.push(f);
+    }
+    let err = timeout(LIMIT, client.request_raw("echo", None))
+        .await
+        .expect("in time")
+        .expect_err("busy");
+    assert_eq!(err.remote().map(|e| e.code), Some(ErrorCode::SERVER_BUSY.0));
+    drop(hanging);
+    // Slots free up once the cancellations land.
+    let mut ok = false;
+    for _ in 0..100 {
+        if timeout(LIMIT, client.request_raw("echo", Some(json!([2]))))
+            .await
+            .expect("in time")
+            .is_ok()
+        {
+            ok = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(ok, "the server serves again after the cancels");
+}
+
+#[tokio::test]
+async fn a_panicking_handler_gets_an_internal_error() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let err = timeout(LIMIT, client.request_raw("panic", None))
+        .await
+        .expect("in time")
+        .expect_err("panic");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32603));
+    let v = timeout(LIMIT, client.request_raw("echo", Some(json!([3]))))
+        .await
+        .expect("in time")
+        .expect("ok");
+    assert_eq!(v, json!([3]));
+}
+
+#[tokio::test]
+async fn requests_back_to_the_peer_work_inside_a_handler() {
+    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+    let v = timeout(LIMIT, client.request_raw("ask_back", None))
+        .await
+        .expect("in time")
+        .expect("ok");
+    assert_eq!(v, json!({"back": true}));
+}
+
+#[tokio::test]
+async fn closing_fails_pending_requests() {
+    let (client, server_peer) = pair(TestHandler::default(), SessionOptions::default());
+    let in_flight = timeout(LIMIT, client.request_raw("hang", None).send())
+        .await
+        .expect("in time")
+        .expect("sent");
+    server_peer.close();
+    let err = timeout(LIMIT, in_flight)
+        .await
+        .expect("in time")
+        .expect_err("closed");
+    assert!(err.is_closed(), "{err}");
+    timeout(LIMIT, client.closed())
+        .await
+        .expect("client notices");
+    assert!(client.close_reason().is_some());
+    let err = timeout(LIMIT, client.request_raw("echo", None))
+        .await
+        .expect("in time")
+        .expect_err("closed");
+    assert!(err.is_closed());
+}
+
+#[tokio::test]
+async fn bad_input_is_answered_and_the_session_goes_on() {
+    let (mut raw, b) = memory::duplex();
+    let _server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+    raw.send_raw(b"{not json".to_vec()).await.expect("send");
+    raw.send_raw(br#"{"jsonrpc":"1.0","id":9,"method":"echo"}"#.to_vec())
+        .await
+        .expect("send");
+    raw.send_raw(br#"{"jsonrpc":"2.0","id":10,"method":"unknown/method"}"#.to_vec())
+        .await
+        .expect("send");
+    raw.send_raw(br#"{"jsonrpc":"2.0","id":99,"result":{}}"#.to_vec())
+        .await
+        .expect("send");
+    raw.send_raw(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}"#
+            .to_vec(),
+    )
+    .await
+    .expect("send");
+    raw.send_raw(br#"{"jsonrpc":"2.0","id":11,"method":"echo","params":{"ok":true}}"#.to_vec())
+        .await
+        .expect("send");
+    let (_tx, mut rx) = tidewire_core::transport::Transport::split(raw);
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        let env = timeout(
+            LIMIT,
+            tidewire_core::transport::TransportReceiver::recv(&mut rx),
+        )
+        .await
+        .expect("in time")
+        .expect("open")
+        .expect("valid");
+        answers.push(serde_json::to_value(&env.message).expect("json"));
+    }
+    assert_eq!(answers[0]["error"]["code"], -32700);
+    assert_eq!(answers[0]["id"], Value::Null);
+    assert_eq!(answers[1]["error"]["code"], -32600);
+    assert_eq!(answers[1]["id"], 9);
+    assert_eq!(answers[2]["error"]["code"], -32601);
+    assert_eq!(answers[2]["id"], 10);
+    assert_eq!(answers[3]["result"], json!({"ok": true}));
+    assert_eq!(answers[3]["id"], 11);
+}
+
+#[tokio::test]
+async fn a_side_that_only_sends_answers_method_not_found() {
+    let (a, b) = memory::duplex();
+    let client = Session::spawn(a, NoHandler, SessionOptions::default());
+    let _server = Session::spawn(b, NoHandler, SessionOptions::default());
+    let err = timeout(LIMIT, client.request_raw("tools/list", None))
+        .await
+        .expect("in time")
+        .expect_err("none");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32601));
+}
