@@ -420,3 +420,26 @@ fn spawning_outside_a_runtime_is_an_error() {
     let err = StdioClient::command("true").spawn().unwrap_err();
     assert!(matches!(err, SpawnError::NoRuntime), "{err:?}");
 }
+
+#[tokio::test]
+async fn a_dying_server_fails_every_in_flight_request() {
+    use tidewire_core::session::{NoHandler, Session, SessionError, SessionOptions};
+    within(async {
+        // Reads both requests, answers neither, and dies.
+        let transport = sh("read a; read b; exit 5").spawn().unwrap();
+        let handle = transport.handle();
+        let peer = Session::spawn(transport, NoHandler, SessionOptions::default());
+        let first = peer.request_raw("tools/call", None).send().await.unwrap();
+        let second = peer.request_raw("tools/call", None).send().await.unwrap();
+        for outcome in [first.await, second.await] {
+            match outcome {
+                Err(SessionError::Closed(reason)) => {
+                    assert!(reason.contains("exit status: 5"), "{reason}");
+                }
+                other => panic!("expected Closed, got {other:?}"),
+            }
+        }
+        assert_eq!(handle.wait().await.unwrap().code(), Some(5));
+    })
+    .await;
+}
