@@ -8,6 +8,43 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+#[macro_use]
+mod macros;
+
+mod completion;
+mod content;
+mod elicitation;
+mod lifecycle;
+mod logging;
+mod meta;
+mod notifications;
+mod pagination;
+mod prompts;
+mod resources;
+mod roots;
+mod sampling;
+mod tasks;
+mod tools;
+
+pub mod compat;
+pub mod methods;
+
+pub use completion::*;
+pub use content::*;
+pub use elicitation::*;
+pub use lifecycle::*;
+pub use logging::*;
+pub use meta::*;
+pub use methods::{ClientNotification, ClientRequest, ServerNotification, ServerRequest};
+pub use notifications::*;
+pub use pagination::*;
+pub use prompts::*;
+pub use resources::*;
+pub use roots::*;
+pub use sampling::*;
+pub use tasks::*;
+pub use tools::*;
+
 /// A request method: its name and its parameter and result types.
 pub trait RequestType: Send + Sync + 'static {
     /// The JSON-RPC method name, e.g. `tools/call`.
