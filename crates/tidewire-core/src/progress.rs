@@ -79,13 +79,13 @@ impl MonotonicGuard {
         if !value.is_finite() {
             return Err(ProgressError::NotFinite(value));
         }
-        if let Some(last) = self.last {
-            if value <= last {
-                return Err(ProgressError::NotIncreasing {
-                    last,
-                    attempted: value,
-                });
-            }
+        if let Some(last) = self.last
+            && value <= last
+        {
+            return Err(ProgressError::NotIncreasing {
+                last,
+                attempted: value,
+            });
         }
         self.last = Some(value);
         Ok(())

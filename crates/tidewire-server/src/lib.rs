@@ -1,1 +1,58 @@
-//! placeholder
+//! # tidewire-server
+//!
+//! The server side of the Model Context Protocol: describe tools, resources, prompts and
+//! completion once, then serve them over any tidewire transport.
+//!
+//! ```no_run
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use tidewire_core::schema::{CallToolResult, Implementation};
+//! use tidewire_server::Server;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Crawl {
+//!     urls: Vec<String>,
+//! }
+//!
+//! # async fn run(transport: tidewire_core::transport::memory::MemoryTransport) -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder(Implementation::new("crawler", "1.0.0"))
+//!     .tool("crawl", "Fetches each URL", |args: Crawl, ctx| async move {
+//!         let total = args.urls.len() as f64;
+//!         for (i, url) in args.urls.iter().enumerate() {
+//!             // Aborted here if the client cancels; no response is sent then.
+//!             ctx.report_progress((i + 1) as f64, Some(total), Some(format!("Fetching {url}"))).await?;
+//!         }
+//!         Ok(CallToolResult::text(format!("Crawled {} URLs", args.urls.len())))
+//!     })
+//!     .build();
+//! server.run(transport).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Structure
+//! - [`Server`] / [`ServerBuilder`]: what the server offers; [`Server::serve`] runs one connection
+//!   over a transport. List changes and resource updates are announced through the server.
+//! - [`Context`]: what a handler gets: progress, cancellation, logging, and requests back to the
+//!   client (sampling, elicitation, roots), all tied to the request.
+//! - [`ToolError`]: a tool failure, reported as an `isError` result or a JSON-RPC error.
+//!
+//! `initialize` negotiates the revision (2024-11-05 … 2025-11-25); a method the server lacks,
+//! such as the `server/discover` probe of 2026-07-28 clients, is answered `-32601` at once.
+
+mod connection;
+mod context;
+mod error;
+mod registry;
+mod server;
+mod uri_template;
+
+pub use context::Context;
+pub use error::ToolError;
+pub use server::{NoArgs, Server, ServerBuilder, schema_for};
+pub use uri_template::UriTemplate;
+
+impl From<tidewire_core::progress::ProgressError> for ToolError {
+    fn from(error: tidewire_core::progress::ProgressError) -> Self {
+        Self::new(error.to_string())
+    }
+}

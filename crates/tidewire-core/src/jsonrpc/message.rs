@@ -242,9 +242,8 @@ pub enum DecodeFailure {
 
 impl RawMessage {
     fn classify(self) -> Result<Message, InvalidMessage> {
-        let id = match &self.id {
-            None => None,
-            Some(v) => Some(RequestId::from_json(v).ok_or_else(|| {
+        let id = self.id.as_ref().map(|v| {
+            RequestId::from_json(v).ok_or_else(|| {
                 let null_ok = v.is_null() && self.error.is_some();
                 InvalidMessage {
                     id: None,
@@ -255,8 +254,8 @@ impl RawMessage {
                     },
                     answerable: !null_ok,
                 }
-            })),
-        };
+            })
+        });
         // A null id is only valid on an error response (answering an unreadable request).
         let id = match id {
             Some(Err(e)) if e.reason.is_empty() => None,

@@ -18,6 +18,7 @@ use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
 use crate::progress::ProgressParams;
+use crate::schema::compat::{self, PayloadKind};
 use crate::transport::{
     Envelope, Route, Transport, TransportError, TransportReceiver, TransportSender,
 };
@@ -79,7 +80,7 @@ async fn run<T: Transport, H: Handler>(
                 Ok(()) => "the peer closed the connection".to_owned(),
                 Err(e) => describe(e),
             };
-            finish(&shared, reason);
+            finish(&shared, &reason);
             read.and(written)
         }
         written = &mut writer => {
@@ -87,7 +88,7 @@ async fn run<T: Transport, H: Handler>(
                 Ok(()) => "the session was closed locally".to_owned(),
                 Err(e) => describe(e),
             };
-            finish(&shared, reason);
+            finish(&shared, &reason);
             written
         }
     };
@@ -107,14 +108,16 @@ fn describe(e: &TransportError) -> String {
 }
 
 /// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`.
-fn finish(shared: &Shared, reason: String) {
+fn finish(shared: &Shared, reason: &str) {
     *shared
         .close_reason
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason.clone());
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason.to_owned());
     let (pending, inbound) = shared.state().drain();
     for p in pending {
-        let _ = p.responder.send(Err(SessionError::Closed(reason.clone())));
+        let _ = p
+            .responder
+            .send(Err(SessionError::Closed(reason.to_owned())));
     }
     for i in inbound {
         i.cancel.cancel();
@@ -304,7 +307,12 @@ async fn run_request<H: Handler>(
         return;
     }
     let response = match outcome {
-        Ok(Ok(result)) => Response::result(id.clone(), result),
+        Ok(Ok(mut result)) => {
+            if let Some(version) = peer.protocol_version() {
+                compat::adapt_outgoing(version, &method, PayloadKind::Result, &mut result);
+            }
+            Response::result(id.clone(), result)
+        }
         Ok(Err(error)) => Response::error(Some(id.clone()), error),
         Err(_) => {
             tracing::error!(%method, "a request handler panicked");
@@ -335,10 +343,10 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
             match entry {
                 Some(inbound) => {
                     inbound.cancel.cancel();
-                    if peer.shared.options.cancel_policy == CancelPolicy::Abort {
-                        if let Some(abort) = inbound.abort {
-                            abort.abort();
-                        }
+                    if peer.shared.options.cancel_policy == CancelPolicy::Abort
+                        && let Some(abort) = inbound.abort
+                    {
+                        abort.abort();
                     }
                 }
                 None => {

@@ -40,6 +40,9 @@ pub enum SessionError {
         /// The serde error.
         reason: String,
     },
+    /// The peer did not declare the capability this request needs, so it was not sent.
+    #[error("the peer did not declare support for {0}")]
+    NotSupported(String),
     /// The transport refused the message (for example, it exceeds the size limit).
     #[error("the transport refused the message")]
     Transport(#[source] TransportError),

@@ -72,6 +72,7 @@ pub struct Session;
 impl Session {
     /// Sets up a connection over `transport`, served by `handler`. Nothing happens until the
     /// returned [`Driver`] is polled.
+    #[allow(clippy::new_ret_no_self)]
     pub fn new<T: Transport, H: Handler>(
         transport: T,
         handler: H,

@@ -189,6 +189,18 @@ impl Peer {
         self.send_envelope(envelope).await
     }
 
+    /// Rewrites outgoing params for an older negotiated revision (see [`crate::schema::compat`]).
+    fn adapt_params(&self, method: &str, params: &mut Option<Value>) {
+        if let (Some(version), Some(value)) = (self.protocol_version(), params.as_mut()) {
+            crate::schema::compat::adapt_outgoing(
+                version,
+                method,
+                crate::schema::compat::PayloadKind::Params,
+                value,
+            );
+        }
+    }
+
     pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
         if self.shared.closed.is_cancelled() || self.shared.closing.is_cancelled() {
             return Err(SessionError::Closed(self.shared.close_reason()));
@@ -384,6 +396,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         if sink.is_some() {
             set_progress_token(&mut params, &id);
         }
+        self.peer.adapt_params(&self.method, &mut params);
         let (responder, response) = oneshot::channel();
         shared
             .state()

@@ -82,7 +82,7 @@ impl Codec {
     /// `is_too_large` when the encoded message exceeds the limit; `out` is then left as it was.
     pub fn encode_into(&self, message: &Message, out: &mut Vec<u8>) -> Result<(), TransportError> {
         let start = out.len();
-        serde_json::to_writer(&mut *out, message).map_err(|e| TransportError::other(e))?;
+        serde_json::to_writer(&mut *out, message).map_err(TransportError::other)?;
         let size = out.len() - start;
         if size > self.max_message_size {
             out.truncate(start);

@@ -1,0 +1,394 @@
+//! One client connection: its negotiated state and the dispatch of its requests.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tidewire_core::ProtocolVersion;
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Notification, Request};
+use tidewire_core::schema::{
+    CallToolParams, CallToolResult, ClientCapabilities, ClientNotification, CompleteParams,
+    CompleteResult, EmptyResult, GetPromptParams, Implementation, InitializeParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, PaginatedParams, ReadResourceParams, SetLevelParams,
+    SubscribeParams, UnsubscribeParams,
+};
+use tidewire_core::session::{Handler, Peer, RequestContext};
+
+use crate::context::Context;
+use crate::registry::page;
+use crate::server::{Inner, Server};
+
+/// The server side of one connection.
+pub(crate) struct Connection {
+    server: Arc<Inner>,
+    peer: OnceLock<Peer>,
+    client: RwLock<Option<(ClientCapabilities, Implementation)>>,
+    initialized: AtomicBool,
+    /// 0 = not set by the client; otherwise 1 + the level's index.
+    log_level: AtomicU8,
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("initialized", &self.initialized.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    pub(crate) fn new(server: Arc<Inner>) -> Self {
+        Self {
+            server,
+            peer: OnceLock::new(),
+            client: RwLock::new(None),
+            initialized: AtomicBool::new(false),
+            log_level: AtomicU8::new(0),
+            subscriptions: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub(crate) fn set_peer(&self, peer: Peer) {
+        let _ = self.peer.set(peer);
+    }
+
+    pub(crate) fn peer(&self) -> Option<&Peer> {
+        self.peer.get()
+    }
+
+    pub(crate) fn server(&self) -> Server {
+        Server {
+            inner: self.server.clone(),
+        }
+    }
+
+    pub(crate) fn is_live(&self) -> bool {
+        self.peer.get().is_some_and(|p| !p.is_closed())
+    }
+
+    pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        self.client
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(|c| c.0.clone())
+    }
+
+    pub(crate) fn client_info(&self) -> Option<Implementation> {
+        self.client
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(|c| c.1.clone())
+    }
+
+    pub(crate) fn should_log(&self, level: LoggingLevel) -> bool {
+        let threshold = match self.log_level.load(Ordering::Relaxed) {
+            0 => self.server.default_log_level,
+            n => LoggingLevel::ALL
+                .get(usize::from(n) - 1)
+                .copied()
+                .unwrap_or(LoggingLevel::Debug),
+        };
+        level >= threshold
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(uri)
+    }
+
+    async fn serve(
+        self: &Arc<Self>,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let params = request.params;
+        match request.method.as_str() {
+            "initialize" => reply(self.initialize(parse(&request.method, params)?, ctx.peer())),
+            "ping" => reply(EmptyResult::new()),
+            "tools/list" => {
+                reply(self.list_tools(&parse::<PaginatedParams>(&request.method, params)?)?)
+            }
+            "tools/call" => {
+                let params: CallToolParams = parse(&request.method, params)?;
+                reply(
+                    self.call_tool(params, Context::new(ctx, self.clone()))
+                        .await?,
+                )
+            }
+            "resources/list" => {
+                reply(self.list_resources(&parse::<PaginatedParams>(&request.method, params)?)?)
+            }
+            "resources/templates/list" => {
+                reply(self.list_templates(&parse::<PaginatedParams>(&request.method, params)?)?)
+            }
+            "resources/read" => {
+                let params: ReadResourceParams = parse(&request.method, params)?;
+                reply(
+                    self.read_resource(params.uri, Context::new(ctx, self.clone()))
+                        .await?,
+                )
+            }
+            "resources/subscribe" => {
+                let params: SubscribeParams = parse(&request.method, params)?;
+                self.subscribe(params.uri)?;
+                reply(EmptyResult::new())
+            }
+            "resources/unsubscribe" => {
+                let params: UnsubscribeParams = parse(&request.method, params)?;
+                self.subscriptions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&params.uri);
+                reply(EmptyResult::new())
+            }
+            "prompts/list" => {
+                reply(self.list_prompts(&parse::<PaginatedParams>(&request.method, params)?)?)
+            }
+            "prompts/get" => {
+                let params: GetPromptParams = parse(&request.method, params)?;
+                let ctx = Context::new(ctx, self.clone());
+                reply(self.get_prompt(params, ctx).await?)
+            }
+            "completion/complete" => {
+                let params: CompleteParams = parse(&request.method, params)?;
+                let result = match &self.server.completion {
+                    Some(complete) => complete(params, Context::new(ctx, self.clone())).await?,
+                    None => CompleteResult::new(Vec::new()),
+                };
+                reply(result)
+            }
+            "logging/setLevel" => {
+                let params: SetLevelParams = parse(&request.method, params)?;
+                let index = LoggingLevel::ALL
+                    .iter()
+                    .position(|l| *l == params.level)
+                    .unwrap_or(0);
+                self.log_level
+                    .store(u8::try_from(index + 1).unwrap_or(1), Ordering::Relaxed);
+                reply(EmptyResult::new())
+            }
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    fn initialize(&self, params: InitializeParams, peer: &Peer) -> InitializeResult {
+        let version = ProtocolVersion::negotiate(&params.protocol_version);
+        peer.set_protocol_version(version);
+        *self
+            .client
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((params.capabilities, params.client_info));
+        let mut result = InitializeResult::new(
+            version,
+            self.server.capabilities(),
+            self.server.info.clone(),
+        );
+        result.instructions.clone_from(&self.server.instructions);
+        result
+    }
+
+    fn list_tools(&self, params: &PaginatedParams) -> Result<ListToolsResult, ErrorObject> {
+        let all: Vec<_> = self
+            .server
+            .tools
+            .snapshot()
+            .iter()
+            .map(|e| e.tool.clone())
+            .collect();
+        let (tools, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
+        let mut result = ListToolsResult::new(tools);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolParams,
+        ctx: Context,
+    ) -> Result<CallToolResult, ErrorObject> {
+        let Some(entry) = self.server.tools.get(&params.name) else {
+            return Err(ErrorObject::invalid_params(format!(
+                "unknown tool: {}",
+                params.name
+            )));
+        };
+        let args = Value::Object(params.arguments.unwrap_or_default());
+        match (entry.handler)(args, ctx).await {
+            Ok(result) => Ok(result),
+            Err(error) => match error.into_protocol() {
+                Ok(message) => Ok(CallToolResult::error_text(message)),
+                Err(protocol) => Err(protocol),
+            },
+        }
+    }
+
+    fn list_resources(&self, params: &PaginatedParams) -> Result<ListResourcesResult, ErrorObject> {
+        let all: Vec<_> = self
+            .server
+            .resources
+            .snapshot()
+            .iter()
+            .map(|e| e.resource.clone())
+            .collect();
+        let (resources, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
+        let mut result = ListResourcesResult {
+            resources,
+            ..Default::default()
+        };
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    fn list_templates(
+        &self,
+        params: &PaginatedParams,
+    ) -> Result<ListResourceTemplatesResult, ErrorObject> {
+        let all: Vec<_> = self
+            .server
+            .templates
+            .snapshot()
+            .iter()
+            .map(|e| e.template.clone())
+            .collect();
+        let (templates, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
+        let mut result = ListResourceTemplatesResult {
+            resource_templates: templates,
+            ..Default::default()
+        };
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        uri: String,
+        ctx: Context,
+    ) -> Result<tidewire_core::schema::ReadResourceResult, ErrorObject> {
+        if let Some(entry) = self.server.resources.get(&uri) {
+            return (entry.handler)(uri, Default::default(), ctx).await;
+        }
+        for entry in self.server.templates.snapshot() {
+            if let Some(vars) = entry.parsed.matches(&uri) {
+                return (entry.handler)(uri, vars, ctx).await;
+            }
+        }
+        Err(resource_not_found(&uri))
+    }
+
+    fn subscribe(&self, uri: String) -> Result<(), ErrorObject> {
+        let mut subs = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if subs.len() >= self.server.max_subscriptions && !subs.contains(&uri) {
+            return Err(ErrorObject::invalid_params(format!(
+                "too many subscriptions on this connection (limit {})",
+                self.server.max_subscriptions
+            )));
+        }
+        subs.insert(uri);
+        Ok(())
+    }
+
+    fn list_prompts(&self, params: &PaginatedParams) -> Result<ListPromptsResult, ErrorObject> {
+        let all: Vec<_> = self
+            .server
+            .prompts
+            .snapshot()
+            .iter()
+            .map(|e| e.prompt.clone())
+            .collect();
+        let (prompts, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
+        let mut result = ListPromptsResult {
+            prompts,
+            ..Default::default()
+        };
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        params: GetPromptParams,
+        ctx: Context,
+    ) -> Result<tidewire_core::schema::GetPromptResult, ErrorObject> {
+        let Some(entry) = self.server.prompts.get(&params.name) else {
+            return Err(ErrorObject::invalid_params(format!(
+                "unknown prompt: {}",
+                params.name
+            )));
+        };
+        let args: std::collections::HashMap<String, String> =
+            params.arguments.unwrap_or_default().into_iter().collect();
+        let missing: Vec<&str> = entry
+            .prompt
+            .arguments
+            .iter()
+            .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(ErrorObject::invalid_params(format!(
+                "prompt {} is missing required arguments: {}",
+                params.name,
+                missing.join(", ")
+            )));
+        }
+        (entry.handler)(args, ctx).await
+    }
+}
+
+/// `-32002`, the error for a resource that does not exist (2024-11-05 … 2025-11-25).
+pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("Resource not found: {uri}"),
+    )
+    .with_data(serde_json::json!({ "uri": uri }))
+}
+
+fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
+    let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    serde_json::from_value(params)
+        .map_err(|e| ErrorObject::invalid_params(format!("{method}: {e}")))
+}
+
+fn reply<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(result).map_err(ErrorObject::internal)
+}
+
+/// The engine handler of one connection.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionHandler(pub(crate) Arc<Connection>);
+
+impl Handler for ConnectionHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        self.0.serve(request, ctx).await
+    }
+
+    fn handle_notification(&self, notification: Notification, peer: &Peer) {
+        if notification.method == "notifications/initialized" {
+            self.0.initialized.store(true, Ordering::Relaxed);
+        }
+        if let Some(callback) = &self.0.server.on_notification {
+            match ClientNotification::from_parts(&notification.method, notification.params) {
+                Ok(typed) => callback(typed, peer),
+                Err(error) => tracing::debug!(%error, "ignored a malformed client notification"),
+            }
+        }
+    }
+}
