@@ -1,0 +1,24 @@
+# Mirrors .ci/run (which also installs the outside programs the interop tests need).
+
+# Everything CI checks, in CI's order.
+ci: fmt clippy doc test
+
+# Formatting check.
+fmt:
+    cargo fmt --all -- --check
+
+# Lints, warnings as errors.
+clippy:
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# API docs, warnings as errors.
+doc:
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+# The README's test command.
+test:
+    cargo test --workspace
+
+# The full CI script, with the Python peers and the official schemas from ../shared.
+ci-full:
+    bash .ci/run
