@@ -1,0 +1,459 @@
+//! [`ClientBuilder`]: client identity, capabilities, handlers, and the handshake.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tidewire_core::ProtocolVersion;
+use tidewire_core::schema::{
+    ClientCapabilities, ElicitationCapability, EmptyParams, Implementation, Initialize,
+    InitializeParams, InitializedNotification, JsonObject, Root, RootsCapability,
+    SamplingCapability, ServerNotification,
+};
+use tidewire_core::session::{Driver, Peer, Session, SessionOptions};
+use tidewire_core::transport::Transport;
+use tokio::sync::broadcast;
+
+use crate::client::{Client, Inner};
+use crate::dispatch::Dispatcher;
+use crate::error::ClientError;
+use crate::handlers::{
+    DynElicitation, DynRoots, DynSampling, ElicitationHandler, RootsHandler, SamplingHandler,
+    StaticRoots,
+};
+use crate::notifications::NotificationCallback;
+
+/// Notifications buffered per [`NotificationStream`](crate::NotificationStream) by default.
+pub const DEFAULT_NOTIFICATION_BUFFER: usize = 256;
+
+/// Pages a `list_all_*` call follows by default before giving up.
+pub const DEFAULT_MAX_LIST_PAGES: usize = 1024;
+
+/// Progress reports buffered per tool-call progress stream by default.
+pub const DEFAULT_PROGRESS_BUFFER: usize = 256;
+
+/// The elicitation modes a client accepts (`elicitation.form` / `elicitation.url`).
+///
+/// A client supports at least one mode: an empty set is read as [`FORM`](Self::FORM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ElicitationModes {
+    /// Form mode: the server sends a flat schema and the client shows a form.
+    pub form: bool,
+    /// URL mode (2025-11-25): the client sends the user to a URL the server gives.
+    pub url: bool,
+}
+
+impl ElicitationModes {
+    /// Form mode only (the default).
+    pub const FORM: Self = Self {
+        form: true,
+        url: false,
+    };
+    /// URL mode only.
+    pub const URL: Self = Self {
+        form: false,
+        url: true,
+    };
+    /// Both modes.
+    pub const FORM_AND_URL: Self = Self {
+        form: true,
+        url: true,
+    };
+
+    fn normalised(self) -> Self {
+        if self.form || self.url {
+            self
+        } else {
+            Self::FORM
+        }
+    }
+
+    /// The capability object declaring these modes. Form only is sent as `{}`, which every
+    /// revision with elicitation reads as form mode.
+    fn capability(self) -> ElicitationCapability {
+        let modes = self.normalised();
+        let mut capability = ElicitationCapability::default();
+        if modes.url {
+            capability.url = Some(JsonObject::new());
+            if modes.form {
+                capability.form = Some(JsonObject::new());
+            }
+        }
+        capability
+    }
+}
+
+impl Default for ElicitationModes {
+    fn default() -> Self {
+        Self::FORM
+    }
+}
+
+/// Configures a client and connects it.
+///
+/// Setters never fail; problems surface when connecting. The capabilities the client declares
+/// follow from the handlers set: `sampling` with a sampling handler, `elicitation` with an
+/// elicitation handler (in the modes chosen), `roots` (with `listChanged`) with a roots handler.
+///
+/// ```no_run
+/// # async fn demo(transport: tidewire_core::transport::memory::MemoryTransport) -> Result<(), tidewire_client::ClientError> {
+/// use tidewire_client::ClientBuilder;
+/// use tidewire_core::schema::{Implementation, Root};
+///
+/// let client = ClientBuilder::new(Implementation::new("my-agent", "0.3.0"))
+///     .roots([Root::new("file:///home/me/project")])
+///     .on_notification(|n| tracing::info!(method = n.method(), "server notification"))
+///     .connect(transport)
+///     .await?;
+/// println!("connected to {} ({})", client.server_info().name, client.protocol_version());
+/// # Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until it connects"]
+pub struct ClientBuilder {
+    info: Implementation,
+    version: ProtocolVersion,
+    options: SessionOptions,
+    handshake_timeout: Option<Duration>,
+    sampling: Option<Arc<dyn DynSampling>>,
+    sampling_capability: SamplingCapability,
+    elicitation: Option<Arc<dyn DynElicitation>>,
+    elicitation_modes: ElicitationModes,
+    roots: Option<Arc<dyn DynRoots>>,
+    experimental: Option<JsonObject>,
+    callback: Option<NotificationCallback>,
+    notification_buffer: usize,
+    progress_buffer: usize,
+    max_list_pages: usize,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("version", &self.version)
+            .field("capabilities", &self.capabilities())
+            .field("notification_buffer", &self.notification_buffer)
+            .field("max_list_pages", &self.max_list_pages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// A client that introduces itself as `info`, offers the newest handshake revision
+    /// ([`ProtocolVersion::LATEST_HANDSHAKE`]) and declares no capabilities.
+    pub fn new(info: Implementation) -> Self {
+        Self {
+            info,
+            version: ProtocolVersion::LATEST_HANDSHAKE,
+            options: SessionOptions::default(),
+            handshake_timeout: None,
+            sampling: None,
+            sampling_capability: SamplingCapability::default(),
+            elicitation: None,
+            elicitation_modes: ElicitationModes::FORM,
+            roots: None,
+            experimental: None,
+            callback: None,
+            notification_buffer: DEFAULT_NOTIFICATION_BUFFER,
+            progress_buffer: DEFAULT_PROGRESS_BUFFER,
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
+        }
+    }
+
+    /// The revision to offer in `initialize` (default [`ProtocolVersion::LATEST_HANDSHAKE`]).
+    ///
+    /// The client accepts whichever handshake revision the server answers with. The stateless
+    /// revision 2026-07-28 has no handshake; offering it is read as offering
+    /// [`ProtocolVersion::LATEST_HANDSHAKE`].
+    pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Settings of the connection: default request timeout, limits, buffers.
+    pub fn session_options(mut self, options: SessionOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// How long to wait for the `initialize` result (default: the session's default timeout).
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = Some(timeout);
+        self
+    }
+
+    /// Serves `sampling/createMessage` and declares the `sampling` capability.
+    pub fn sampling_handler(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Declares `sampling.tools` (2025-11-25): the sampling handler accepts `tools` and
+    /// `toolChoice`. Without it such requests are refused with `-32602`.
+    pub fn sampling_tools(mut self, enabled: bool) -> Self {
+        self.sampling_capability.tools = enabled.then(JsonObject::new);
+        self
+    }
+
+    /// Declares `sampling.context` (2025-11-25): the sampling handler honours `includeContext`
+    /// values other than `none`. Without it such requests are refused with `-32602`.
+    pub fn sampling_context(mut self, enabled: bool) -> Self {
+        self.sampling_capability.context = enabled.then(JsonObject::new);
+        self
+    }
+
+    /// Serves `elicitation/create` and declares the `elicitation` capability (form mode unless
+    /// [`elicitation_modes`](Self::elicitation_modes) says otherwise).
+    pub fn elicitation_handler(mut self, handler: impl ElicitationHandler) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// The elicitation modes to declare (default [`ElicitationModes::FORM`]). A request in an
+    /// undeclared mode is refused with `-32602` before the handler runs.
+    pub fn elicitation_modes(mut self, modes: ElicitationModes) -> Self {
+        self.elicitation_modes = modes.normalised();
+        self
+    }
+
+    /// Serves `roots/list` with `handler` and declares `roots` with `listChanged`: tell the
+    /// server about changes with [`Client::notify_roots_changed`].
+    pub fn roots_handler(mut self, handler: impl RootsHandler) -> Self {
+        self.roots = Some(Arc::new(handler));
+        self
+    }
+
+    /// Serves `roots/list` from a fixed list. To change it while connected, pass a
+    /// [`StaticRoots`] you keep a clone of to [`roots_handler`](Self::roots_handler) instead.
+    pub fn roots(self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots_handler(StaticRoots::new(roots))
+    }
+
+    /// Declares non-standard capabilities (`capabilities.experimental`).
+    pub fn experimental_capabilities(mut self, experimental: JsonObject) -> Self {
+        self.experimental = Some(experimental);
+        self
+    }
+
+    /// Calls `callback` with every notification the server sends, in order, on the
+    /// connection's reader (including those sent during the handshake). Keep it short; hand
+    /// long work to a task. A panic in it is caught and logged.
+    pub fn on_notification(
+        mut self,
+        callback: impl Fn(&ServerNotification) + Send + Sync + 'static,
+    ) -> Self {
+        self.callback = Some(Arc::new(callback));
+        self
+    }
+
+    /// Notifications buffered per [`NotificationStream`](crate::NotificationStream) before
+    /// the oldest are dropped and reported as lag (default 256, at least 1).
+    pub fn notification_buffer(mut self, capacity: usize) -> Self {
+        self.notification_buffer = capacity.max(1);
+        self
+    }
+
+    /// Progress reports buffered per tool-call progress stream before they are dropped and
+    /// counted as lag (default 256, at least 1).
+    pub fn progress_buffer(mut self, capacity: usize) -> Self {
+        self.progress_buffer = capacity.max(1);
+        self
+    }
+
+    /// The most pages a `list_all_*` call follows (default 1024, at least 1), so a server that
+    /// keeps returning `nextCursor` cannot keep the client paging forever.
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.max_list_pages = pages.max(1);
+        self
+    }
+
+    /// The capabilities this configuration declares.
+    pub fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            experimental: self.experimental.clone(),
+            roots: self.roots.as_ref().map(|_| RootsCapability {
+                list_changed: Some(true),
+                ..RootsCapability::default()
+            }),
+            sampling: self
+                .sampling
+                .as_ref()
+                .map(|_| self.sampling_capability.clone()),
+            elicitation: self
+                .elicitation
+                .as_ref()
+                .map(|_| self.elicitation_modes.capability()),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    /// Connects over `transport`: runs the connection on the current tokio runtime, sends
+    /// `initialize`, checks the revision the server chose, records it, and sends
+    /// `notifications/initialized`.
+    ///
+    /// # Errors
+    /// [`ClientError::UnsupportedVersion`] when the server chose a revision this client cannot
+    /// speak; [`ClientError::Session`] when `initialize` failed (error answer, timeout, closed
+    /// connection); [`ClientError::InvalidResponse`] when its result does not decode. The
+    /// connection is closed in every case.
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime.
+    pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, ClientError> {
+        let (connecting, driver) = self.connect_with_driver(transport);
+        tokio::spawn(async move {
+            if let Err(error) = driver.await {
+                tracing::debug!(%error, "client connection ended with an error");
+            }
+        });
+        connecting.await
+    }
+
+    /// Like [`connect`](Self::connect), but hands the connection's [`Driver`] to the caller
+    /// instead of spawning it (to run it on another executor, or in a `select!`). The
+    /// [`Connecting`] future completes the handshake, and only makes progress while the driver
+    /// is polled too:
+    ///
+    /// ```no_run
+    /// # async fn demo(transport: tidewire_core::transport::memory::MemoryTransport) -> Result<(), tidewire_client::ClientError> {
+    /// # use tidewire_core::schema::Implementation;
+    /// let (connecting, driver) = tidewire_client::ClientBuilder::new(Implementation::new("c", "1"))
+    ///     .connect_with_driver(transport);
+    /// let driver = tokio::spawn(driver);
+    /// let client = connecting.await?;
+    /// client.close().await;
+    /// # let _ = driver.await; Ok(()) }
+    /// ```
+    pub fn connect_with_driver<T: Transport>(self, transport: T) -> (Connecting, Driver) {
+        let capabilities = self.capabilities();
+        let (tx, first) = broadcast::channel(self.notification_buffer);
+        let template = first.resubscribe();
+        let dispatcher = Dispatcher {
+            sampling: self
+                .sampling
+                .map(|handler| (handler, self.sampling_capability.clone())),
+            elicitation: self
+                .elicitation
+                .map(|handler| (handler, self.elicitation_modes)),
+            roots: self.roots,
+            callback: self.callback,
+            notifications: tx,
+        };
+        let (peer, driver) = Session::new(transport, dispatcher, self.options);
+        let offered = if self.version.uses_handshake() {
+            self.version
+        } else {
+            tracing::warn!(
+                version = %self.version,
+                "the client cannot offer a stateless revision; offering the newest handshake revision"
+            );
+            ProtocolVersion::LATEST_HANDSHAKE
+        };
+        let settings = Settings {
+            capabilities,
+            info: self.info,
+            offered,
+            handshake_timeout: self.handshake_timeout,
+            progress_buffer: self.progress_buffer,
+            max_list_pages: self.max_list_pages,
+            first,
+            template,
+        };
+        let future = Box::pin(handshake(peer, settings));
+        (Connecting { future }, driver)
+    }
+}
+
+/// What the handshake needs besides the peer.
+struct Settings {
+    capabilities: ClientCapabilities,
+    info: Implementation,
+    offered: ProtocolVersion,
+    handshake_timeout: Option<Duration>,
+    progress_buffer: usize,
+    max_list_pages: usize,
+    first: broadcast::Receiver<ServerNotification>,
+    template: broadcast::Receiver<ServerNotification>,
+}
+
+/// Closes the connection when dropped while armed: a failed or abandoned handshake leaves
+/// nothing running.
+struct CloseOnDrop(Option<Peer>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(peer) = self.0.take() {
+            peer.close();
+        }
+    }
+}
+
+async fn handshake(peer: Peer, settings: Settings) -> Result<Client, ClientError> {
+    let mut guard = CloseOnDrop(Some(peer.clone()));
+    let params = InitializeParams::new(
+        settings.offered,
+        settings.capabilities.clone(),
+        settings.info.clone(),
+    );
+    let mut request = peer.request::<Initialize>(params);
+    if let Some(timeout) = settings.handshake_timeout {
+        request = request.timeout(timeout);
+    }
+    let result = request.await?;
+    let version = match result.version() {
+        Some(version) if version.uses_handshake() => version,
+        _ => {
+            return Err(ClientError::UnsupportedVersion {
+                offered: settings.offered,
+                answered: result.protocol_version,
+            });
+        }
+    };
+    peer.set_protocol_version(version);
+    peer.notify::<InitializedNotification>(EmptyParams::new())
+        .await?;
+    guard.0 = None;
+    tracing::debug!(
+        server = %result.server_info.name,
+        %version,
+        "MCP client connected"
+    );
+    Ok(Client {
+        inner: Arc::new(Inner {
+            peer,
+            init: result,
+            version,
+            capabilities: settings.capabilities,
+            first_notifications: Mutex::new(Some(settings.first)),
+            template: settings.template,
+            progress_buffer: settings.progress_buffer,
+            max_list_pages: settings.max_list_pages,
+        }),
+    })
+}
+
+/// The handshake of a client connected with
+/// [`ClientBuilder::connect_with_driver`]: resolves to the [`Client`] once `initialize` is done.
+///
+/// It only makes progress while the connection's [`Driver`] is polled. Dropping it before it
+/// completes closes the connection.
+#[must_use = "the handshake does nothing unless awaited"]
+pub struct Connecting {
+    future: BoxFuture<'static, Result<Client, ClientError>>,
+}
+
+impl Future for Connecting {
+    type Output = Result<Client, ClientError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.future.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Connecting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connecting").finish_non_exhaustive()
+    }
+}

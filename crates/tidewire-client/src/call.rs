@@ -1,0 +1,262 @@
+//! [`CallToolBuilder`]: one `tools/call`, with its timeout, progress and cancellation.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::Value;
+use tidewire_core::jsonrpc::RequestId;
+use tidewire_core::progress::Progress;
+use tidewire_core::schema::{CallTool, CallToolParams, CallToolResult, Meta, RequestType};
+use tidewire_core::session::{CancelHandle, InFlight, Peer, SessionError};
+use tokio::sync::mpsc;
+
+use crate::error::ClientError;
+
+type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
+
+/// A tool call being prepared; made by [`Client::call_tool`](crate::Client::call_tool).
+///
+/// `.await` it for the [`CallToolResult`], or call [`send`](Self::send) for a [`ToolCall`]
+/// handle with the request id and a cancel handle. A tool that fails reports it inside the
+/// result (`is_error()`); a `ClientError` means the call itself failed.
+///
+/// # Cancel safety
+/// Dropping the future (or the [`ToolCall`]) before the result arrives cancels the call: the
+/// server receives `notifications/cancelled` and a late result is ignored. A timeout does the
+/// same.
+#[must_use = "a tool call does nothing until it is awaited or sent"]
+pub struct CallToolBuilder {
+    peer: Peer,
+    params: Result<CallToolParams, SessionError>,
+    timeout: Option<Option<Duration>>,
+    reset_max: Option<Duration>,
+    progress: Option<ProgressCallback>,
+    progress_buffer: usize,
+}
+
+impl std::fmt::Debug for CallToolBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallToolBuilder")
+            .field("params", &self.params)
+            .field("timeout", &self.timeout)
+            .field("reset_max", &self.reset_max)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallToolBuilder {
+    pub(crate) fn new(
+        peer: Peer,
+        name: String,
+        arguments: &impl Serialize,
+        progress_buffer: usize,
+    ) -> Self {
+        let params = tool_arguments(arguments).map(|arguments| {
+            let mut params = CallToolParams::new(name);
+            params.arguments = arguments;
+            params
+        });
+        Self {
+            peer,
+            params,
+            timeout: None,
+            reset_max: None,
+            progress: None,
+            progress_buffer,
+        }
+    }
+
+    /// Gives up after `timeout` without a result (the server receives
+    /// `notifications/cancelled`). Overrides the session's default timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(Some(timeout));
+        self
+    }
+
+    /// Waits as long as it takes.
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = Some(None);
+        self
+    }
+
+    /// Restarts the timeout whenever progress arrives, but never waits longer than `hard_max`
+    /// in all. Asks the server for progress.
+    pub fn reset_timeout_on_progress(mut self, hard_max: Duration) -> Self {
+        self.reset_max = Some(hard_max);
+        self
+    }
+
+    /// Asks the server for progress and calls `callback` with each report, in order, before
+    /// the result is returned. Replaces an earlier callback or
+    /// [`progress_stream`](Self::progress_stream).
+    pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
+        self.progress = Some(Box::new(callback));
+        self
+    }
+
+    /// Asks the server for progress and returns a stream of the reports. The stream holds
+    /// every report that arrived before the result (up to the client's progress buffer; more
+    /// are counted by [`ToolProgress::lagged`]) and ends when the call completes. Replaces an
+    /// earlier [`on_progress`](Self::on_progress).
+    pub fn progress_stream(mut self) -> (Self, ToolProgress) {
+        let (tx, rx) = mpsc::channel(self.progress_buffer);
+        let lagged = Arc::new(AtomicU64::new(0));
+        let counter = lagged.clone();
+        self.progress = Some(Box::new(move |p| {
+            if tx.try_send(p).is_err() {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+        (self, ToolProgress { rx, lagged })
+    }
+
+    /// Sets `_meta` on the request (merged with the progress token the client adds when
+    /// progress is asked for).
+    pub fn meta(mut self, meta: Meta) -> Self {
+        if let Ok(params) = &mut self.params {
+            params.meta = Some(meta);
+        }
+        self
+    }
+
+    /// Sends the call and returns a handle to its result.
+    ///
+    /// # Errors
+    /// [`ClientError::Session`] when the arguments did not serialise to a JSON object
+    /// (`InvalidParams`), the connection is closed, or too many requests are pending.
+    pub async fn send(self) -> Result<ToolCall, ClientError> {
+        let mut request = self.peer.request::<CallTool>(self.params?);
+        match self.timeout {
+            Some(Some(timeout)) => request = request.timeout(timeout),
+            Some(None) => request = request.no_timeout(),
+            None => {}
+        }
+        if let Some(hard_max) = self.reset_max {
+            request = request.reset_timeout_on_progress(hard_max);
+        }
+        if let Some(callback) = self.progress {
+            request = request.on_progress(callback);
+        }
+        let inner = request.send().await?;
+        Ok(ToolCall { inner })
+    }
+}
+
+impl IntoFuture for CallToolBuilder {
+    type Output = Result<CallToolResult, ClientError>;
+    type IntoFuture = BoxFuture<'static, Result<CallToolResult, ClientError>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.send().await?.await })
+    }
+}
+
+/// Serialises tool arguments: `null` (from `()` or `None`) means none; otherwise a JSON object.
+fn tool_arguments(
+    arguments: &impl Serialize,
+) -> Result<Option<tidewire_core::schema::JsonObject>, SessionError> {
+    let invalid = |reason: String| SessionError::InvalidParams {
+        method: CallTool::METHOD.to_owned(),
+        reason,
+    };
+    match serde_json::to_value(arguments).map_err(|e| invalid(e.to_string()))? {
+        Value::Null => Ok(None),
+        Value::Object(map) => Ok(Some(map)),
+        other => Err(invalid(format!(
+            "tool arguments must be a JSON object, got {other}"
+        ))),
+    }
+}
+
+/// A tool call that has been sent: a future of its result, with its id and a cancel handle.
+///
+/// Dropping it before it completes cancels the call.
+#[must_use = "dropping a ToolCall cancels it"]
+pub struct ToolCall {
+    inner: InFlight<CallToolResult>,
+}
+
+impl ToolCall {
+    /// The JSON-RPC id of the request (also its progress token, if progress was asked for).
+    pub fn id(&self) -> &RequestId {
+        self.inner.id()
+    }
+
+    /// A handle that cancels this call from anywhere (cheap to clone).
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.inner.cancel_handle()
+    }
+
+    /// Cancels the call: the server receives `notifications/cancelled` with `reason`, and this
+    /// future resolves to a cancelled error. Returns false if the call had already completed.
+    pub fn cancel(&self, reason: &str) -> bool {
+        self.inner.cancel_handle().cancel(reason)
+    }
+}
+
+impl Future for ToolCall {
+    type Output = Result<CallToolResult, ClientError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.inner)
+            .poll(cx)
+            .map_err(ClientError::from)
+    }
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("id", self.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The progress reports of one tool call, in order; made by
+/// [`CallToolBuilder::progress_stream`]. Ends when the call completes.
+#[derive(Debug)]
+pub struct ToolProgress {
+    rx: mpsc::Receiver<Progress>,
+    lagged: Arc<AtomicU64>,
+}
+
+impl ToolProgress {
+    /// Reports dropped so far because this stream was not read fast enough.
+    pub fn lagged(&self) -> u64 {
+        self.lagged.load(Ordering::Relaxed)
+    }
+}
+
+impl Stream for ToolProgress {
+    type Item = Progress;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Progress>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_an_object_or_nothing() {
+        assert_eq!(tool_arguments(&()).ok(), Some(None));
+        assert_eq!(tool_arguments(&None::<Value>).ok(), Some(None));
+        let map = tool_arguments(&json!({"a": 1})).ok().flatten();
+        assert_eq!(map.and_then(|m| m.get("a").cloned()), Some(json!(1)));
+        let err = tool_arguments(&[1, 2]).err();
+        assert!(
+            matches!(err, Some(SessionError::InvalidParams { .. })),
+            "{err:?}"
+        );
+    }
+}

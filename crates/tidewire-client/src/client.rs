@@ -1,0 +1,472 @@
+//! [`Client`]: the handle to a connected MCP server.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::Value;
+use tidewire_core::ProtocolVersion;
+use tidewire_core::schema::{
+    ClientCapabilities, Complete, CompleteParams, CompleteResult, Cursor, EmptyParams, GetPrompt,
+    GetPromptParams, GetPromptResult, Implementation, InitializeResult, ListPrompts,
+    ListPromptsResult, ListResourceTemplates, ListResourceTemplatesResult, ListResources,
+    ListResourcesResult, ListTools, ListToolsResult, LoggingLevel, NotificationType,
+    PaginatedParams, Ping, Prompt, ReadResource, ReadResourceParams, ReadResourceResult,
+    RequestType, Resource, ResourceTemplate, RootsListChangedNotification, ServerCapabilities,
+    ServerNotification, SetLevel, SetLevelParams, Subscribe, SubscribeParams, Tool, Unsubscribe,
+    UnsubscribeParams,
+};
+use tidewire_core::session::{Peer, RequestBuilder, SessionError};
+use tokio::sync::broadcast;
+
+use crate::call::CallToolBuilder;
+use crate::error::ClientError;
+use crate::notifications::NotificationStream;
+
+/// A connected MCP client: call tools, read resources, get prompts, and hear what the server
+/// announces.
+///
+/// Cheap to clone: clones share one connection (an `Arc` inside). The connection closes when
+/// [`close`](Self::close) is called, when the server goes away, or when the last clone is
+/// dropped.
+///
+/// Every method that talks to the server uses the session's default timeout (see
+/// [`SessionOptions`](tidewire_core::session::SessionOptions)); [`call_tool`](Self::call_tool)
+/// and [`request`](Self::request) let you choose per call.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) peer: Peer,
+    pub(crate) init: InitializeResult,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) capabilities: ClientCapabilities,
+    /// Subscribed at connect time, so the first stream asked for misses nothing.
+    pub(crate) first_notifications: Mutex<Option<broadcast::Receiver<ServerNotification>>>,
+    /// Never read; later streams are resubscribed from it.
+    pub(crate) template: broadcast::Receiver<ServerNotification>,
+    pub(crate) progress_buffer: usize,
+    pub(crate) max_list_pages: usize,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.peer.close();
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.inner.init.server_info.name)
+            .field("protocol_version", &self.inner.version)
+            .field("closed", &self.inner.peer.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A page of a paginated list: its items and the cursor of the next page.
+trait Page {
+    type Item;
+    fn into_page(self) -> (Vec<Self::Item>, Option<Cursor>);
+}
+
+impl Page for ListToolsResult {
+    type Item = Tool;
+    fn into_page(self) -> (Vec<Tool>, Option<Cursor>) {
+        (self.tools, self.next_cursor)
+    }
+}
+
+impl Page for ListResourcesResult {
+    type Item = Resource;
+    fn into_page(self) -> (Vec<Resource>, Option<Cursor>) {
+        (self.resources, self.next_cursor)
+    }
+}
+
+impl Page for ListResourceTemplatesResult {
+    type Item = ResourceTemplate;
+    fn into_page(self) -> (Vec<ResourceTemplate>, Option<Cursor>) {
+        (self.resource_templates, self.next_cursor)
+    }
+}
+
+impl Page for ListPromptsResult {
+    type Item = Prompt;
+    fn into_page(self) -> (Vec<Prompt>, Option<Cursor>) {
+        (self.prompts, self.next_cursor)
+    }
+}
+
+impl Client {
+    /// A builder; the same as [`ClientBuilder::new`](crate::ClientBuilder::new).
+    pub fn builder(info: Implementation) -> crate::ClientBuilder {
+        crate::ClientBuilder::new(info)
+    }
+
+    /// The server's name and version, from the `initialize` result.
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.init.server_info
+    }
+
+    /// What the server declared it can do.
+    pub fn server_capabilities(&self) -> &ServerCapabilities {
+        &self.inner.init.capabilities
+    }
+
+    /// The server's instructions (a hint for the model's system prompt), if it gave any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.init.instructions.as_deref()
+    }
+
+    /// The whole `initialize` result, including members this version does not know.
+    pub fn initialize_result(&self) -> &InitializeResult {
+        &self.inner.init
+    }
+
+    /// The negotiated protocol revision (one of [`ProtocolVersion::HANDSHAKE`]).
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.version
+    }
+
+    /// What this client declared it can do.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// The underlying session handle, to send raw requests and notifications.
+    pub fn peer(&self) -> &Peer {
+        &self.inner.peer
+    }
+
+    /// Starts a typed request for any method: the escape hatch for methods without a helper
+    /// here. Set options on the returned builder, then `.await` it.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: tidewire_client::Client) -> Result<(), tidewire_client::ClientError> {
+    /// use std::time::Duration;
+    /// use tidewire_core::schema::{ListTools, PaginatedParams};
+    ///
+    /// let page = client
+    ///     .request::<ListTools>(PaginatedParams::first_page())
+    ///     .timeout(Duration::from_secs(2))
+    ///     .await?;
+    /// # let _ = page; Ok(()) }
+    /// ```
+    pub fn request<M: RequestType>(&self, params: M::Params) -> RequestBuilder<M::Result> {
+        self.inner.peer.request::<M>(params)
+    }
+
+    /// Sends a typed notification to the server.
+    ///
+    /// # Errors
+    /// [`ClientError::Session`] when the connection is closed or the params do not serialise.
+    pub async fn notify<N: NotificationType>(&self, params: N::Params) -> Result<(), ClientError> {
+        Ok(self.inner.peer.notify::<N>(params).await?)
+    }
+
+    async fn call<M: RequestType>(&self, params: M::Params) -> Result<M::Result, ClientError> {
+        Ok(self.inner.peer.request::<M>(params).await?)
+    }
+
+    /// Checks that the server is alive (`ping`).
+    ///
+    /// # Errors
+    /// As any request: error answer, timeout, closed connection.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.call::<Ping>(EmptyParams::new()).await.map(drop)
+    }
+
+    /// One page of the server's tools; pass the previous page's `next_cursor` for the next.
+    ///
+    /// # Errors
+    /// As any request; [`ClientError::InvalidResponse`] when the page does not decode.
+    pub async fn list_tools(&self, cursor: Option<Cursor>) -> Result<ListToolsResult, ClientError> {
+        self.call::<ListTools>(page_params(cursor)).await
+    }
+
+    /// Every tool, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`list_tools`](Self::list_tools); [`ClientError::TooManyPages`] past the page limit;
+    /// [`ClientError::InvalidResponse`] when the server repeats a cursor.
+    pub async fn list_all_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.list_all::<ListTools>().await
+    }
+
+    /// One page of the server's resources.
+    ///
+    /// # Errors
+    /// As [`list_tools`](Self::list_tools).
+    pub async fn list_resources(
+        &self,
+        cursor: Option<Cursor>,
+    ) -> Result<ListResourcesResult, ClientError> {
+        self.call::<ListResources>(page_params(cursor)).await
+    }
+
+    /// Every resource, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`list_all_tools`](Self::list_all_tools).
+    pub async fn list_all_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.list_all::<ListResources>().await
+    }
+
+    /// One page of the server's resource templates.
+    ///
+    /// # Errors
+    /// As [`list_tools`](Self::list_tools).
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<Cursor>,
+    ) -> Result<ListResourceTemplatesResult, ClientError> {
+        self.call::<ListResourceTemplates>(page_params(cursor))
+            .await
+    }
+
+    /// Every resource template, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`list_all_tools`](Self::list_all_tools).
+    pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.list_all::<ListResourceTemplates>().await
+    }
+
+    /// One page of the server's prompts.
+    ///
+    /// # Errors
+    /// As [`list_tools`](Self::list_tools).
+    pub async fn list_prompts(
+        &self,
+        cursor: Option<Cursor>,
+    ) -> Result<ListPromptsResult, ClientError> {
+        self.call::<ListPrompts>(page_params(cursor)).await
+    }
+
+    /// Every prompt, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`list_all_tools`](Self::list_all_tools).
+    pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.list_all::<ListPrompts>().await
+    }
+
+    async fn list_all<M>(&self) -> Result<Vec<<M::Result as Page>::Item>, ClientError>
+    where
+        M: RequestType<Params = PaginatedParams>,
+        M::Result: Page,
+    {
+        let limit = self.inner.max_list_pages;
+        let mut items = Vec::new();
+        let mut cursor: Option<Cursor> = None;
+        for _ in 0..limit {
+            let page = self.call::<M>(page_params(cursor.clone())).await?;
+            let (mut page_items, next) = page.into_page();
+            items.append(&mut page_items);
+            match next {
+                None => return Ok(items),
+                Some(next) if cursor.as_ref() == Some(&next) => {
+                    return Err(ClientError::InvalidResponse {
+                        method: M::METHOD.to_owned(),
+                        reason: format!("the server returned the same nextCursor {next:?} twice"),
+                    });
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(ClientError::TooManyPages {
+            method: M::METHOD.to_owned(),
+            limit,
+        })
+    }
+
+    /// Reads a resource.
+    ///
+    /// # Errors
+    /// As any request; an unknown resource is a [`remote`](ClientError::remote) error
+    /// (`-32002` on the handshake revisions).
+    pub async fn read_resource(
+        &self,
+        uri: impl Into<String>,
+    ) -> Result<ReadResourceResult, ClientError> {
+        self.call::<ReadResource>(ReadResourceParams::new(uri))
+            .await
+    }
+
+    /// Asks for `notifications/resources/updated` when the resource at `uri` changes (needs the
+    /// server's `resources.subscribe`).
+    ///
+    /// # Errors
+    /// As any request.
+    pub async fn subscribe(&self, uri: impl Into<String>) -> Result<(), ClientError> {
+        self.call::<Subscribe>(SubscribeParams::new(uri))
+            .await
+            .map(drop)
+    }
+
+    /// Stops the updates asked for with [`subscribe`](Self::subscribe).
+    ///
+    /// # Errors
+    /// As any request.
+    pub async fn unsubscribe(&self, uri: impl Into<String>) -> Result<(), ClientError> {
+        self.call::<Unsubscribe>(UnsubscribeParams::new(uri))
+            .await
+            .map(drop)
+    }
+
+    /// Gets a prompt, filling its arguments from anything that serialises to a JSON object of
+    /// strings (a map, a struct, `serde_json::json!({..})`); pass `()` for none.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: tidewire_client::Client) -> Result<(), tidewire_client::ClientError> {
+    /// let prompt = client
+    ///     .get_prompt("code_review", serde_json::json!({ "language": "rust" }))
+    ///     .await?;
+    /// # let _ = prompt; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ClientError::Session`] (`InvalidParams`) when `arguments` is not an object of strings,
+    /// otherwise as any request.
+    pub async fn get_prompt(
+        &self,
+        name: impl Into<String>,
+        arguments: impl Serialize,
+    ) -> Result<GetPromptResult, ClientError> {
+        let mut params = GetPromptParams::new(name);
+        params.arguments = prompt_arguments(&arguments)?;
+        self.call::<GetPrompt>(params).await
+    }
+
+    /// Asks for completions of a prompt argument or resource template variable.
+    ///
+    /// # Errors
+    /// As any request.
+    pub async fn complete(&self, params: CompleteParams) -> Result<CompleteResult, ClientError> {
+        self.call::<Complete>(params).await
+    }
+
+    /// Sets the lowest level of log messages the server sends (`logging/setLevel`).
+    ///
+    /// # Errors
+    /// As any request.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        self.call::<SetLevel>(SetLevelParams::new(level))
+            .await
+            .map(drop)
+    }
+
+    /// Starts a call of the tool `name` with `arguments` (anything that serialises to a JSON
+    /// object, or `()` for none). Set options on the builder, then `.await` it, or
+    /// [`send`](CallToolBuilder::send) it for a handle with the request id and a cancel handle.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: tidewire_client::Client) -> Result<(), tidewire_client::ClientError> {
+    /// use std::time::Duration;
+    ///
+    /// let result = client
+    ///     .call_tool("crawl", serde_json::json!({ "url": "https://example.com" }))
+    ///     .timeout(Duration::from_secs(30))
+    ///     .on_progress(|p| println!("{} / {:?}", p.progress, p.total))
+    ///     .await?;
+    /// # let _ = result; Ok(()) }
+    /// ```
+    pub fn call_tool(&self, name: impl Into<String>, arguments: impl Serialize) -> CallToolBuilder {
+        CallToolBuilder::new(
+            self.inner.peer.clone(),
+            name.into(),
+            &arguments,
+            self.inner.progress_buffer,
+        )
+    }
+
+    /// Tells the server that the client's roots changed
+    /// (`notifications/roots/list_changed`); it will ask for them again. Meaningful only when a
+    /// roots handler was configured.
+    ///
+    /// # Errors
+    /// [`ClientError::Session`] when the connection is closed.
+    pub async fn notify_roots_changed(&self) -> Result<(), ClientError> {
+        self.notify::<RootsListChangedNotification>(EmptyParams::new())
+            .await
+    }
+
+    /// A stream of the notifications the server sends, typed and in order. Several streams may
+    /// exist at once; each gets every notification.
+    ///
+    /// The first stream asked for also holds what arrived since the connection was made (up to
+    /// its buffer); later ones start with the next notification. A stream that falls behind
+    /// yields `Err(Lagged(n))` instead of silently skipping. The stream ends when the
+    /// connection closes.
+    pub fn notifications(&self) -> NotificationStream {
+        let first = self
+            .inner
+            .first_notifications
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        NotificationStream::new(first.unwrap_or_else(|| self.inner.template.resubscribe()))
+    }
+
+    /// Closes the connection and waits until it has stopped: queued messages are flushed,
+    /// requests in flight fail with a closed error, running handlers are cancelled.
+    ///
+    /// With [`connect_with_driver`](crate::ClientBuilder::connect_with_driver), this waits for
+    /// the driver, so keep polling it.
+    pub async fn close(&self) {
+        self.inner.peer.close();
+        self.inner.peer.closed().await;
+    }
+
+    /// Waits until the connection has stopped (closed by either side, or failed).
+    pub async fn closed(&self) {
+        self.inner.peer.closed().await;
+    }
+
+    /// True once the connection has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.inner.peer.is_closed()
+    }
+
+    /// Why the connection stopped, once it has.
+    pub fn close_reason(&self) -> Option<String> {
+        self.inner.peer.close_reason()
+    }
+}
+
+fn page_params(cursor: Option<Cursor>) -> PaginatedParams {
+    match cursor {
+        Some(cursor) => PaginatedParams::after(cursor),
+        None => PaginatedParams::first_page(),
+    }
+}
+
+/// Serialises prompt arguments: `null` (from `()` or `None`) means none; otherwise an object
+/// whose values are strings.
+fn prompt_arguments(
+    arguments: &impl Serialize,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, SessionError> {
+    let invalid = |reason: String| SessionError::InvalidParams {
+        method: GetPrompt::METHOD.to_owned(),
+        reason,
+    };
+    match serde_json::to_value(arguments).map_err(|e| invalid(e.to_string()))? {
+        Value::Null => Ok(None),
+        Value::Object(map) => map
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(s) => Ok((name, s)),
+                other => Err(invalid(format!(
+                    "prompt argument `{name}` must be a string, got {other}"
+                ))),
+            })
+            .collect::<Result<_, _>>()
+            .map(Some),
+        other => Err(invalid(format!(
+            "prompt arguments must be a JSON object, got {other}"
+        ))),
+    }
+}

@@ -1,0 +1,138 @@
+//! The core [`Handler`] of a client connection: routes the server's requests to the client-side
+//! handlers and its notifications to the callback and the streams.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use tidewire_core::jsonrpc::{ErrorObject, Notification, Request};
+use tidewire_core::schema::{
+    CreateMessage, CreateMessageParams, Elicit, ElicitParams, IncludeContext, JsonObject,
+    ListRoots, RequestType, SamplingCapability, ServerNotification, ServerRequest,
+};
+use tidewire_core::session::{Handler, Peer, RequestContext};
+use tokio::sync::broadcast;
+
+use crate::builder::ElicitationModes;
+use crate::handlers::{DynElicitation, DynRoots, DynSampling};
+use crate::notifications::NotificationCallback;
+
+pub(crate) struct Dispatcher {
+    pub(crate) sampling: Option<(Arc<dyn DynSampling>, SamplingCapability)>,
+    pub(crate) elicitation: Option<(Arc<dyn DynElicitation>, ElicitationModes)>,
+    pub(crate) roots: Option<Arc<dyn DynRoots>>,
+    pub(crate) callback: Option<NotificationCallback>,
+    pub(crate) notifications: broadcast::Sender<ServerNotification>,
+}
+
+impl Handler for Dispatcher {
+    async fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        // Without a handler the method does not exist here, whatever its params look like.
+        let served = match request.method.as_str() {
+            CreateMessage::METHOD => self.sampling.is_some(),
+            Elicit::METHOD => self.elicitation.is_some(),
+            ListRoots::METHOD => self.roots.is_some(),
+            // `ping` normally never gets here (the engine answers it), unless the session
+            // options turned that off.
+            "ping" => true,
+            _ => false,
+        };
+        if !served {
+            return Err(ErrorObject::method_not_found(&request.method));
+        }
+        match ServerRequest::from_parts(&request.method, request.params)? {
+            ServerRequest::Ping(_) => Ok(Value::Object(JsonObject::new())),
+            ServerRequest::CreateMessage(params) => {
+                let Some((handler, capability)) = &self.sampling else {
+                    return Err(ErrorObject::method_not_found(CreateMessage::METHOD));
+                };
+                check_sampling(&params, capability)?;
+                encode(handler.call(params, ctx).await?)
+            }
+            ServerRequest::Elicit(params) => {
+                let Some((handler, modes)) = &self.elicitation else {
+                    return Err(ErrorObject::method_not_found(Elicit::METHOD));
+                };
+                check_elicitation(&params, *modes)?;
+                encode(handler.call(params, ctx).await?)
+            }
+            ServerRequest::ListRoots(_) => {
+                let Some(handler) = &self.roots else {
+                    return Err(ErrorObject::method_not_found(ListRoots::METHOD));
+                };
+                encode(handler.call(ctx).await?)
+            }
+            other => Err(ErrorObject::method_not_found(other.method())),
+        }
+    }
+
+    fn handle_notification(&self, notification: Notification, _peer: &Peer) {
+        let notification =
+            match ServerNotification::from_parts(&notification.method, notification.params) {
+                Ok(n) => n,
+                Err(error) => {
+                    tracing::debug!(%error, "ignored a notification with invalid params");
+                    return;
+                }
+            };
+        if let Some(callback) = &self.callback {
+            // A panicking callback must not take the connection's reader down with it.
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| callback(&notification)));
+            if outcome.is_err() {
+                tracing::error!(
+                    method = notification.method(),
+                    "the notification callback panicked"
+                );
+            }
+        }
+        // An error only means nobody is subscribed right now.
+        let _ = self.notifications.send(notification);
+    }
+}
+
+fn encode<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(result).map_err(ErrorObject::internal)
+}
+
+/// Refuses what the client did not declare: tools without `sampling.tools`, and context
+/// inclusion without `sampling.context`.
+fn check_sampling(
+    params: &CreateMessageParams,
+    capability: &SamplingCapability,
+) -> Result<(), ErrorObject> {
+    if (!params.tools.is_empty() || params.tool_choice.is_some()) && capability.tools.is_none() {
+        return Err(ErrorObject::invalid_params(
+            "sampling with tools was requested, but the client did not declare `sampling.tools`",
+        ));
+    }
+    let wants_context = matches!(
+        params.include_context,
+        Some(IncludeContext::ThisServer | IncludeContext::AllServers)
+    );
+    if wants_context && capability.context.is_none() {
+        return Err(ErrorObject::invalid_params(
+            "includeContext was requested, but the client did not declare `sampling.context`",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses an elicitation mode the client did not declare.
+fn check_elicitation(params: &ElicitParams, modes: ElicitationModes) -> Result<(), ErrorObject> {
+    let (declared, mode) = match params {
+        ElicitParams::Form(_) => (modes.form, "form"),
+        ElicitParams::Url(_) => (modes.url, "url"),
+    };
+    if declared {
+        Ok(())
+    } else {
+        Err(ErrorObject::invalid_params(format!(
+            "elicitation mode `{mode}` is not supported by this client"
+        )))
+    }
+}
