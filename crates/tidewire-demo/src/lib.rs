@@ -1,0 +1,63 @@
+//! # tidewire-demo
+//!
+//! The demo MCP server that `tidewire serve` runs: one server that offers two test contracts at
+//! once, so the same binary can face the interop peers and the official conformance suite.
+//!
+//! - **The interop peer contract** (the tools every interop peer server offers): `echo`,
+//!   `crawl`, `crawl_status`, `notify`, `bump`, `sample`, `elicit`, `roots`, and the subscribable
+//!   resource `test://counter`.
+//! - **The conformance server contract**: the `test_*` tools (text, image, audio, embedded and
+//!   mixed content, logging, progress, error results, sampling, the elicitation variants,
+//!   reconnection), `json_schema_2020_12_tool` with a hand-written 2020-12 input schema, the
+//!   resources `test://static-text`, `test://static-binary` and `test://watched-resource`, the
+//!   template `test://template/{id}/data`, four `test_*` prompts, and argument completion.
+//!
+//! ```no_run
+//! # async fn run(transport: tidewire_core::transport::memory::MemoryTransport) -> Result<(), Box<dyn std::error::Error>> {
+//! let server = tidewire_demo::demo_server();
+//! server.run(transport).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! State (the counter, the record of the last crawl) lives in the [`Server`] that
+//! [`demo_server`] returns and is shared by every connection it serves; each call of
+//! [`demo_server`] starts from scratch.
+//!
+//! Nothing here fetches anything or talks to a model: `crawl` only waits, and `sample`, `elicit`
+//! and `roots` ask the connected client.
+
+mod conformance;
+mod peer;
+
+use tidewire_core::schema::Implementation;
+use tidewire_server::Server;
+
+pub use peer::CrawlStatus;
+
+/// The URI of the counter resource that `bump` increments.
+pub const COUNTER_URI: &str = "test://counter";
+
+/// A 1×1 red PNG, base64-encoded: the image of the conformance contract.
+pub const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// A minimal WAV file, base64-encoded: the audio of the conformance contract.
+pub const WAV_BASE64: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+
+/// The name the demo server gives in `serverInfo`.
+pub const SERVER_NAME: &str = "tidewire-demo";
+
+/// Builds the demo server: the interop peer tools and the conformance contract in one server.
+///
+/// Capabilities: `tools` (listChanged), `resources` (subscribe, listChanged), `prompts`
+/// (listChanged), `logging` and `completions`.
+pub fn demo_server() -> Server {
+    let info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+        .with_title("tidewire demo server");
+    let builder = Server::builder(info).instructions(
+        "A test server. The interop tools (echo, crawl, notify, bump, sample, elicit, roots) and \
+         the conformance tools (test_*) return fixed, documented results; nothing is fetched.",
+    );
+    let builder = peer::register(builder);
+    let builder = conformance::register(builder);
+    builder.build()
+}
