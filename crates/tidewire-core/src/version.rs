@@ -78,12 +78,18 @@ impl ProtocolVersion {
 
     /// Server-to-client `elicitation/create` exists (2025-06-18 and later).
     pub const fn has_elicitation(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25 | Self::V2026_07_28)
+        matches!(
+            self,
+            Self::V2025_06_18 | Self::V2025_11_25 | Self::V2026_07_28
+        )
     }
 
     /// Tools may declare `outputSchema` and return `structuredContent` (2025-06-18 and later).
     pub const fn has_structured_output(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25 | Self::V2026_07_28)
+        matches!(
+            self,
+            Self::V2025_06_18 | Self::V2025_11_25 | Self::V2026_07_28
+        )
     }
 }
 
@@ -95,7 +101,9 @@ impl fmt::Display for ProtocolVersion {
 
 /// The version string is not one tidewire knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown MCP protocol version {0:?} (known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)")]
+#[error(
+    "unknown MCP protocol version {0:?} (known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
+)]
 pub struct UnknownVersion(pub String);
 
 impl FromStr for ProtocolVersion {
