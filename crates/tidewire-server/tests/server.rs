@@ -1,0 +1,362 @@
+//! The server API over the in-memory transport, driven with raw JSON-RPC from the core engine.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tidewire_core::jsonrpc::{Notification, Request};
+use tidewire_core::schema::{
+    CallToolResult, GetPromptResult, Implementation, LoggingLevel, Prompt, PromptArgument,
+    PromptMessage, ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
+use tidewire_core::session::{Handler, Peer, RequestContext, Session, SessionOptions};
+use tidewire_core::transport::memory;
+use tidewire_server::{Context, NoArgs, Server};
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+#[derive(Deserialize, JsonSchema)]
+struct Add {
+    /// First addend.
+    a: i64,
+    /// Second addend.
+    b: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    sum: i64,
+}
+
+fn server() -> Server {
+    let mut builder = Server::builder(Implementation::new("test", "1.0.0"))
+        .instructions("be nice")
+        .page_size(2)
+        .max_subscriptions(2)
+        .structured_tool(
+            "add",
+            "Adds two integers",
+            |args: Add, _ctx: Context| async move {
+                Ok(Sum {
+                    sum: args.a + args.b,
+                })
+            },
+        )
+        .tool(
+            "log_all",
+            "Logs at every level",
+            |_: NoArgs, ctx: Context| async move {
+                for level in LoggingLevel::ALL {
+                    ctx.log(level, json!(format!("{level:?}"))).await?;
+                }
+                Ok(CallToolResult::text("logged"))
+            },
+        )
+        .resource(Resource::new("mem://a", "a"), |uri, _ctx| async move {
+            Ok(ReadResourceResult::text(uri, "A"))
+        })
+        .resource_template(
+            ResourceTemplate::new("mem://items/{id}", "item"),
+            |uri, vars, _ctx| async move {
+                Ok(ReadResourceResult::text(
+                    uri,
+                    format!("item {}", vars["id"]),
+                ))
+            },
+        )
+        .prompt(
+            Prompt::new("greet", "Greets someone").with_argument(PromptArgument::new("name", true)),
+            |args, _ctx| async move {
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text(
+                    format!("Hello {}", args["name"]),
+                )]))
+            },
+        );
+    for i in 0..3 {
+        builder = builder.tool_raw(
+            Tool::new(format!("t{i}"), "numbered", json!({"type": "object"})),
+            move |_args, _ctx| async move { Ok(CallToolResult::text(format!("t{i}"))) },
+        );
+    }
+    builder.build()
+}
+
+/// Records what the server sends us unprompted.
+#[derive(Clone)]
+struct Recorder(mpsc::UnboundedSender<Notification>);
+
+impl Handler for Recorder {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _ctx: RequestContext,
+    ) -> Result<Value, tidewire_core::jsonrpc::ErrorObject> {
+        Err(tidewire_core::jsonrpc::ErrorObject::method_not_found(
+            &request.method,
+        ))
+    }
+    fn handle_notification(&self, notification: Notification, _peer: &Peer) {
+        let _ = self.0.send(notification);
+    }
+}
+
+async fn connect(server: &Server) -> (Peer, mpsc::UnboundedReceiver<Notification>) {
+    let (a, b) = memory::duplex();
+    let (_peer, driver) = server.serve(a);
+    tokio::spawn(driver);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = Session::spawn(b, Recorder(tx), SessionOptions::default());
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let result = timeout(LIMIT, client.request_raw("initialize", Some(init)))
+        .await
+        .expect("in time")
+        .expect("initialize");
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    assert_eq!(result["instructions"], "be nice");
+    client
+        .notify_raw("notifications/initialized", None)
+        .await
+        .expect("initialized");
+    (client, rx)
+}
+
+async fn call(
+    peer: &Peer,
+    method: &str,
+    params: Value,
+) -> Result<Value, tidewire_core::session::SessionError> {
+    timeout(LIMIT, peer.request_raw(method, Some(params)))
+        .await
+        .expect("in time")
+}
+
+#[tokio::test]
+async fn lists_page_through_every_tool() {
+    let server = server();
+    let (peer, _rx) = connect(&server).await;
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = call(&peer, "tools/list", params).await.expect("page");
+        let tools = page["tools"].as_array().expect("tools").clone();
+        assert!(tools.len() <= 2);
+        names.extend(
+            tools
+                .iter()
+                .map(|t| t["name"].as_str().unwrap_or_default().to_owned()),
+        );
+        cursor = page["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(names, vec!["add", "log_all", "t0", "t1", "t2"]);
+    let err = call(&peer, "tools/list", json!({"cursor": "bogus"}))
+        .await
+        .expect_err("bad cursor");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+}
+
+#[tokio::test]
+async fn structured_tools_declare_and_return_their_output() {
+    let server = server();
+    let (peer, _rx) = connect(&server).await;
+    let list = call(&peer, "tools/list", json!({})).await.expect("list");
+    let add = &list["tools"][0];
+    assert_eq!(add["inputSchema"]["type"], "object");
+    assert!(add["inputSchema"]["properties"]["a"].is_object());
+    assert!(add["outputSchema"]["properties"]["sum"].is_object());
+    let result = call(
+        &peer,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(result["structuredContent"], json!({"sum": 42}));
+    assert_eq!(result["content"][0]["text"], r#"{"sum":42}"#);
+    let bad = call(
+        &peer,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": "x"}}),
+    )
+    .await
+    .expect("isError");
+    assert_eq!(bad["isError"], true);
+    assert!(
+        bad["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("invalid arguments for tool add")
+    );
+}
+
+#[tokio::test]
+async fn set_level_filters_log_messages() {
+    let server = server();
+    let (peer, mut rx) = connect(&server).await;
+    call(&peer, "tools/call", json!({"name": "log_all"}))
+        .await
+        .expect("call");
+    let mut levels = Vec::new();
+    while let Ok(n) = rx.try_recv() {
+        levels.push(
+            n.params.expect("params")["level"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        levels.first().map(String::as_str),
+        Some("info"),
+        "info and above by default: {levels:?}"
+    );
+    assert_eq!(levels.len(), 7);
+    call(&peer, "logging/setLevel", json!({"level": "error"}))
+        .await
+        .expect("setLevel");
+    call(&peer, "tools/call", json!({"name": "log_all"}))
+        .await
+        .expect("call");
+    let mut levels = Vec::new();
+    while let Ok(n) = rx.try_recv() {
+        levels.push(
+            n.params.expect("params")["level"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    assert_eq!(levels, vec!["error", "critical", "alert", "emergency"]);
+    let err = call(&peer, "logging/setLevel", json!({"level": "loud"}))
+        .await
+        .expect_err("bad level");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+}
+
+#[tokio::test]
+async fn resources_templates_and_subscriptions() {
+    let server = server();
+    let (peer, mut rx) = connect(&server).await;
+    let a = call(&peer, "resources/read", json!({"uri": "mem://a"}))
+        .await
+        .expect("read");
+    assert_eq!(a["contents"][0]["text"], "A");
+    let item = call(&peer, "resources/read", json!({"uri": "mem://items/7"}))
+        .await
+        .expect("template");
+    assert_eq!(item["contents"][0]["text"], "item 7");
+    let err = call(&peer, "resources/read", json!({"uri": "mem://nothing"}))
+        .await
+        .expect_err("missing");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32002));
+    call(&peer, "resources/subscribe", json!({"uri": "mem://a"}))
+        .await
+        .expect("subscribe");
+    call(&peer, "resources/subscribe", json!({"uri": "mem://b"}))
+        .await
+        .expect("subscribe");
+    let err = call(&peer, "resources/subscribe", json!({"uri": "mem://c"}))
+        .await
+        .expect_err("limit");
+    assert!(err.to_string().contains("limit 2"), "{err}");
+    assert_eq!(server.notify_resource_updated("mem://a").await, 1);
+    assert_eq!(server.notify_resource_updated("mem://zzz").await, 0);
+    let n = timeout(LIMIT, rx.recv())
+        .await
+        .expect("in time")
+        .expect("updated");
+    assert_eq!(n.method, "notifications/resources/updated");
+    call(&peer, "resources/unsubscribe", json!({"uri": "mem://a"}))
+        .await
+        .expect("unsubscribe");
+    assert_eq!(server.notify_resource_updated("mem://a").await, 0);
+}
+
+#[tokio::test]
+async fn prompts_check_required_arguments() {
+    let server = server();
+    let (peer, _rx) = connect(&server).await;
+    let got = call(
+        &peer,
+        "prompts/get",
+        json!({"name": "greet", "arguments": {"name": "Ada"}}),
+    )
+    .await
+    .expect("get");
+    assert_eq!(got["messages"][0]["content"]["text"], "Hello Ada");
+    let err = call(&peer, "prompts/get", json!({"name": "greet"}))
+        .await
+        .expect_err("missing arg");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    assert!(err.to_string().contains("name"));
+    let err = call(&peer, "prompts/get", json!({"name": "nope"}))
+        .await
+        .expect_err("unknown");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+}
+
+#[tokio::test]
+async fn run_time_tool_changes_are_announced() {
+    let server = server();
+    let (peer, mut rx) = connect(&server).await;
+    server
+        .add_tool(
+            Tool::new("late", "added later", json!({"type": "object"})),
+            |_, _| async { Ok(CallToolResult::text("late")) },
+        )
+        .await;
+    let n = timeout(LIMIT, rx.recv())
+        .await
+        .expect("in time")
+        .expect("notification");
+    assert_eq!(n.method, "notifications/tools/list_changed");
+    let r = call(&peer, "tools/call", json!({"name": "late"}))
+        .await
+        .expect("call");
+    assert_eq!(r["content"][0]["text"], "late");
+    assert!(server.remove_tool("late").await);
+    let err = call(&peer, "tools/call", json!({"name": "late"}))
+        .await
+        .expect_err("gone");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+}
+
+#[tokio::test]
+async fn unknown_versions_and_methods() {
+    let server = server();
+    let (a, b) = memory::duplex();
+    let (_p, driver) = server.serve(a);
+    tokio::spawn(driver);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let client = Session::spawn(b, Recorder(tx), SessionOptions::default());
+    let err = call(&client, "server/discover", json!({}))
+        .await
+        .expect_err("modern probe");
+    assert_eq!(err.remote().map(|e| e.code), Some(-32601));
+    let init = json!({"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let result = call(&client, "initialize", init).await.expect("initialize");
+    assert_eq!(
+        result["protocolVersion"], "2025-11-25",
+        "an unknown version gets our newest"
+    );
+    let caps = &result["capabilities"];
+    assert!(
+        caps["tools"].is_object()
+            && caps["resources"]["subscribe"] == true
+            && caps["prompts"].is_object()
+    );
+    assert!(caps["logging"].is_object() && caps["completions"].is_object());
+    let done = call(&client, "completion/complete", json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "A"}}))
+        .await
+        .expect("complete");
+    assert_eq!(done["completion"]["values"], json!([]));
+}
