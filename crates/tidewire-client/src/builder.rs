@@ -32,9 +32,6 @@ pub const DEFAULT_NOTIFICATION_BUFFER: usize = 256;
 /// Pages a `list_all_*` call follows by default before giving up.
 pub const DEFAULT_MAX_LIST_PAGES: usize = 1024;
 
-/// Progress reports buffered per tool-call progress stream by default.
-pub const DEFAULT_PROGRESS_BUFFER: usize = 256;
-
 /// The elicitation modes a client accepts (`elicitation.form` / `elicitation.url`).
 ///
 /// A client supports at least one mode: an empty set is read as [`FORM`](Self::FORM).
@@ -125,7 +122,6 @@ pub struct ClientBuilder {
     experimental: Option<JsonObject>,
     callback: Option<NotificationCallback>,
     notification_buffer: usize,
-    progress_buffer: usize,
     max_list_pages: usize,
 }
 
@@ -158,7 +154,6 @@ impl ClientBuilder {
             experimental: None,
             callback: None,
             notification_buffer: DEFAULT_NOTIFICATION_BUFFER,
-            progress_buffer: DEFAULT_PROGRESS_BUFFER,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
         }
     }
@@ -256,13 +251,6 @@ impl ClientBuilder {
         self
     }
 
-    /// Progress reports buffered per tool-call progress stream before they are dropped and
-    /// counted as lag (default 256, at least 1).
-    pub fn progress_buffer(mut self, capacity: usize) -> Self {
-        self.progress_buffer = capacity.max(1);
-        self
-    }
-
     /// The most pages a `list_all_*` call follows (default 1024, at least 1), so a server that
     /// keeps returning `nextCursor` cannot keep the client paging forever.
     pub fn max_list_pages(mut self, pages: usize) -> Self {
@@ -357,7 +345,6 @@ impl ClientBuilder {
             info: self.info,
             offered,
             handshake_timeout: self.handshake_timeout,
-            progress_buffer: self.progress_buffer,
             max_list_pages: self.max_list_pages,
             first,
             template,
@@ -373,7 +360,6 @@ struct Settings {
     info: Implementation,
     offered: ProtocolVersion,
     handshake_timeout: Option<Duration>,
-    progress_buffer: usize,
     max_list_pages: usize,
     first: broadcast::Receiver<ServerNotification>,
     template: broadcast::Receiver<ServerNotification>,
@@ -429,7 +415,6 @@ async fn handshake(peer: Peer, settings: Settings) -> Result<Client, ClientError
             capabilities: settings.capabilities,
             first_notifications: Mutex::new(Some(settings.first)),
             template: settings.template,
-            progress_buffer: settings.progress_buffer,
             max_list_pages: settings.max_list_pages,
         }),
     })

@@ -2,9 +2,7 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use futures::Stream;
@@ -14,12 +12,18 @@ use serde_json::Value;
 use tidewire_core::jsonrpc::RequestId;
 use tidewire_core::progress::Progress;
 use tidewire_core::schema::{CallTool, CallToolParams, CallToolResult, Meta, RequestType};
-use tidewire_core::session::{CancelHandle, InFlight, Peer, SessionError};
-use tokio::sync::mpsc;
+use tidewire_core::session::{CancelHandle, InFlight, Peer, ProgressStream, SessionError};
+use tokio::sync::oneshot;
 
 use crate::error::ClientError;
 
-type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
+/// How the caller wants the call's progress.
+enum ProgressMode {
+    None,
+    Callback(Box<dyn FnMut(Progress) + Send>),
+    /// The engine's progress stream is handed to the [`ToolProgress`] when the call is sent.
+    Stream(oneshot::Sender<ProgressStream>),
+}
 
 /// A tool call being prepared; made by [`Client::call_tool`](crate::Client::call_tool).
 ///
@@ -37,8 +41,7 @@ pub struct CallToolBuilder {
     params: Result<CallToolParams, SessionError>,
     timeout: Option<Option<Duration>>,
     reset_max: Option<Duration>,
-    progress: Option<ProgressCallback>,
-    progress_buffer: usize,
+    progress: ProgressMode,
 }
 
 impl std::fmt::Debug for CallToolBuilder {
@@ -47,18 +50,13 @@ impl std::fmt::Debug for CallToolBuilder {
             .field("params", &self.params)
             .field("timeout", &self.timeout)
             .field("reset_max", &self.reset_max)
-            .field("progress", &self.progress.is_some())
+            .field("progress", &!matches!(self.progress, ProgressMode::None))
             .finish_non_exhaustive()
     }
 }
 
 impl CallToolBuilder {
-    pub(crate) fn new(
-        peer: Peer,
-        name: String,
-        arguments: &impl Serialize,
-        progress_buffer: usize,
-    ) -> Self {
+    pub(crate) fn new(peer: Peer, name: String, arguments: &impl Serialize) -> Self {
         let params = tool_arguments(arguments).map(|arguments| {
             let mut params = CallToolParams::new(name);
             params.arguments = arguments;
@@ -69,8 +67,7 @@ impl CallToolBuilder {
             params,
             timeout: None,
             reset_max: None,
-            progress: None,
-            progress_buffer,
+            progress: ProgressMode::None,
         }
     }
 
@@ -98,24 +95,24 @@ impl CallToolBuilder {
     /// the result is returned. Replaces an earlier callback or
     /// [`progress_stream`](Self::progress_stream).
     pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
-        self.progress = Some(Box::new(callback));
+        self.progress = ProgressMode::Callback(Box::new(callback));
         self
     }
 
-    /// Asks the server for progress and returns a stream of the reports. The stream holds
-    /// every report that arrived before the result (up to the client's progress buffer; more
-    /// are counted by [`ToolProgress::lagged`]) and ends when the call completes. Replaces an
-    /// earlier [`on_progress`](Self::on_progress).
+    /// Asks the server for progress and returns a stream of the reports, in order. The reports
+    /// flow into it as they arrive, whether or not the call is being awaited; it holds every
+    /// report that arrived before the result (up to the session's progress buffer; more are
+    /// counted by [`ToolProgress::lagged`]) and ends when the call completes, or at once if the
+    /// call is never sent. Replaces an earlier [`on_progress`](Self::on_progress).
     pub fn progress_stream(mut self) -> (Self, ToolProgress) {
-        let (tx, rx) = mpsc::channel(self.progress_buffer);
-        let lagged = Arc::new(AtomicU64::new(0));
-        let counter = lagged.clone();
-        self.progress = Some(Box::new(move |p| {
-            if tx.try_send(p).is_err() {
-                counter.fetch_add(1, Ordering::Relaxed);
-            }
-        }));
-        (self, ToolProgress { rx, lagged })
+        let (tx, rx) = oneshot::channel();
+        self.progress = ProgressMode::Stream(tx);
+        (
+            self,
+            ToolProgress {
+                state: StreamState::Waiting(rx),
+            },
+        )
     }
 
     /// Sets `_meta` on the request (merged with the progress token the client adds when
@@ -142,8 +139,15 @@ impl CallToolBuilder {
         if let Some(hard_max) = self.reset_max {
             request = request.reset_timeout_on_progress(hard_max);
         }
-        if let Some(callback) = self.progress {
-            request = request.on_progress(callback);
+        match self.progress {
+            ProgressMode::None => {}
+            ProgressMode::Callback(callback) => request = request.on_progress(callback),
+            ProgressMode::Stream(handover) => {
+                let (with_stream, stream) = request.progress_stream();
+                request = with_stream;
+                // The receiver may be gone (the caller dropped the stream); nothing to do then.
+                let _ = handover.send(stream);
+            }
         }
         let inner = request.send().await?;
         Ok(ToolCall { inner })
@@ -223,21 +227,43 @@ impl std::fmt::Debug for ToolCall {
 /// [`CallToolBuilder::progress_stream`]. Ends when the call completes.
 #[derive(Debug)]
 pub struct ToolProgress {
-    rx: mpsc::Receiver<Progress>,
-    lagged: Arc<AtomicU64>,
+    state: StreamState,
+}
+
+#[derive(Debug)]
+enum StreamState {
+    /// The call has not been sent yet.
+    Waiting(oneshot::Receiver<ProgressStream>),
+    Connected(ProgressStream),
+    Done,
 }
 
 impl ToolProgress {
     /// Reports dropped so far because this stream was not read fast enough.
     pub fn lagged(&self) -> u64 {
-        self.lagged.load(Ordering::Relaxed)
+        match &self.state {
+            StreamState::Connected(stream) => stream.lagged(),
+            StreamState::Waiting(_) | StreamState::Done => 0,
+        }
     }
 }
 
 impl Stream for ToolProgress {
     type Item = Progress;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Progress>> {
-        self.rx.poll_recv(cx)
+        loop {
+            match &mut self.state {
+                StreamState::Waiting(rx) => {
+                    self.state = match ready!(Pin::new(rx).poll(cx)) {
+                        Ok(stream) => StreamState::Connected(stream),
+                        // The builder was dropped without sending the call.
+                        Err(_) => StreamState::Done,
+                    };
+                }
+                StreamState::Connected(stream) => return Pin::new(stream).poll_next(cx),
+                StreamState::Done => return Poll::Ready(None),
+            }
+        }
     }
 }
 

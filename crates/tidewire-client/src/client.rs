@@ -46,7 +46,6 @@ pub(crate) struct Inner {
     pub(crate) first_notifications: Mutex<Option<broadcast::Receiver<ServerNotification>>>,
     /// Never read; later streams are resubscribed from it.
     pub(crate) template: broadcast::Receiver<ServerNotification>,
-    pub(crate) progress_buffer: usize,
     pub(crate) max_list_pages: usize,
 }
 
@@ -375,12 +374,7 @@ impl Client {
     /// # let _ = result; Ok(()) }
     /// ```
     pub fn call_tool(&self, name: impl Into<String>, arguments: impl Serialize) -> CallToolBuilder {
-        CallToolBuilder::new(
-            self.inner.peer.clone(),
-            name.into(),
-            &arguments,
-            self.inner.progress_buffer,
-        )
+        CallToolBuilder::new(self.inner.peer.clone(), name.into(), &arguments)
     }
 
     /// Tells the server that the client's roots changed

@@ -12,7 +12,7 @@ mod notifications;
 
 pub use builder::{
     ClientBuilder, Connecting, DEFAULT_MAX_LIST_PAGES, DEFAULT_NOTIFICATION_BUFFER,
-    DEFAULT_PROGRESS_BUFFER, ElicitationModes,
+    ElicitationModes,
 };
 pub use call::{CallToolBuilder, ToolCall, ToolProgress};
 pub use client::Client;
