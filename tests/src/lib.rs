@@ -1,1 +1,17 @@
-//! placeholder
+//! # tidewire-tests
+//!
+//! The test support of the tidewire workspace (not published):
+//! - [`suite_server`]: the demo server plus a few tools that only tests need;
+//! - [`harness`]: a client connected to that server over each transport, so a scenario is
+//!   written once and run on every transport;
+//! - [`scenarios`]: the eight peer scenarios of the interop contract, usable against any server
+//!   that implements it (ours, or the official Python SDK's);
+//! - [`external`]: finding the outside programs (Python peers, official schemas) through
+//!   environment variables.
+
+pub mod external;
+pub mod harness;
+pub mod scenarios;
+mod suite_server;
+
+pub use suite_server::suite_server;

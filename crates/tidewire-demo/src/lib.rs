@@ -30,7 +30,7 @@ mod conformance;
 mod peer;
 
 use tidewire_core::schema::Implementation;
-use tidewire_server::Server;
+use tidewire_server::{Server, ServerBuilder};
 
 pub use peer::CrawlStatus;
 
@@ -51,6 +51,11 @@ pub const SERVER_NAME: &str = "tidewire-demo";
 /// Capabilities: `tools` (listChanged), `resources` (subscribe, listChanged), `prompts`
 /// (listChanged), `logging` and `completions`.
 pub fn demo_server() -> Server {
+    demo_builder().build()
+}
+
+/// The demo server's builder, for adding more (the test suite adds test-only tools).
+pub fn demo_builder() -> ServerBuilder {
     let info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .with_title("tidewire demo server");
     let builder = Server::builder(info).instructions(
@@ -58,6 +63,5 @@ pub fn demo_server() -> Server {
          the conformance tools (test_*) return fixed, documented results; nothing is fetched.",
     );
     let builder = peer::register(builder);
-    let builder = conformance::register(builder);
-    builder.build()
+    conformance::register(builder)
 }

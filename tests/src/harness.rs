@@ -1,0 +1,186 @@
+//! A client connected to the suite server over one transport: the thing each scenario gets.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tidewire_client::{Client, ClientBuilder};
+use tidewire_core::jsonrpc::ErrorObject;
+use tidewire_core::schema::{
+    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, Implementation, Root,
+};
+use tidewire_core::session::RequestContext;
+use tidewire_core::transport::memory;
+use tidewire_stdio::client::{ChildHandle, StderrMode, StdioClient};
+
+/// The transports the suite runs on. Later transports join this list.
+#[derive(Debug, Clone)]
+pub enum TransportUnderTest {
+    /// The in-memory duplex transport, server in-process.
+    Memory,
+    /// The server as a child process over stdio.
+    Stdio {
+        /// The server program.
+        program: OsString,
+        /// Its arguments.
+        args: Vec<OsString>,
+    },
+}
+
+impl TransportUnderTest {
+    /// A short name for reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Stdio { .. } => "stdio",
+        }
+    }
+}
+
+/// How many server-to-client requests the canned handlers answered.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// `sampling/createMessage` requests.
+    pub sampling: AtomicUsize,
+    /// `elicitation/create` requests.
+    pub elicitation: AtomicUsize,
+    /// `roots/list` requests.
+    pub roots: AtomicUsize,
+}
+
+/// A connected client, what served it, and the counters of its handlers.
+#[derive(Debug)]
+pub struct Harness {
+    /// The client.
+    pub client: Client,
+    /// Which transport.
+    pub transport: &'static str,
+    /// What the client's handlers were asked.
+    pub counters: Arc<Counters>,
+    /// The in-process server, on the memory transport.
+    pub server: Option<tidewire_server::Server>,
+    /// The child process, on stdio.
+    pub child: Option<ChildHandle>,
+}
+
+impl Harness {
+    /// Closes the client and, on stdio, shuts the child down.
+    pub async fn finish(self) {
+        self.client.close().await;
+        if let Some(child) = self.child {
+            let _ = child.shutdown().await;
+        }
+    }
+}
+
+/// The client every peer scenario uses: canned sampling, elicitation and roots answers, as in
+/// the interop contract. Sampling reports progress 1, 2, 3 back when the server asked for it.
+pub fn peer_client(counters: &Arc<Counters>) -> ClientBuilder {
+    let sampling = counters.clone();
+    let elicitation = counters.clone();
+    Client::builder(Implementation::new("tidewire-suite-client", "0.1.0"))
+        .sampling_handler(move |params: CreateMessageParams, ctx: RequestContext| {
+            let counters = sampling.clone();
+            async move {
+                counters.sampling.fetch_add(1, Ordering::SeqCst);
+                for step in 1..=3 {
+                    ctx.report_progress(
+                        f64::from(step),
+                        Some(3.0),
+                        Some(format!("thinking {step}/3")),
+                    )
+                    .await
+                    .map_err(ErrorObject::internal)?;
+                }
+                let prompt = params
+                    .messages
+                    .first()
+                    .and_then(|m| {
+                        m.content
+                            .iter()
+                            .find_map(|c| c.as_text().map(str::to_owned))
+                    })
+                    .unwrap_or_default();
+                Ok::<_, ErrorObject>(CreateMessageResult::text(
+                    "peer-canned-model",
+                    format!("canned answer to: {prompt}"),
+                ))
+            }
+        })
+        .elicitation_handler(move |_params: ElicitParams, _ctx: RequestContext| {
+            let counters = elicitation.clone();
+            async move {
+                counters.elicitation.fetch_add(1, Ordering::SeqCst);
+                let mut content = std::collections::BTreeMap::new();
+                content.insert("name".to_owned(), "peer-canned-name".into());
+                Ok::<_, ErrorObject>(ElicitResult::accept(content))
+            }
+        })
+        .roots_handler(CountingRoots(counters.clone()))
+}
+
+/// Serves the two canned roots and counts the requests.
+#[derive(Debug)]
+struct CountingRoots(Arc<Counters>);
+
+impl tidewire_client::RootsHandler for CountingRoots {
+    async fn list_roots(
+        &self,
+        _ctx: RequestContext,
+    ) -> Result<tidewire_core::schema::ListRootsResult, ErrorObject> {
+        self.0.roots.fetch_add(1, Ordering::SeqCst);
+        Ok(tidewire_core::schema::ListRootsResult::new(vec![
+            Root::new("file:///tmp/peer-root-a").with_name("root-a"),
+            Root::new("file:///tmp/peer-root-b").with_name("root-b"),
+        ]))
+    }
+}
+
+/// Connects `builder` to the suite server over `transport`.
+///
+/// # Panics
+/// When the connection cannot be made (a test failure).
+pub async fn connect_with(
+    transport: &TransportUnderTest,
+    builder: ClientBuilder,
+    counters: Arc<Counters>,
+) -> Harness {
+    match transport {
+        TransportUnderTest::Memory => {
+            let server = crate::suite_server();
+            let (a, b) = memory::duplex();
+            let (_peer, driver) = server.serve(a);
+            tokio::spawn(driver);
+            let client = builder.connect(b).await.expect("connect over memory");
+            Harness {
+                client,
+                transport: "memory",
+                counters,
+                server: Some(server),
+                child: None,
+            }
+        }
+        TransportUnderTest::Stdio { program, args } => {
+            let child = StdioClient::command(program)
+                .args(args)
+                .stderr(StderrMode::Inherit)
+                .spawn()
+                .expect("spawn the stdio server");
+            let handle = child.handle();
+            let client = builder.connect(child).await.expect("connect over stdio");
+            Harness {
+                client,
+                transport: "stdio",
+                counters,
+                server: None,
+                child: Some(handle),
+            }
+        }
+    }
+}
+
+/// Connects the standard peer client to the suite server over `transport`.
+pub async fn connect(transport: &TransportUnderTest) -> Harness {
+    let counters = Arc::new(Counters::default());
+    connect_with(transport, peer_client(&counters), counters).await
+}

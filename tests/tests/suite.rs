@@ -1,0 +1,454 @@
+//! The suite that runs on every transport: each scenario is written once, against a
+//! [`Harness`], and the `suite!` macro expands it per transport (in-memory and stdio so far;
+//! later transports join the list in `transports!`).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::json;
+use tidewire_core::ProtocolVersion;
+use tidewire_core::jsonrpc::ErrorCode;
+use tidewire_tests::harness::{self, Counters, Harness, TransportUnderTest, peer_client};
+use tidewire_tests::scenarios::{self, text_of};
+
+/// Every scenario gets this long, start to finish.
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn stdio() -> TransportUnderTest {
+    TransportUnderTest::Stdio {
+        program: env!("CARGO_BIN_EXE_tidewire-demo-stdio").into(),
+        args: Vec::new(),
+    }
+}
+
+/// Runs `scenario` on `transport` under the time limit, then closes the harness.
+async fn run<F, Fut>(transport: TransportUnderTest, scenario: F)
+where
+    F: FnOnce(Harness) -> Fut,
+    Fut: std::future::Future<Output = Harness>,
+{
+    let name = transport.name();
+    let h = tokio::time::timeout(LIMIT, harness::connect(&transport))
+        .await
+        .unwrap_or_else(|_| panic!("connecting over {name} took longer than {LIMIT:?}"));
+    let h = tokio::time::timeout(LIMIT, scenario(h))
+        .await
+        .unwrap_or_else(|_| panic!("the scenario over {name} took longer than {LIMIT:?}"));
+    h.finish().await;
+}
+
+/// Expands every scenario for every transport: `memory::echo`, `stdio::echo`, …
+macro_rules! suite {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::run(tidewire_tests::harness::TransportUnderTest::Memory, super::$scenario).await;
+                }
+            )*
+        }
+        mod stdio {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::run(super::stdio(), super::$scenario).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    peer_echo,
+    peer_progress,
+    peer_cancel,
+    peer_notifications,
+    peer_subscribe,
+    peer_sampling,
+    peer_elicitation,
+    peer_roots,
+    ping,
+    timeouts_and_reset_on_progress,
+    monotonic_guard,
+    progress_back_from_client_during_sampling,
+    cancel_crossing_the_response,
+    cancel_of_unknown_id_is_ignored,
+    hundred_concurrent_calls_keep_their_progress,
+    one_mebibyte_argument,
+    error_mapping,
+    listing_and_reading,
+);
+
+async fn peer(h: Harness, scenario: &str) -> Harness {
+    match scenarios::run_peer_scenario(&h, scenario).await {
+        Ok(report) => println!("[{}] PASS {scenario} {report}", h.transport),
+        Err(failure) => panic!("[{}] FAIL {scenario}: {failure}", h.transport),
+    }
+    h
+}
+
+async fn peer_echo(h: Harness) -> Harness {
+    peer(h, "echo").await
+}
+async fn peer_progress(h: Harness) -> Harness {
+    peer(h, "progress").await
+}
+async fn peer_cancel(h: Harness) -> Harness {
+    peer(h, "cancel").await
+}
+async fn peer_notifications(h: Harness) -> Harness {
+    peer(h, "notifications").await
+}
+async fn peer_subscribe(h: Harness) -> Harness {
+    peer(h, "subscribe").await
+}
+async fn peer_sampling(h: Harness) -> Harness {
+    peer(h, "sampling").await
+}
+async fn peer_elicitation(h: Harness) -> Harness {
+    peer(h, "elicitation").await
+}
+async fn peer_roots(h: Harness) -> Harness {
+    peer(h, "roots").await
+}
+
+async fn ping(h: Harness) -> Harness {
+    h.client.ping().await.expect("ping");
+    h
+}
+
+async fn timeouts_and_reset_on_progress(h: Harness) -> Harness {
+    let c = &h.client;
+    let slow = json!({"every_ms": 40, "n": 8});
+    let err = c
+        .call_tool("slow_progress", slow.clone())
+        .timeout(Duration::from_millis(100))
+        .await
+        .expect_err("8 × 40 ms cannot fit in 100 ms");
+    assert!(err.is_timeout(), "{err}");
+    let done = c
+        .call_tool("slow_progress", slow.clone())
+        .timeout(Duration::from_millis(250))
+        .reset_timeout_on_progress(Duration::from_secs(20))
+        .await
+        .expect("each report restarts the 250 ms timeout");
+    assert!(!done.is_error());
+    let started = Instant::now();
+    let err = c
+        .call_tool("slow_progress", json!({"every_ms": 40, "n": 100}))
+        .timeout(Duration::from_millis(250))
+        .reset_timeout_on_progress(Duration::from_millis(600))
+        .await
+        .expect_err("the hard maximum applies");
+    assert!(err.is_timeout(), "{err}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(600),
+        "stopped before the hard maximum"
+    );
+    // The connection still serves after the timeouts (which sent cancellations).
+    text_of(c, "echo", json!({"text": "after"}))
+        .await
+        .expect("echo");
+    h
+}
+
+async fn monotonic_guard(h: Harness) -> Harness {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let result = h
+        .client
+        .call_tool("progress_rules", json!({}))
+        .on_progress(move |p| sink.lock().expect("lock").push(p.progress))
+        .await
+        .expect("call");
+    let text = result
+        .content
+        .first()
+        .and_then(|b| b.as_text())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(text, "same=true lower=true bad_delta=true");
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        vec![1.0, 2.0],
+        "only rising values reach the wire"
+    );
+    h
+}
+
+async fn progress_back_from_client_during_sampling(h: Harness) -> Harness {
+    let text = text_of(&h.client, "sample_with_progress", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(
+        text, "peer-canned-model:[1.0, 2.0, 3.0]",
+        "the server saw the client's progress"
+    );
+    h
+}
+
+async fn cancel_crossing_the_response(h: Harness) -> Harness {
+    // Cancel calls that are answered at once: sometimes the cancel wins, sometimes the response;
+    // either way nothing breaks and no late response leaks into another call.
+    let mut cancelled = 0;
+    let mut answered = 0;
+    for i in 0..50 {
+        let text = format!("race {i}");
+        let call = h
+            .client
+            .call_tool("echo", json!({"text": text}))
+            .send()
+            .await
+            .expect("send");
+        let won = call.cancel("racing the response");
+        match call.await {
+            Ok(result) => {
+                assert!(!won, "a cancelled call must not complete");
+                assert_eq!(
+                    result.content.first().and_then(|b| b.as_text()),
+                    Some(text.as_str())
+                );
+                answered += 1;
+            }
+            Err(e) => {
+                assert!(e.is_cancelled(), "{e}");
+                cancelled += 1;
+            }
+        }
+    }
+    println!(
+        "[{}] race: {cancelled} cancelled, {answered} answered",
+        h.transport
+    );
+    assert_eq!(
+        text_of(&h.client, "echo", json!({"text": "after the race"}))
+            .await
+            .expect("echo"),
+        "after the race"
+    );
+    h
+}
+
+async fn cancel_of_unknown_id_is_ignored(h: Harness) -> Harness {
+    h.client
+        .peer()
+        .notify_raw(
+            "notifications/cancelled",
+            Some(json!({"requestId": 987_654, "reason": "nothing"})),
+        )
+        .await
+        .expect("send");
+    h.client
+        .peer()
+        .notify_raw(
+            "notifications/cancelled",
+            Some(json!({"requestId": "not-a-request"})),
+        )
+        .await
+        .expect("send");
+    assert_eq!(
+        text_of(&h.client, "echo", json!({"text": "fine"}))
+            .await
+            .expect("echo"),
+        "fine"
+    );
+    h
+}
+
+async fn hundred_concurrent_calls_keep_their_progress(h: Harness) -> Harness {
+    let calls = (0..100).map(|i| {
+        let client = h.client.clone();
+        async move {
+            let urls: Vec<String> = (1..=3)
+                .map(|u| format!("https://call-{i}.example/{u}"))
+                .collect();
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let sink = seen.clone();
+            let result = client
+                .call_tool("crawl", json!({"urls": urls, "delay_ms": 5}))
+                .on_progress(move |p| {
+                    sink.lock()
+                        .expect("lock")
+                        .push(p.message.unwrap_or_default())
+                })
+                .await
+                .expect("crawl");
+            assert!(!result.is_error());
+            let seen = seen.lock().expect("lock").clone();
+            assert_eq!(seen.len(), 3, "call {i} got {seen:?}");
+            for message in &seen {
+                assert!(
+                    message.contains(&format!("https://call-{i}.example/")),
+                    "call {i} got another call's progress: {message}"
+                );
+            }
+        }
+    });
+    futures::future::join_all(calls).await;
+    h
+}
+
+async fn one_mebibyte_argument(h: Harness) -> Harness {
+    let text: String = "tidewire ✓ ".chars().cycle().take(1024 * 1024).collect();
+    let back = text_of(&h.client, "echo", json!({"text": text}))
+        .await
+        .expect("echo");
+    assert_eq!(back.len(), text.len());
+    assert!(back == text, "the 1 MiB text came back changed");
+    h
+}
+
+async fn error_mapping(h: Harness) -> Harness {
+    let c = &h.client;
+    let err = c
+        .call_tool("no_such_tool", json!({}))
+        .await
+        .expect_err("unknown tool");
+    assert_eq!(
+        err.remote().map(|e| e.code),
+        Some(ErrorCode::INVALID_PARAMS.0),
+        "{err}"
+    );
+    let result = c
+        .call_tool("test_error_handling", json!({}))
+        .await
+        .expect("an error result is a result");
+    assert!(result.is_error());
+    let bad_args = c
+        .call_tool("echo", json!({"text": 42}))
+        .await
+        .expect("bad arguments are a result");
+    assert!(bad_args.is_error(), "invalid arguments give isError");
+    let err = c
+        .peer()
+        .request_raw("no/such/method", None)
+        .await
+        .expect_err("unknown method");
+    assert_eq!(
+        err.remote().map(|e| e.code),
+        Some(ErrorCode::METHOD_NOT_FOUND.0)
+    );
+    let err = c
+        .read_resource("test://does-not-exist")
+        .await
+        .expect_err("unknown resource");
+    assert_eq!(
+        err.remote().map(|e| e.code),
+        Some(ErrorCode::RESOURCE_NOT_FOUND.0)
+    );
+    h
+}
+
+async fn listing_and_reading(h: Harness) -> Harness {
+    let c = &h.client;
+    let tools = c.list_all_tools().await.expect("tools");
+    for name in [
+        "echo",
+        "crawl",
+        "crawl_status",
+        "notify",
+        "bump",
+        "sample",
+        "elicit",
+        "roots",
+        "test_simple_text",
+    ] {
+        assert!(tools.iter().any(|t| t.name == name), "tool {name} missing");
+    }
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.description.as_deref().is_some_and(|d| !d.is_empty()))
+    );
+    let resources = c.list_all_resources().await.expect("resources");
+    assert!(resources.iter().any(|r| r.uri == "test://counter"));
+    let templates = c.list_all_resource_templates().await.expect("templates");
+    assert!(
+        templates
+            .iter()
+            .any(|t| t.uri_template == "test://template/{id}/data")
+    );
+    let prompts = c.list_all_prompts().await.expect("prompts");
+    assert!(prompts.iter().any(|p| p.name == "test_simple_prompt"));
+    let read = c
+        .read_resource("test://template/42/data")
+        .await
+        .expect("template read");
+    assert_eq!(read.contents.len(), 1);
+    h
+}
+
+/// Each handshake revision is negotiated on every transport, and the older ones get what they
+/// understand (2024-11-05 has no progress `message`).
+mod negotiation {
+    use super::*;
+
+    async fn negotiate(transport: TransportUnderTest) {
+        for version in ProtocolVersion::HANDSHAKE {
+            let counters = Arc::new(Counters::default());
+            let builder = peer_client(&counters).protocol_version(version);
+            let h =
+                tokio::time::timeout(LIMIT, harness::connect_with(&transport, builder, counters))
+                    .await
+                    .expect("connect in time");
+            assert_eq!(h.client.protocol_version(), version, "over {}", h.transport);
+            let messages = Arc::new(Mutex::new(Vec::new()));
+            let sink = messages.clone();
+            tokio::time::timeout(
+                LIMIT,
+                h.client
+                    .call_tool(
+                        "crawl",
+                        json!({"urls": ["https://a.example"], "delay_ms": 1}),
+                    )
+                    .on_progress(move |p| sink.lock().expect("lock").push(p.message)),
+            )
+            .await
+            .expect("in time")
+            .expect("crawl");
+            let messages = messages.lock().expect("lock").clone();
+            assert_eq!(messages.len(), 1);
+            assert_eq!(
+                messages[0].is_some(),
+                version.has_progress_message(),
+                "{version}: {messages:?}"
+            );
+            h.finish().await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn memory() {
+        negotiate(TransportUnderTest::Memory).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stdio() {
+        negotiate(super::stdio()).await;
+    }
+}
+
+/// The progress stream form: every report of a call, in order, ends when the call ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_stream_over_stdio() {
+    run(stdio(), |h| async move {
+        let (call, stream) = h
+            .client
+            .call_tool(
+                "crawl",
+                json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 1}),
+            )
+            .progress_stream();
+        let result = call.await.expect("crawl");
+        assert!(!result.is_error());
+        let reports: Vec<_> = stream.collect().await;
+        assert_eq!(
+            reports.iter().map(|p| p.progress).collect::<Vec<_>>(),
+            vec![1.0, 2.0]
+        );
+        h
+    })
+    .await;
+}
