@@ -173,38 +173,43 @@ fn experimental(name: &str) -> Option<JsonObject> {
 }
 
 fn client_capabilities() -> ClientCapabilities {
-    let mut requests = ClientTaskRequests::default();
-    requests.sampling = Some(TaskSamplingRequests {
+    let sampling = TaskSamplingRequests {
         create_message: obj(),
         ..Default::default()
-    });
-    requests.elicitation = Some(TaskElicitationRequests {
+    };
+    let elicitation = TaskElicitationRequests {
         create: obj(),
         ..Default::default()
-    });
-    let mut caps = ClientCapabilities::default();
-    caps.experimental = experimental("com.example/feature");
-    caps.roots = Some(RootsCapability {
-        list_changed: Some(true),
+    };
+    let requests = ClientTaskRequests {
+        sampling: Some(sampling),
+        elicitation: Some(elicitation),
         ..Default::default()
-    });
-    caps.sampling = Some(SamplingCapability {
-        context: obj(),
-        tools: obj(),
+    };
+    ClientCapabilities {
+        experimental: experimental("com.example/feature"),
+        roots: Some(RootsCapability {
+            list_changed: Some(true),
+            ..Default::default()
+        }),
+        sampling: Some(SamplingCapability {
+            context: obj(),
+            tools: obj(),
+            ..Default::default()
+        }),
+        elicitation: Some(ElicitationCapability {
+            form: obj(),
+            url: obj(),
+            ..Default::default()
+        }),
+        tasks: Some(ClientTasksCapability {
+            list: obj(),
+            cancel: obj(),
+            requests: Some(requests),
+            ..Default::default()
+        }),
         ..Default::default()
-    });
-    caps.elicitation = Some(ElicitationCapability {
-        form: obj(),
-        url: obj(),
-        ..Default::default()
-    });
-    caps.tasks = Some(ClientTasksCapability {
-        list: obj(),
-        cancel: obj(),
-        requests: Some(requests),
-        ..Default::default()
-    });
-    caps
+    }
 }
 
 fn server_capabilities() -> ServerCapabilities {
