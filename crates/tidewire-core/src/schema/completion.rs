@@ -24,6 +24,9 @@ pub struct ResourceTemplateReference {
     pub uri: String,
 }
 
+/// The 2024-11-05 and 2025-03-26 name of [`ResourceTemplateReference`].
+pub type ResourceReference = ResourceTemplateReference;
+
 /// What is being completed, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type")]

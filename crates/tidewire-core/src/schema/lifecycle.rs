@@ -275,6 +275,11 @@ impl InitializeParams {
             meta: None,
         }
     }
+
+    /// The offered revision, if tidewire knows it.
+    pub fn version(&self) -> Option<ProtocolVersion> {
+        self.protocol_version.parse().ok()
+    }
 }
 
 /// Result of `initialize`.
