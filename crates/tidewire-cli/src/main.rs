@@ -9,14 +9,11 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use tidewire_core::session::Peer;
-use tidewire_core::transport::{
-    Codec, DEFAULT_MAX_MESSAGE_SIZE, Envelope, Transport, TransportError, TransportReceiver,
-};
+use tidewire_core::session::SessionOptions;
+use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 use tracing_subscriber::EnvFilter;
 
 /// Exit status for a command line that cannot be served (usage errors, as clap uses).
@@ -133,16 +130,11 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
     let codec = Codec::new(args.max_message_size);
     let grace = Duration::from_millis(args.eof_grace_ms);
     let result = runtime.block_on(async move {
-        let server = tidewire_demo::demo_server();
-        let (sender, receiver) = tidewire_stdio::server::transport_with(codec).split();
-        let peer_slot = Arc::new(OnceLock::new());
-        let receiver = GraceOnEof {
-            inner: receiver,
-            peer: peer_slot.clone(),
-            grace,
-        };
-        let (peer, driver) = server.serve((sender, receiver));
-        let _ = peer_slot.set(peer);
+        // When stdin ends, requests still running get `grace` to finish and answer.
+        let server = tidewire_demo::demo_builder()
+            .session_options(SessionOptions::default().drain_timeout(grace))
+            .build();
+        let (_peer, driver) = server.serve(tidewire_stdio::server::transport_with(codec));
         tracing::info!(
             max_message_size = codec.max_message_size(),
             "serving the tidewire demo server over stdio"
@@ -162,39 +154,5 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
             eprintln!("tidewire serve: the stdio connection failed: {error}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Holds back the end of input while requests are still running, for at most `grace`, so that
-/// a client that writes its requests and closes stdin at once (`printf … | tidewire serve
-/// --stdio`) still gets its answers. The session engine stops every running handler as soon
-/// as its reader reports the end of input.
-struct GraceOnEof<R> {
-    inner: R,
-    peer: Arc<OnceLock<Peer>>,
-    grace: Duration,
-}
-
-impl<R: TransportReceiver> TransportReceiver for GraceOnEof<R> {
-    async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
-        let item = self.inner.recv().await;
-        if item.is_none()
-            && let Some(peer) = self.peer.get()
-        {
-            let deadline = tokio::time::Instant::now() + self.grace;
-            // The engine has no "idle" event; a short poll is fine for a one-off shutdown. A
-            // handler leaves the in-flight table just before it queues its response, so idle
-            // must be seen twice in a row, a poll apart.
-            let mut idle_polls = 0;
-            while idle_polls < 2 && tokio::time::Instant::now() < deadline {
-                if peer.inflight_requests() == 0 {
-                    idle_polls += 1;
-                } else {
-                    idle_polls = 0;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }
-        item
     }
 }

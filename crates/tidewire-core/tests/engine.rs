@@ -440,3 +440,40 @@ async fn a_side_that_only_sends_answers_method_not_found() {
         .expect_err("none");
     assert_eq!(err.remote().map(|e| e.code), Some(-32601));
 }
+
+#[tokio::test]
+async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
+    use tidewire_core::transport::{Transport, TransportReceiver, TransportSender};
+    let (raw, b) = memory::duplex();
+    let server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+    let (mut tx, mut rx) = raw.split();
+    tx.send_bytes(br#"{"jsonrpc":"2.0","id":1,"method":"count","params":{"n":3}}"#.to_vec())
+        .await
+        .expect("send");
+    tx.send_bytes(br#"{"jsonrpc":"2.0","id":2,"method":"ask_back"}"#.to_vec())
+        .await
+        .expect("send");
+    tx.close().await.expect("close our side");
+    let mut answered = Vec::new();
+    while let Some(Ok(env)) = timeout(LIMIT, rx.recv()).await.expect("in time") {
+        let v = serde_json::to_value(&env.message).expect("json");
+        if v.get("id").is_some() && v.get("method").is_none() {
+            answered.push(v);
+        }
+    }
+    let count = answered
+        .iter()
+        .find(|v| v["id"] == 1)
+        .expect("count answered");
+    assert_eq!(count["result"], json!({"done": 3}));
+    // The handler that asked us something cannot get an answer any more: it fails at once
+    // rather than waiting out the drain.
+    let ask = answered
+        .iter()
+        .find(|v| v["id"] == 2)
+        .expect("ask_back answered");
+    assert_eq!(ask["error"]["code"], -32603, "{ask}");
+    timeout(LIMIT, server.closed())
+        .await
+        .expect("the server session ends");
+}

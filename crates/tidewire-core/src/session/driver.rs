@@ -73,7 +73,17 @@ async fn run<T: Transport, H: Handler>(
     let mut writer = Box::pin(write_loop(sender, shared.clone(), outbound));
     let result = tokio::select! {
         read = &mut reader => {
-            // The peer is gone (or sent garbage that broke the transport): flush what is queued.
+            if read.is_ok() && !shared.closing.is_cancelled() {
+                // The peer closed its side: let running handlers finish and answer first.
+                tokio::select! {
+                    () = drain(&shared) => {}
+                    written = &mut writer => {
+                        finish(&shared, &describe_write(&written));
+                        return read.and(written);
+                    }
+                }
+            }
+            // Flush what is queued, then close.
             shared.closing.cancel();
             let written = writer.await;
             let reason = match &read {
@@ -84,15 +94,45 @@ async fn run<T: Transport, H: Handler>(
             read.and(written)
         }
         written = &mut writer => {
-            let reason = match &written {
-                Ok(()) => "the session was closed locally".to_owned(),
-                Err(e) => describe(e),
-            };
-            finish(&shared, &reason);
+            finish(&shared, &describe_write(&written));
             written
         }
     };
     result
+}
+
+/// Waits, within the drain timeout, until no inbound request is running. Outbound requests fail
+/// first: the peer will send nothing more, so their answers cannot come.
+async fn drain(shared: &Shared) {
+    shared.remote_closed.cancel();
+    let pending = shared.state().drain_pending();
+    for p in pending {
+        let _ = p.responder.send(Err(SessionError::Closed(
+            "the peer closed the connection".to_owned(),
+        )));
+    }
+    let deadline = tokio::time::sleep(shared.options.drain_timeout);
+    tokio::pin!(deadline);
+    loop {
+        let idle = shared.idle.notified();
+        tokio::pin!(idle);
+        idle.as_mut().enable();
+        if shared.state().inbound_len() == 0 {
+            return;
+        }
+        tokio::select! {
+            () = idle => {}
+            () = &mut deadline => return,
+            () = shared.closing.cancelled() => return,
+        }
+    }
+}
+
+fn describe_write(written: &Result<(), TransportError>) -> String {
+    match written {
+        Ok(()) => "the session was closed locally".to_owned(),
+        Err(e) => describe(e),
+    }
 }
 
 /// A transport error with its causes, on one line.
@@ -301,9 +341,9 @@ async fn run_request<H: Handler>(
     let outcome = AssertUnwindSafe(handler.handle_request(request, ctx))
         .catch_unwind()
         .await;
-    let still_ours = peer.shared.state().finish_inbound(&id).is_some();
-    if cancel.is_cancelled() || !still_ours {
+    if cancel.is_cancelled() {
         // Cancelled: the spec asks for no response.
+        peer.shared.finish_inbound(&id);
         return;
     }
     let response = match outcome {
@@ -322,9 +362,12 @@ async fn run_request<H: Handler>(
             )
         }
     };
+    // Queued before the request leaves the table, so a drain that waits for the table to empty
+    // never closes the connection ahead of this response.
     let _ = peer
-        .send_envelope(Envelope::new(response).with_route(Route::Request(id)))
+        .send_envelope(Envelope::new(response).with_route(Route::Request(id.clone())))
         .await;
+    peer.shared.finish_inbound(&id);
 }
 
 fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, peer: &Peer) {
@@ -339,7 +382,7 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
                 tracing::debug!("ignored a cancellation without a valid requestId");
                 return;
             };
-            let entry = peer.shared.state().finish_inbound(&id);
+            let entry = peer.shared.finish_inbound(&id);
             match entry {
                 Some(inbound) => {
                     inbound.cancel.cancel();

@@ -35,6 +35,7 @@ pub struct SessionOptions {
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) cancel_policy: CancelPolicy,
     pub(crate) answer_ping: bool,
+    pub(crate) drain_timeout: Duration,
 }
 
 impl Default for SessionOptions {
@@ -47,6 +48,7 @@ impl Default for SessionOptions {
             default_timeout: Some(Duration::from_secs(60)),
             cancel_policy: CancelPolicy::Abort,
             answer_ping: true,
+            drain_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -99,6 +101,16 @@ impl SessionOptions {
     #[must_use]
     pub fn cancel_policy(mut self, policy: CancelPolicy) -> Self {
         self.cancel_policy = policy;
+        self
+    }
+
+    /// How long, once the peer has closed its side of the connection (stdin EOF on a stdio
+    /// server), the engine lets running handlers finish and sends their responses before it
+    /// closes (default 5 s). Requests we sent that still await an answer fail at once then,
+    /// since no answer can come. `Duration::ZERO` cancels running handlers at once.
+    #[must_use]
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
         self
     }
 

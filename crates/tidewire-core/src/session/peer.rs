@@ -36,6 +36,10 @@ pub(crate) struct Shared {
     /// Fired when the driver has stopped.
     pub(crate) closed: CancellationToken,
     pub(crate) close_reason: Mutex<Option<String>>,
+    /// Fired when the peer has closed its side: nothing it could answer will come.
+    pub(crate) remote_closed: CancellationToken,
+    /// Woken whenever the last running inbound request finishes.
+    pub(crate) idle: Notify,
     next_id: AtomicI64,
     /// 0 = not negotiated; otherwise 1 + index into `ProtocolVersion::ALL`.
     version: AtomicU8,
@@ -53,6 +57,8 @@ impl Shared {
             closing: CancellationToken::new(),
             closed: CancellationToken::new(),
             close_reason: Mutex::new(None),
+            remote_closed: CancellationToken::new(),
+            idle: Notify::new(),
             next_id: AtomicI64::new(1),
             version: AtomicU8::new(0),
         }
@@ -64,6 +70,16 @@ impl Shared {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Removes a finished (or cancelled) inbound request and wakes a drain waiting for idle.
+    pub(crate) fn finish_inbound(&self, id: &RequestId) -> Option<super::state::Inbound> {
+        let mut state = self.state();
+        let entry = state.finish_inbound(id);
+        if state.inbound_len() == 0 {
+            self.idle.notify_waiters();
+        }
+        entry
     }
 
     pub(crate) fn close_reason(&self) -> String {
@@ -373,6 +389,11 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         let shared = self.peer.shared.clone();
         if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
             return Err(SessionError::Closed(shared.close_reason()));
+        }
+        if shared.remote_closed.is_cancelled() {
+            return Err(SessionError::Closed(
+                "the peer closed the connection".to_owned(),
+            ));
         }
         let mut params = self.params?;
         let id = RequestId::Number(shared.next_id.fetch_add(1, Ordering::Relaxed));

@@ -176,6 +176,11 @@ impl State {
         self.inbound.len()
     }
 
+    /// Empties the outbound table, returning what was in it.
+    pub(crate) fn drain_pending(&mut self) -> Vec<Pending> {
+        self.pending.drain().map(|(_, p)| p).collect()
+    }
+
     /// Empties both tables (the connection ended), returning what was in them.
     pub(crate) fn drain(&mut self) -> (Vec<Pending>, Vec<Inbound>) {
         (
