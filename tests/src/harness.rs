@@ -74,7 +74,8 @@ impl Harness {
 }
 
 /// The client every peer scenario uses: canned sampling, elicitation and roots answers, as in
-/// the interop contract. Sampling reports progress 1, 2, 3 back when the server asked for it.
+/// the interop contract. Sampling reports progress 1, 2, 3 and elicitation 1, 2 back when the
+/// server asked for it.
 pub fn peer_client(counters: &Arc<Counters>) -> ClientBuilder {
     let sampling = counters.clone();
     let elicitation = counters.clone();
@@ -107,10 +108,19 @@ pub fn peer_client(counters: &Arc<Counters>) -> ClientBuilder {
                 ))
             }
         })
-        .elicitation_handler(move |_params: ElicitParams, _ctx: RequestContext| {
+        .elicitation_handler(move |_params: ElicitParams, ctx: RequestContext| {
             let counters = elicitation.clone();
             async move {
                 counters.elicitation.fetch_add(1, Ordering::SeqCst);
+                for step in 1..=2 {
+                    ctx.report_progress(
+                        f64::from(step),
+                        Some(2.0),
+                        Some(format!("asking {step}/2")),
+                    )
+                    .await
+                    .map_err(ErrorObject::internal)?;
+                }
                 let mut content = std::collections::BTreeMap::new();
                 content.insert("name".to_owned(), "peer-canned-name".into());
                 Ok::<_, ErrorObject>(ElicitResult::accept(content))

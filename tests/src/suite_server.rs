@@ -2,7 +2,10 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tidewire_core::schema::{CallToolResult, CreateMessageParams, SamplingMessage};
+use tidewire_core::schema::{
+    CallToolResult, CreateMessageParams, ElicitParams, ElicitationSchema, PrimitiveSchema,
+    SamplingMessage,
+};
 use tidewire_server::{Context, NoArgs, Server, ToolError};
 
 #[derive(Deserialize, JsonSchema)]
@@ -18,7 +21,8 @@ struct Slow {
 ///   tracker delta; returns which attempts were refused;
 /// - `slow_progress {every_ms, n}`: a report every `every_ms` ms, `n` times (timeout tests);
 /// - `sample_with_progress`: asks the client to sample with a progress token and returns how many
-///   progress reports the client sent back during it.
+///   progress reports the client sent back during it;
+/// - `elicit_with_progress`: the same for an elicitation.
 pub fn suite_server() -> Server {
     tidewire_demo::demo_builder()
         .tool(
@@ -67,6 +71,30 @@ pub fn suite_server() -> Server {
                     .await?;
                 let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
                 Ok(CallToolResult::text(format!("{}:{seen:?}", reply.model)))
+            },
+        )
+        .tool(
+            "elicit_with_progress",
+            "Elicits and counts the client's progress reports",
+            |_: NoArgs, ctx: Context| async move {
+                let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+                let sink = seen.clone();
+                let schema =
+                    ElicitationSchema::new().property("name", PrimitiveSchema::string(), true);
+                let answer = ctx
+                    .elicit_request(ElicitParams::form("Who?", schema))
+                    .map_err(ToolError::from)?
+                    .on_progress(move |p| {
+                        if let Ok(mut v) = sink.lock() {
+                            v.push(p.progress);
+                        }
+                    })
+                    .await?;
+                let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
+                Ok(CallToolResult::text(format!(
+                    "{:?}:{seen:?}",
+                    answer.action
+                )))
             },
         )
         .build()

@@ -73,6 +73,7 @@ suite!(
     timeouts_and_reset_on_progress,
     monotonic_guard,
     progress_back_from_client_during_sampling,
+    progress_back_from_client_during_elicitation,
     cancel_crossing_the_response,
     cancel_of_unknown_id_is_ignored,
     hundred_concurrent_calls_keep_their_progress,
@@ -184,6 +185,17 @@ async fn progress_back_from_client_during_sampling(h: Harness) -> Harness {
         .expect("call");
     assert_eq!(
         text, "peer-canned-model:[1.0, 2.0, 3.0]",
+        "the server saw the client's progress"
+    );
+    h
+}
+
+async fn progress_back_from_client_during_elicitation(h: Harness) -> Harness {
+    let text = text_of(&h.client, "elicit_with_progress", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(
+        text, "Accept:[1.0, 2.0]",
         "the server saw the client's progress"
     );
     h
