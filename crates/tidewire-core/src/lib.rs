@@ -4,7 +4,61 @@
 //! schema as typed Rust, the message-stream trait every transport implements, and the session
 //! engine that runs one connection (requests, progress, cancellation, timeouts).
 //!
-//! Most users want the `tidewire` facade crate, or `tidewire-server` / `tidewire-client`.
+//! Most users want the `tidewire` facade, or `tidewire-server` / `tidewire-client`, which build
+//! on this crate. Use it directly to speak raw JSON-RPC, or to write a transport.
+//!
+//! ```
+//! use serde_json::{Value, json};
+//! use tidewire_core::jsonrpc::{ErrorObject, Request};
+//! use tidewire_core::session::{Handler, NoHandler, RequestContext, Session, SessionOptions};
+//! use tidewire_core::transport::memory;
+//!
+//! /// Counts to `n`, reporting progress at each step.
+//! struct Counter;
+//!
+//! impl Handler for Counter {
+//!     async fn handle_request(&self, request: Request, ctx: RequestContext) -> Result<Value, ErrorObject> {
+//!         let n = request.params.as_ref().and_then(|p| p["n"].as_u64()).unwrap_or(0);
+//!         for i in 1..=n {
+//!             ctx.report_progress(i as f64, Some(n as f64), None)
+//!                 .await
+//!                 .map_err(ErrorObject::internal)?;
+//!         }
+//!         Ok(json!({ "counted": n }))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (a, b) = memory::duplex();
+//! let _server = Session::spawn(a, Counter, SessionOptions::default());
+//! let client = Session::spawn(b, NoHandler, SessionOptions::default());
+//!
+//! let mut seen = Vec::new();
+//! let (request, progress) = client.request_raw("count", Some(json!({ "n": 3 }))).progress_stream();
+//! let result = request.await?;
+//! futures::StreamExt::for_each(progress, |p| {
+//!     seen.push(p.progress);
+//!     async {}
+//! })
+//! .await;
+//! assert_eq!(result, json!({ "counted": 3 }));
+//! assert_eq!(seen, vec![1.0, 2.0, 3.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Modules
+//! - [`jsonrpc`]: ids (`1` ≠ `"1"`), messages, the wire error object and codes.
+//! - [`schema`]: every request, result and notification of 2024-11-05 … 2025-11-25, typed, with
+//!   marker types (`CallTool`, `ListTools`, …) tying each method to its params and result, and
+//!   `compat` to speak to peers on older revisions.
+//! - [`transport`]: the message-stream trait, [`transport::Envelope`] and its route, the one
+//!   [`transport::Codec`] (size limit, error answers), and adapters: newline-framed byte streams,
+//!   `Sink + Stream`, in-memory.
+//! - [`session`]: the engine. See its docs for timeouts, progress and what dropping a request
+//!   future does ("Cancel safety").
+//! - [`progress`]: progress values and the errors of the monotonic guard.
+//! - [`version`]: the protocol revisions and `initialize` negotiation.
 
 pub mod jsonrpc;
 pub mod progress;
