@@ -453,7 +453,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         let method = self.method;
         let wait = wait_for_response::<T>(
             guard,
-            method,
+            method.clone(),
             response,
             timeout,
             self.reset_max,
@@ -464,6 +464,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             cancel: CancelHandle {
                 shared: Arc::downgrade(&shared),
                 id: id.clone(),
+                method: method.clone(),
             },
             id,
             future: Box::pin(wait),
@@ -648,6 +649,7 @@ impl<T> std::fmt::Debug for InFlight<T> {
 pub struct CancelHandle {
     shared: Weak<Shared>,
     id: RequestId,
+    method: Cow<'static, str>,
 }
 
 impl CancelHandle {
@@ -655,7 +657,7 @@ impl CancelHandle {
     pub fn cancel(&self, reason: &str) -> bool {
         self.shared
             .upgrade()
-            .is_some_and(|shared| shared.cancel_outbound(&self.id, "", reason))
+            .is_some_and(|shared| shared.cancel_outbound(&self.id, &self.method, reason))
     }
 
     /// The id of the request this handle cancels.
