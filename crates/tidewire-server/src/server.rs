@@ -294,16 +294,7 @@ impl ServerBuilder {
         F: Fn(A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
-        let tool = Tool::new(name, description, schema_for::<A>());
-        let handler = Arc::new(handler);
-        let tool_name = name.to_owned();
-        self.tool_raw(tool, move |args: Value, ctx: Context| {
-            let handler = handler.clone();
-            let parsed = serde_json::from_value::<A>(args).map_err(|e| {
-                ToolError::new(format!("invalid arguments for tool {tool_name}: {e}"))
-            });
-            async move { handler(parsed?, ctx).await }
-        })
+        self.typed_tool(Tool::new(name, description, schema_for::<A>()), handler)
     }
 
     /// A tool with structured output: `O`'s JSON Schema is the tool's `outputSchema`, and its
@@ -317,21 +308,34 @@ impl ServerBuilder {
     {
         let tool =
             Tool::new(name, description, schema_for::<A>()).with_output_schema(schema_for::<O>());
-        let handler = Arc::new(handler);
-        let tool_name = name.to_owned();
-        self.tool_raw(tool, move |args: Value, ctx: Context| {
-            let handler = handler.clone();
-            let parsed = serde_json::from_value::<A>(args).map_err(|e| {
-                ToolError::new(format!("invalid arguments for tool {tool_name}: {e}"))
-            });
+        self.typed_tool(tool, move |args: A, ctx: Context| {
+            let output = handler(args, ctx);
             async move {
-                let output = handler(parsed?, ctx).await?;
-                let value = serde_json::to_value(output)?;
+                let value = serde_json::to_value(output.await?)?;
                 let mut result =
                     CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
                 result.structured_content = Some(value);
                 Ok(result)
             }
+        })
+    }
+
+    /// Registers `tool`, decoding its arguments into `A` before `handler` runs; arguments that
+    /// do not decode are answered with an `isError` result naming the problem.
+    fn typed_tool<A, F, Fut>(self, tool: Tool, handler: F) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let tool_name = tool.name.clone();
+        self.tool_raw(tool, move |args: Value, ctx: Context| {
+            let call = serde_json::from_value::<A>(args)
+                .map(|args| handler(args, ctx))
+                .map_err(|e| {
+                    ToolError::new(format!("invalid arguments for tool {tool_name}: {e}"))
+                });
+            async move { call?.await }
         })
     }
 
