@@ -65,6 +65,10 @@ pub enum ProgressError {
     /// The connection is closed.
     #[error("the connection is closed")]
     Closed,
+    /// The transport cannot deliver progress for this request (for example Streamable HTTP in
+    /// JSON-response mode, which answers with one JSON body).
+    #[error("this transport cannot deliver progress for the request ({0})")]
+    Unsupported(&'static str),
 }
 
 /// Remembers the last progress value sent for one request and refuses any that does not rise.

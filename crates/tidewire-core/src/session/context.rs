@@ -10,6 +10,7 @@ use super::{Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams};
 use crate::schema::{NotificationType, RequestType};
+use crate::transport::RequestLimits;
 
 /// The context of one inbound request, handed to its handler.
 ///
@@ -29,6 +30,7 @@ struct Reporter {
     peer: Peer,
     cancel: CancellationToken,
     guard: tokio::sync::Mutex<MonotonicGuard>,
+    limits: Option<RequestLimits>,
 }
 
 impl RequestContext {
@@ -46,6 +48,7 @@ impl RequestContext {
         let token = meta
             .and_then(|m| m.get("progressToken"))
             .and_then(RequestId::from_json);
+        let limits = extensions.get::<RequestLimits>().cloned();
         Self {
             id,
             method: method.into(),
@@ -56,6 +59,7 @@ impl RequestContext {
                 peer,
                 cancel,
                 guard: tokio::sync::Mutex::new(MonotonicGuard::default()),
+                limits,
             }),
         }
     }
@@ -151,13 +155,35 @@ impl RequestContext {
                 "the request was cancelled".to_owned(),
             ));
         }
+        if let Some(limits) = self.limits()
+            && !limits.related_notifications
+        {
+            return Err(SessionError::NotSupported(format!(
+                "notifications related to a request on this transport ({})",
+                limits.reason
+            )));
+        }
         self.peer().notify::<N>(params).await
     }
 
     /// Sends a request back to the peer, related to this request (sampling, elicitation, roots).
     /// It can ask for progress and be cancelled like any request.
+    ///
+    /// When the transport cannot carry requests to the peer for this request (see
+    /// [`RequestLimits`]), awaiting the builder fails with [`SessionError::NotSupported`].
     pub fn request<R: RequestType>(&self, params: R::Params) -> RequestBuilder<R::Result> {
-        self.peer().request::<R>(params)
+        let builder = self.peer().request::<R>(params);
+        match self.limits() {
+            Some(limits) if !limits.peer_requests => builder.refuse(SessionError::NotSupported(
+                format!("requests to the peer on this transport ({})", limits.reason),
+            )),
+            _ => builder,
+        }
+    }
+
+    /// What the transport cannot carry for this request, if anything.
+    pub fn limits(&self) -> Option<&RequestLimits> {
+        self.reporter.limits.as_ref()
     }
 }
 
@@ -166,6 +192,11 @@ impl Reporter {
         let Some(token) = &self.token else {
             return Ok(());
         };
+        if let Some(limits) = &self.limits
+            && !limits.related_notifications
+        {
+            return Err(ProgressError::Unsupported(limits.reason));
+        }
         if self.cancel.is_cancelled() {
             return Err(ProgressError::Cancelled);
         }

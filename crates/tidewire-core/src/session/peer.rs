@@ -341,6 +341,12 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         }
     }
 
+    /// Makes sending fail with `error` (used when the transport cannot carry the request).
+    pub(crate) fn refuse(mut self, error: SessionError) -> Self {
+        self.params = Err(error);
+        self
+    }
+
     /// Gives up after `timeout` without a response (sending `notifications/cancelled`).
     /// Overrides the session's default timeout.
     pub fn timeout(mut self, timeout: Duration) -> Self {

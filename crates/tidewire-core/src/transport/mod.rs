@@ -14,6 +14,7 @@ mod codec;
 mod envelope;
 mod error;
 pub mod framed;
+mod limits;
 pub mod memory;
 pub mod sink_stream;
 
@@ -22,6 +23,7 @@ use std::future::Future;
 pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
+pub use limits::RequestLimits;
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {
