@@ -1,11 +1,14 @@
 //! `tidewire`: the command-line program of the tidewire MCP SDK.
 //!
-//! For now it has one command, `tidewire serve --stdio`, which serves the tidewire demo server
-//! (the interop peer tools and the conformance-suite server contract, see `tidewire-demo`) to one
-//! client over stdin and stdout. HTTP serving comes with the HTTP transport.
+//! For now it has one command, `tidewire serve`, which serves the tidewire demo server (the
+//! interop peer tools and the conformance-suite server contract, see `tidewire-demo`): to one
+//! client over stdin and stdout (`--stdio`), or over HTTP (`--bind ADDR`: Streamable HTTP at
+//! `/mcp`).
 //!
-//! Stdout carries JSON-RPC messages only; logs go to stderr, filtered by `RUST_LOG` (default
-//! `warn`).
+//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`); with `--stdio`, stdout carries
+//! JSON-RPC messages only.
+
+mod http;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -26,7 +29,8 @@ const USAGE_ERROR: u8 = 2;
     about = "tidewire: tools around the tidewire Model Context Protocol (MCP) SDK",
     long_about = "tidewire: tools around the tidewire Model Context Protocol (MCP) SDK.\n\n\
                   `tidewire serve --stdio` runs the tidewire demo MCP server for one client over \
-                  stdin and stdout. Logs go to stderr; set RUST_LOG (for example \
+                  stdin and stdout; `tidewire serve --bind 127.0.0.1:3000` serves it over \
+                  Streamable HTTP at /mcp. Logs go to stderr; set RUST_LOG (for example \
                   RUST_LOG=debug) to see more than warnings."
 )]
 struct Cli {
@@ -45,8 +49,11 @@ enum Command {
                   json_schema_2020_12_tool, the test:// resources and template, the test_* \
                   prompts, and argument completion.\n\n\
                   With --stdio it serves one client over stdin and stdout (stdout carries \
-                  JSON-RPC only; logs go to stderr) and exits when stdin ends. Serving over \
-                  HTTP (--bind) comes with the HTTP transport and is not available yet.")]
+                  JSON-RPC only; logs go to stderr) and exits when stdin ends.\n\n\
+                  With --bind ADDR it serves any number of clients over HTTP: Streamable HTTP \
+                  at http://ADDR/mcp (sessions, SSE or JSON replies, a resumable GET stream). \
+                  It prints the endpoint URL on stdout once it listens (with port 0, the port \
+                  it got), and stops on Ctrl-C.")]
     Serve(ServeArgs),
 }
 
@@ -56,9 +63,19 @@ struct ServeArgs {
     #[arg(long)]
     stdio: bool,
 
-    /// Serve over HTTP on this address. Not available yet: it comes with the HTTP transport.
+    /// Serve over HTTP on this address, e.g. 127.0.0.1:3000 (port 0 picks a free one).
+    /// Streamable HTTP is at /mcp.
     #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
     bind: Option<String>,
+
+    /// HTTP: answer each request with one JSON body instead of an SSE stream (progress, logs
+    /// and requests back to the client are then refused for that request).
+    #[arg(long)]
+    json_response: bool,
+
+    /// HTTP: serve statelessly (no sessions, no GET stream, no requests back to the client).
+    #[arg(long)]
+    stateless: bool,
 
     /// The largest message accepted or sent, in bytes. A longer input line is answered with a
     /// JSON-RPC error and skipped.
@@ -99,17 +116,18 @@ fn init_logging() {
 
 fn serve(args: &ServeArgs) -> ExitCode {
     if let Some(address) = &args.bind {
+        return http::serve(address, args);
+    }
+    if args.json_response || args.stateless {
         eprintln!(
-            "tidewire serve: cannot serve on {address}: serving over HTTP comes with the HTTP \
-             transport, which this build does not have yet. Use `tidewire serve --stdio`."
+            "tidewire serve: --json-response and --stateless apply to HTTP: use them with --bind ADDR"
         );
         return ExitCode::from(USAGE_ERROR);
     }
     if !args.stdio {
         eprintln!(
-            "tidewire serve: say how to serve. `--stdio` serves one client over stdin and \
-             stdout; serving over HTTP (`--bind ADDR`) comes with the HTTP transport and is not \
-             available yet."
+            "tidewire serve: say how to serve: `--stdio` serves one client over stdin and \
+             stdout, `--bind ADDR` (e.g. 127.0.0.1:3000) serves over HTTP."
         );
         return ExitCode::from(USAGE_ERROR);
     }

@@ -291,7 +291,7 @@ fn help_says_what_is_served() {
 }
 
 #[test]
-fn serving_without_stdio_is_refused_clearly() {
+fn serving_without_a_transport_is_refused_clearly() {
     let bare = std::process::Command::new(BIN)
         .arg("serve")
         .output()
@@ -299,18 +299,28 @@ fn serving_without_stdio_is_refused_clearly() {
     assert_eq!(bare.status.code(), Some(2));
     assert!(bare.stdout.is_empty());
     let text = String::from_utf8_lossy(&bare.stderr);
-    assert!(text.contains("--stdio") && text.contains("HTTP"), "{text}");
+    assert!(
+        text.contains("--stdio") && text.contains("--bind"),
+        "{text}"
+    );
 
-    let bind = std::process::Command::new(BIN)
-        .args(["serve", "--bind", "127.0.0.1:8080"])
+    let bad = std::process::Command::new(BIN)
+        .args(["serve", "--bind", "not-an-address"])
         .output()
         .expect("run");
-    assert_eq!(bind.status.code(), Some(2));
-    assert!(bind.stdout.is_empty());
-    let text = String::from_utf8_lossy(&bind.stderr);
-    assert!(
-        text.contains("127.0.0.1:8080") && text.contains("HTTP transport"),
-        "{text}"
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(bad.stdout.is_empty());
+    let text = String::from_utf8_lossy(&bad.stderr);
+    assert!(text.contains("cannot listen on not-an-address"), "{text}");
+
+    let json_without_bind = std::process::Command::new(BIN)
+        .args(["serve", "--stdio", "--json-response"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        json_without_bind.status.code(),
+        Some(2),
+        "--json-response needs --bind"
     );
 
     let both = std::process::Command::new(BIN)

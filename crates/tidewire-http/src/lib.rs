@@ -1,10 +1,14 @@
 //! # tidewire-http
 //!
-//! **Planned, not yet implemented.** This crate will hold the Streamable HTTP transport of the
-//! Model Context Protocol (2025-03-26 and later): a server that is a `tower::Service` / axum
-//! `Router` mounting one endpoint (POST replies as JSON or SSE, a GET stream for server-initiated
-//! messages, sessions, resumability with `Last-Event-ID`) and a client built on reqwest and
-//! eventsource-stream. Both are adapters over [`tidewire_core::transport`]; nothing above the
-//! transport changes when they land.
+//! The Streamable HTTP transport of the Model Context Protocol (2025-03-26 and later): a server
+//! that mounts one MCP endpoint in any axum app ([`server`]), and a client ([`client`], built on
+//! reqwest and eventsource-stream; in progress). Both are adapters over `tidewire_core::transport`: the
+//! session engine above them is the same as on every transport.
 //!
-//! Until then it exports nothing. Use `tidewire-stdio` or the in-memory transport.
+//! | feature  | default | what it brings                       |
+//! |----------|---------|--------------------------------------|
+//! | `server` | yes     | [`server`]: axum router, sessions    |
+//! | `client` | yes     | [`client`]: reqwest-based client     |
+
+#[cfg(feature = "server")]
+pub mod server;

@@ -1,0 +1,242 @@
+//! The checks every request passes before it reaches a session, each with a clear answer.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use tidewire_core::ProtocolVersion;
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
+
+use super::HttpConfig;
+
+/// `MCP-Protocol-Version`.
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Session-Id`.
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+/// `Last-Event-ID`.
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+
+/// An HTTP error answer with an id-less JSON-RPC error body.
+pub(crate) fn error(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
+    error_for(status, None, ErrorObject::new(code, message))
+}
+
+/// An HTTP error answer with a JSON-RPC error body for `id`.
+pub(crate) fn error_for(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
+    let body = Message::Response(tidewire_core::jsonrpc::Response::error(id, error));
+    let text = serde_json::to_string(&body).unwrap_or_else(|_| String::from("{}"));
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest
+            .split(']')
+            .next()
+            .map(|h| format!("[{h}]"))
+            .unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default().to_owned(),
+    };
+    matches!(name.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+}
+
+fn host_without_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    host.split(':').next().unwrap_or(host)
+}
+
+/// DNS-rebinding protection (H2): `Host` must be allowed, and `Origin`, when present, too.
+pub(crate) fn check_origin_and_host(
+    headers: &HeaderMap,
+    config: &HttpConfig,
+) -> Result<(), Response> {
+    if !config.allow_any_host {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let allowed = is_loopback_host(&host)
+            || config
+                .allowed_hosts
+                .iter()
+                .any(|a| *a == host || a == host_without_port(&host));
+        if !allowed {
+            return Err(error(
+                StatusCode::FORBIDDEN,
+                ErrorCode::INVALID_REQUEST,
+                format!("Forbidden: Host {host:?} is not allowed (DNS rebinding protection)"),
+            ));
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
+        let authority = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .unwrap_or_default();
+        let allowed = (!authority.is_empty() && is_loopback_host(authority))
+            || config.allowed_origins.iter().any(|a| *a == origin);
+        if !allowed {
+            return Err(error(
+                StatusCode::FORBIDDEN,
+                ErrorCode::INVALID_REQUEST,
+                format!("Forbidden: Origin {origin:?} is not allowed"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    headers.get_all(header::ACCEPT).iter().any(|value| {
+        value.to_str().unwrap_or_default().split(',').any(|item| {
+            let item = item.split(';').next().unwrap_or_default().trim();
+            item == media || item == "*/*" || item == format!("{kind}/*")
+        })
+    })
+}
+
+/// `Accept` must list what we may answer with (H5, H14): 406 otherwise.
+pub(crate) fn check_accept(headers: &HeaderMap, needed: &[&str]) -> Result<(), Response> {
+    match needed.iter().find(|m| !accepts(headers, m)) {
+        None => Ok(()),
+        Some(missing) => Err(error(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Not Acceptable: the Accept header must include {} (missing {missing})",
+                needed.join(" and ")
+            ),
+        )),
+    }
+}
+
+/// A POST body must be JSON: 415 otherwise.
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
+    let ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::INVALID_REQUEST,
+            "Unsupported Media Type: the body must be application/json",
+        ))
+    }
+}
+
+/// `MCP-Protocol-Version` (H25): unknown → 400; absent → 2025-03-26.
+pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<ProtocolVersion, Response> {
+    match headers.get(PROTOCOL_VERSION) {
+        None => Ok(ProtocolVersion::V2025_03_26),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<ProtocolVersion>().ok())
+            .ok_or_else(|| {
+                error(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Bad Request: unsupported MCP-Protocol-Version {:?} (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)",
+                        value.to_str().unwrap_or("<not text>")
+                    ),
+                )
+            }),
+    }
+}
+
+/// The session id a request names, if any.
+pub(crate) fn session_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, HeaderValue::from_str(v).expect("header"));
+        }
+        map
+    }
+
+    #[test]
+    fn loopback_hosts_and_origins_pass_others_do_not() {
+        let config = HttpConfig::default();
+        for host in ["localhost:3000", "127.0.0.1:8080", "[::1]:9", "localhost"] {
+            assert!(
+                check_origin_and_host(&headers(&[("host", host)]), &config).is_ok(),
+                "{host}"
+            );
+        }
+        assert!(check_origin_and_host(&headers(&[("host", "evil.example:80")]), &config).is_err());
+        assert!(
+            check_origin_and_host(&headers(&[("host", "localhost.evil.example")]), &config)
+                .is_err()
+        );
+        let with_origin = |o: &str| headers(&[("host", "127.0.0.1:1"), ("origin", o)]);
+        assert!(check_origin_and_host(&with_origin("http://localhost:5173"), &config).is_ok());
+        assert!(check_origin_and_host(&with_origin("https://evil.example"), &config).is_err());
+        assert!(check_origin_and_host(&with_origin("null"), &config).is_err());
+        let config = HttpConfig::default()
+            .allow_host("api.example.com")
+            .allow_origin("https://app.example.com");
+        assert!(
+            check_origin_and_host(&headers(&[("host", "api.example.com:443")]), &config).is_ok()
+        );
+        assert!(check_origin_and_host(&with_origin("https://app.example.com"), &config).is_ok());
+    }
+
+    #[test]
+    fn accept_and_versions() {
+        let both = headers(&[("accept", "application/json, text/event-stream")]);
+        assert!(check_accept(&both, &["application/json", "text/event-stream"]).is_ok());
+        assert!(check_accept(&headers(&[("accept", "*/*")]), &["text/event-stream"]).is_ok());
+        assert!(
+            check_accept(
+                &headers(&[("accept", "application/json")]),
+                &["application/json", "text/event-stream"]
+            )
+            .is_err()
+        );
+        assert!(check_accept(&HeaderMap::new(), &["text/event-stream"]).is_err());
+        assert_eq!(
+            protocol_version(&HeaderMap::new()).ok(),
+            Some(ProtocolVersion::V2025_03_26)
+        );
+        assert!(protocol_version(&headers(&[(PROTOCOL_VERSION, "1999-01-01")])).is_err());
+        assert!(
+            check_content_type(&headers(&[(
+                "content-type",
+                "application/json; charset=utf-8"
+            )]))
+            .is_ok()
+        );
+        assert!(check_content_type(&headers(&[("content-type", "text/plain")])).is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! The settings of a Streamable HTTP server.
+
+use std::time::Duration;
+
+use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
+
+/// How POST requests are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ResponseMode {
+    /// An SSE stream per request, carrying its progress, logs and requests back to the client,
+    /// then its response (the default).
+    #[default]
+    Sse,
+    /// One JSON body per request. Nothing related to the request can travel before the
+    /// response: handlers that try are told so (`ProgressError::Unsupported`,
+    /// `SessionError::NotSupported`).
+    Json,
+}
+
+/// Settings of a Streamable HTTP server. Every table and buffer has a limit.
+///
+/// ```
+/// use std::time::Duration;
+/// use tidewire_http::server::{HttpConfig, ResponseMode};
+///
+/// let config = HttpConfig::default()
+///     .response_mode(ResponseMode::Json)
+///     .max_sessions(100)
+///     .session_idle_timeout(Duration::from_secs(600))
+///     .allow_origin("https://app.example.com");
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub(crate) response_mode: ResponseMode,
+    pub(crate) stateless: bool,
+    pub(crate) max_sessions: usize,
+    pub(crate) session_idle_timeout: Duration,
+    pub(crate) max_body: usize,
+    pub(crate) max_message_size: usize,
+    pub(crate) keep_alive: Duration,
+    pub(crate) retry: Duration,
+    pub(crate) stream_capacity: usize,
+    pub(crate) stream_patience: Duration,
+    pub(crate) inbound_queue: usize,
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) allow_any_host: bool,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            response_mode: ResponseMode::Sse,
+            stateless: false,
+            max_sessions: 10_000,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_body: DEFAULT_MAX_MESSAGE_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            keep_alive: Duration::from_secs(15),
+            retry: Duration::from_secs(1),
+            stream_capacity: 1024,
+            stream_patience: Duration::from_secs(10),
+            inbound_queue: 64,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            allow_any_host: false,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// JSON or SSE replies to POSTed requests (default SSE).
+    #[must_use]
+    pub fn response_mode(mut self, mode: ResponseMode) -> Self {
+        self.response_mode = mode;
+        self
+    }
+
+    /// Stateless mode: no sessions, no GET stream, every POST served on its own; the server
+    /// cannot send requests to the client (handlers that try are told so).
+    #[must_use]
+    pub fn stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// The most sessions at once (default 10,000). Past it `initialize` gets 503 with
+    /// `Retry-After`, and existing sessions are unaffected.
+    #[must_use]
+    pub fn max_sessions(mut self, limit: usize) -> Self {
+        self.max_sessions = limit.max(1);
+        self
+    }
+
+    /// A session with no request in flight, no open stream and no request for this long ends
+    /// (default 30 minutes); its id then gets 404.
+    #[must_use]
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The largest POST body (default 8 MiB); larger ones get 413.
+    #[must_use]
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The largest outbound message (default 8 MiB).
+    #[must_use]
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// The `retry` a client is told to wait before reconnecting a stream (default 1 s).
+    #[must_use]
+    pub fn retry(mut self, retry: Duration) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Events kept per stream for resumption (default 1,024), and how long a writer waits for
+    /// a slow or absent reader before dropping the oldest (default 10 s).
+    #[must_use]
+    pub fn stream_buffer(mut self, events: usize, patience: Duration) -> Self {
+        self.stream_capacity = events.max(1);
+        self.stream_patience = patience;
+        self
+    }
+
+    /// Allows requests whose `Host` is `host` (a host name, with or without port). By default
+    /// only loopback names are allowed (`localhost`, `127.0.0.1`, `[::1]`, any port), which
+    /// protects local servers against DNS rebinding.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into().to_ascii_lowercase());
+        self
+    }
+
+    /// Allows any `Host` (for servers behind a proxy that checks it). `Origin` is still checked.
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.allow_any_host = true;
+        self
+    }
+
+    /// Allows requests with this `Origin` (e.g. `https://app.example.com`). By default only
+    /// loopback origins are allowed; requests without `Origin` (non-browser clients) always are.
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins
+            .push(origin.into().to_ascii_lowercase());
+        self
+    }
+}

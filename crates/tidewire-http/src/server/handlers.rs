@@ -1,0 +1,466 @@
+//! The HTTP handlers: POST, GET and DELETE on the one endpoint.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State as Extract;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use tidewire_core::ProtocolVersion;
+use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
+use tidewire_core::transport::{Envelope, RequestLimits};
+use tokio::sync::oneshot;
+
+use super::checks::{
+    self, LAST_EVENT_ID, SESSION_ID, check_accept, check_content_type, check_origin_and_host,
+    error, error_for,
+};
+use super::session::{HttpSession, ReplyTarget};
+use super::streams::{Event, STANDALONE, StreamId, event_id, parse_event_id};
+use super::{HttpRequestInfo, ResponseMode, State, new_session_id};
+
+type Shared = Arc<State>;
+
+/// The endpoint: checks `Host`/`Origin`, then dispatches on the method.
+pub(crate) async fn endpoint(
+    Extract(state): Extract<Shared>,
+    method: Method,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(refused) = check_origin_and_host(&headers, &state.config) {
+        return refused;
+    }
+    match method {
+        Method::POST => post(&state, headers, body).await,
+        Method::GET => get(&state, &headers),
+        Method::DELETE => delete(&state, &headers),
+        _ => {
+            let mut response = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                ErrorCode::INVALID_REQUEST,
+                format!("Method Not Allowed: {method} (use POST, GET or DELETE)"),
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+fn session_not_found(id: &str) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        ErrorCode(-32001),
+        format!("Session not found: {id:?} is unknown or has ended; initialize a new session"),
+    )
+}
+
+fn method_not_allowed(what: &str) -> Response {
+    let mut response = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::INVALID_REQUEST,
+        format!("Method Not Allowed: {what}"),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
+    if let Err(r) = check_accept(&headers, &["application/json", "text/event-stream"]) {
+        return r;
+    }
+    if let Err(r) = check_content_type(&headers) {
+        return r;
+    }
+    let version = match checks::protocol_version(&headers) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let bytes = match axum::body::to_bytes(body, state.config.max_body).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Payload Too Large: the body exceeds {} bytes",
+                    state.config.max_body
+                ),
+            );
+        }
+    };
+    let message = match Message::from_slice(&bytes) {
+        Ok(message) => message,
+        Err(DecodeFailure::Syntax(reason)) => {
+            return error_for(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::parse_error(reason),
+            );
+        }
+        Err(DecodeFailure::Invalid(invalid)) => {
+            return error_for(
+                StatusCode::BAD_REQUEST,
+                invalid.id,
+                ErrorObject::invalid_request(invalid.reason),
+            );
+        }
+    };
+    let mut extensions = http::Extensions::new();
+    let session_header = checks::session_id(&headers);
+    extensions.insert(HttpRequestInfo {
+        headers,
+        session_id: session_header.clone(),
+    });
+
+    if state.config.stateless {
+        return post_stateless(state, message, extensions, version).await;
+    }
+
+    let is_initialize = matches!(&message, Message::Request(r) if r.method == "initialize");
+    let (session, created) = match session_header {
+        Some(id) => match state.sessions().get(&id).cloned() {
+            Some(session) => (session, false),
+            None => return session_not_found(&id),
+        },
+        None if is_initialize => {
+            if state.sessions().len() >= state.config.max_sessions {
+                let mut response = error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode(-32000),
+                    format!(
+                        "Service Unavailable: the server holds its maximum of {} sessions; retry later",
+                        state.config.max_sessions
+                    ),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                return response;
+            }
+            let Some(id) = new_session_id() else {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    ErrorCode::INTERNAL_ERROR,
+                    "cannot draw a session id",
+                );
+            };
+            let session = state.start_session(id.clone());
+            state.sessions().insert(id, session.clone());
+            state.start_reaper();
+            (session, true)
+        }
+        None => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
+            );
+        }
+    };
+    session.touch();
+    if state.config.response_mode == ResponseMode::Json {
+        extensions.insert(RequestLimits {
+            related_notifications: false,
+            peer_requests: false,
+            reason: "Streamable HTTP in JSON response mode",
+        });
+    }
+    let priming = session.version().unwrap_or(version) >= ProtocolVersion::V2025_11_25;
+    let mut response = deliver(state, &session, message, extensions, priming, false).await;
+    if created && let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_ID, value);
+    }
+    response
+}
+
+/// Stateless mode: each POST gets its own short-lived engine session.
+async fn post_stateless(
+    state: &Shared,
+    message: Message,
+    mut extensions: http::Extensions,
+    version: ProtocolVersion,
+) -> Response {
+    if !matches!(message, Message::Request(_)) {
+        // Nothing in a stateless server can be waiting for it.
+        return StatusCode::ACCEPTED.into_response();
+    }
+    extensions.insert(RequestLimits {
+        related_notifications: state.config.response_mode == ResponseMode::Sse,
+        peer_requests: false,
+        reason: "stateless Streamable HTTP",
+    });
+    let session = state.start_session(String::new());
+    let priming = version >= ProtocolVersion::V2025_11_25;
+    deliver(state, &session, message, extensions, priming, true).await
+}
+
+/// Hands one message to the session's engine and answers the POST.
+async fn deliver(
+    state: &Shared,
+    session: &Arc<HttpSession>,
+    message: Message,
+    extensions: http::Extensions,
+    priming: bool,
+    one_shot: bool,
+) -> Response {
+    let id = match &message {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    let envelope = Envelope {
+        message,
+        route: Default::default(),
+        extensions,
+    };
+    let Some(id) = id else {
+        // A notification or a response: accepted, nothing to answer (H7).
+        return match session.inbound.send(envelope).await {
+            Ok(()) => StatusCode::ACCEPTED.into_response(),
+            Err(_) => session_not_found(&session.id),
+        };
+    };
+    match state.config.response_mode {
+        ResponseMode::Json => {
+            let (tx, rx) = oneshot::channel();
+            if session
+                .expect_reply(id.clone(), ReplyTarget::Json(tx))
+                .is_err()
+            {
+                return duplicate(id);
+            }
+            let forget = Forget {
+                session: session.clone(),
+                id: id.clone(),
+                close: one_shot,
+            };
+            if session.inbound.send(envelope).await.is_err() {
+                return session_not_found(&session.id);
+            }
+            let reply = tokio::select! {
+                reply = rx => reply.ok(),
+                () = session.closed.cancelled() => None,
+            };
+            drop(forget);
+            match reply {
+                Some(body) => (
+                    StatusCode::OK,
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    body.to_string(),
+                )
+                    .into_response(),
+                None => error_for(
+                    StatusCode::NOT_FOUND,
+                    Some(id),
+                    ErrorObject::new(ErrorCode(-32001), "the session ended before the response"),
+                ),
+            }
+        }
+        ResponseMode::Sse => {
+            let stream = session.streams.open();
+            if session
+                .expect_reply(id.clone(), ReplyTarget::Stream(stream))
+                .is_err()
+            {
+                return duplicate(id);
+            }
+            if session.inbound.send(envelope).await.is_err() {
+                session.forget(&id);
+                return session_not_found(&session.id);
+            }
+            let cursor = session.streams.attach(stream, None).unwrap_or(0);
+            let retry = priming.then_some(state.config.retry);
+            sse(state, session.clone(), stream, cursor, retry, one_shot)
+        }
+    }
+}
+
+fn duplicate(id: RequestId) -> Response {
+    error_for(
+        StatusCode::CONFLICT,
+        Some(id.clone()),
+        ErrorObject::invalid_request(format!(
+            "request id {id} is already in flight in this session"
+        )),
+    )
+}
+
+/// Forgets a JSON-mode request whose POST went away, and ends a one-shot (stateless) session.
+struct Forget {
+    session: Arc<HttpSession>,
+    id: RequestId,
+    close: bool,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.session.forget(&self.id);
+        if self.close {
+            self.session.close();
+        }
+    }
+}
+
+fn get(state: &Shared, headers: &HeaderMap) -> Response {
+    if state.config.stateless {
+        return method_not_allowed("a stateless server has no standalone stream");
+    }
+    if let Err(r) = check_accept(headers, &["text/event-stream"]) {
+        return r;
+    }
+    if let Err(r) = checks::protocol_version(headers) {
+        return r;
+    }
+    let Some(id) = checks::session_id(headers) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "Bad Request: the Mcp-Session-Id header is required",
+        );
+    };
+    let Some(session) = state.sessions().get(&id).cloned() else {
+        return session_not_found(&id);
+    };
+    session.touch();
+    let resume = headers
+        .get(LAST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_event_id)
+        .filter(|(stream, _)| session.streams.exists(*stream));
+    let (stream, after) = match resume {
+        Some((stream, seq)) => (stream, Some(seq)),
+        None => (STANDALONE, None),
+    };
+    match session.streams.attach(stream, after) {
+        Some(cursor) => sse(state, session, stream, cursor, None, false),
+        None => error(
+            StatusCode::CONFLICT,
+            ErrorCode::INVALID_REQUEST,
+            "Conflict: this stream already has a reader in this session",
+        ),
+    }
+}
+
+fn delete(state: &Shared, headers: &HeaderMap) -> Response {
+    if state.config.stateless {
+        return method_not_allowed("a stateless server has no sessions to end");
+    }
+    let Some(id) = checks::session_id(headers) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "Bad Request: the Mcp-Session-Id header is required",
+        );
+    };
+    match state.sessions().remove(&id) {
+        Some(session) => {
+            session.close();
+            StatusCode::OK.into_response()
+        }
+        None => session_not_found(&id),
+    }
+}
+
+/// An SSE response reading `stream` from `cursor` (the reader is already attached).
+fn sse(
+    state: &Shared,
+    session: Arc<HttpSession>,
+    stream: StreamId,
+    cursor: u64,
+    retry: Option<Duration>,
+    one_shot: bool,
+) -> Response {
+    let reader = Reader {
+        session,
+        stream,
+        cursor,
+        pending: VecDeque::new(),
+        priming: retry,
+        done: false,
+        one_shot,
+    };
+    let events = futures::stream::unfold(reader, Reader::next_event);
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(state.config.keep_alive))
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// Reads one stream of a session into SSE events; detaches when dropped.
+struct Reader {
+    session: Arc<HttpSession>,
+    stream: StreamId,
+    cursor: u64,
+    pending: VecDeque<Event>,
+    priming: Option<Duration>,
+    done: bool,
+    one_shot: bool,
+}
+
+impl Reader {
+    async fn next_event(mut self) -> Option<(Result<SseEvent, Infallible>, Self)> {
+        if let Some(retry) = self.priming.take() {
+            // The 2025-11-25 priming event: an id to resume from, empty data, and `retry`.
+            let event = SseEvent::default()
+                .id(event_id(self.stream, 0))
+                .retry(retry)
+                .data("");
+            return Some((Ok(event), self));
+        }
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                self.done |= event.last;
+                let sse = SseEvent::default()
+                    .event("message")
+                    .id(event_id(self.stream, event.seq))
+                    .data(&*event.data);
+                return Some((Ok(sse), self));
+            }
+            if self.done {
+                return None;
+            }
+            let Some(changed) = self.session.streams.notifier(self.stream) else {
+                return None;
+            };
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.session.streams.take(self.stream, self.cursor) {
+                Some(events) if !events.is_empty() => {
+                    self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                    self.pending.extend(events);
+                }
+                Some(_) => {
+                    tokio::select! {
+                        () = &mut notified => {}
+                        () = self.session.closed.cancelled() => return None,
+                    }
+                }
+                None => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.session.streams.detach(self.stream);
+        if self.one_shot {
+            self.session.close();
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The Streamable HTTP server: one endpoint, mounted in any axum app.
+//!
+//! ```no_run
+//! # async fn demo(make_driver: impl Fn(tidewire_http::server::HttpTransport) -> tidewire_core::session::Driver + Send + Sync + 'static) -> std::io::Result<()> {
+//! use tidewire_http::server::{HttpConfig, StreamableHttp};
+//!
+//! // `make_driver` starts one engine session per MCP session, e.g.
+//! // `move |transport| server.serve(transport).1` with a `tidewire_server::Server`.
+//! let mcp = StreamableHttp::new(HttpConfig::default(), make_driver);
+//! let app = axum::Router::new().merge(mcp.router("/mcp"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! ## What goes where
+//! - **POST** carries each client message. A request is answered with an SSE stream (default)
+//!   that carries everything related to it — progress, logs, requests back to the client — and
+//!   ends with its response; or, in [`ResponseMode::Json`], with one JSON body. Notifications
+//!   and responses get 202.
+//! - **GET** opens the session's standalone stream, for messages related to no request
+//!   (list_changed, resource updates). Until one is open they wait in the session's buffer.
+//! - Each message goes to exactly one stream. Every event has an id `<stream>-<seq>`; a client
+//!   that lost a stream resumes it with GET and `Last-Event-ID`, and gets what came after on
+//!   that stream only. On 2025-11-25 a POST stream starts with a priming event and `retry`.
+//! - **DELETE** ends the session. Idle sessions expire. Unknown or ended sessions get 404,
+//!   requests without a session 400, a full session table 503 with `Retry-After`.
+//! - `Host` and `Origin` are checked (loopback only by default), and so are `Accept`,
+//!   `Content-Type`, `MCP-Protocol-Version` and the body size, each with its status and a
+//!   JSON-RPC error body.
+
+mod checks;
+mod config;
+mod handlers;
+mod session;
+mod streams;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use tidewire_core::session::Driver;
+use tidewire_core::transport::Codec;
+use tokio::sync::mpsc;
+
+pub use config::{HttpConfig, ResponseMode};
+pub use session::{HttpReceiver, HttpSender};
+
+use session::HttpSession;
+
+/// The transport one engine session runs on: what [`StreamableHttp`] hands to the function
+/// that starts a session.
+pub type HttpTransport = (HttpSender, HttpReceiver);
+
+type MakeDriver = dyn Fn(HttpTransport) -> Driver + Send + Sync;
+
+/// What the transport knew about the HTTP request that carried a message; in the message's
+/// envelope extensions (reach it through `RequestContext::extensions`).
+#[derive(Debug, Clone)]
+pub struct HttpRequestInfo {
+    /// The request headers (for auth, tracing, …).
+    pub headers: http::HeaderMap,
+    /// The session, when there is one.
+    pub session_id: Option<String>,
+}
+
+/// A Streamable HTTP endpoint. Cheap to clone; clones share the session table.
+#[derive(Clone)]
+pub struct StreamableHttp {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for StreamableHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttp")
+            .field("sessions", &self.session_count())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct State {
+    config: HttpConfig,
+    codec: Codec,
+    make_driver: Box<MakeDriver>,
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    reaper_started: std::sync::Once,
+}
+
+impl StreamableHttp {
+    /// An endpoint with `config`; `make_driver` starts the engine of each new session (for a
+    /// `tidewire_server::Server`: `move |t| server.serve(t).1`). The driver is spawned on the
+    /// current tokio runtime.
+    pub fn new(
+        config: HttpConfig,
+        make_driver: impl Fn(HttpTransport) -> Driver + Send + Sync + 'static,
+    ) -> Self {
+        let codec = Codec::new(config.max_message_size);
+        Self {
+            state: Arc::new(State {
+                config,
+                codec,
+                make_driver: Box::new(make_driver),
+                sessions: Mutex::new(HashMap::new()),
+                reaper_started: std::sync::Once::new(),
+            }),
+        }
+    }
+
+    /// An axum router serving the endpoint at `path` (POST, GET, DELETE). Merge or nest it into
+    /// your app; add tower layers (auth, tracing, CORS) around it as usual.
+    pub fn router(&self, path: &str) -> axum::Router {
+        axum::Router::new()
+            .route(path, axum::routing::any(handlers::endpoint))
+            .with_state(self.state.clone())
+    }
+
+    /// Sessions open now.
+    pub fn session_count(&self) -> usize {
+        self.state.sessions().len()
+    }
+
+    /// Ends every session (their streams end, their engines stop).
+    pub fn close_all(&self) {
+        let sessions: Vec<_> = self.state.sessions().drain().map(|(_, s)| s).collect();
+        for s in sessions {
+            s.close();
+        }
+    }
+}
+
+impl State {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts a session's engine on a fresh transport; the session is removed when it stops.
+    fn start_session(self: &Arc<Self>, id: String) -> Arc<HttpSession> {
+        let (tx, rx) = mpsc::channel(self.config.inbound_queue);
+        let session = Arc::new(HttpSession::new(
+            id,
+            tx,
+            self.config.stream_capacity,
+            self.config.stream_patience,
+        ));
+        let transport = (
+            HttpSender {
+                session: session.clone(),
+                codec: self.codec,
+            },
+            HttpReceiver {
+                rx,
+                closed: session.closed.clone(),
+            },
+        );
+        let driver = (self.make_driver)(transport);
+        let weak: Weak<State> = Arc::downgrade(self);
+        let ended = session.clone();
+        tokio::spawn(async move {
+            if let Err(error) = driver.await {
+                tracing::debug!(%error, "an HTTP session's engine stopped with an error");
+            }
+            ended.close();
+            if let Some(state) = weak.upgrade() {
+                state.sessions().remove(&ended.id);
+            }
+        });
+        session
+    }
+
+    /// Expires idle sessions, checking a few times per timeout, for as long as the endpoint
+    /// lives.
+    fn start_reaper(self: &Arc<Self>) {
+        self.reaper_started.call_once(|| {
+            let weak = Arc::downgrade(self);
+            let timeout = self.config.session_idle_timeout;
+            let every = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(state) = weak.upgrade() else { return };
+                    let expired: Vec<_> = state
+                        .sessions()
+                        .iter()
+                        .filter(|(_, s)| s.idle_for().is_some_and(|idle| idle >= timeout))
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    for id in expired {
+                        if let Some(session) = state.sessions().remove(&id) {
+                            tracing::debug!(session = %id, "an idle session expired");
+                            session.close();
+                        }
+                    }
+                }
+            });
+        });
+    }
+}
+
+/// A new session id: 128 random bits as 32 hex digits (visible ASCII, H20).
+fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,214 @@
+//! One MCP session over Streamable HTTP: the engine side (a transport) and the HTTP side
+//! (where each outbound message goes).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tidewire_core::ProtocolVersion;
+use tidewire_core::jsonrpc::{Message, RequestId};
+use tidewire_core::transport::{
+    Codec, Envelope, Route, TransportError, TransportReceiver, TransportSender,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::streams::{STANDALONE, StreamId, Streams};
+
+/// Where the response to one inbound request goes.
+#[derive(Debug)]
+pub(crate) enum ReplyTarget {
+    /// An SSE stream (the POST's reply, resumable).
+    Stream(StreamId),
+    /// A JSON body: the POST handler waits on this.
+    Json(oneshot::Sender<Arc<str>>),
+}
+
+/// The session state shared by the HTTP handlers and the engine's transport.
+#[derive(Debug)]
+pub(crate) struct HttpSession {
+    /// The `Mcp-Session-Id` (empty in stateless mode).
+    pub(crate) id: String,
+    /// Messages from the client, to the engine.
+    pub(crate) inbound: mpsc::Sender<Envelope>,
+    pub(crate) streams: Streams,
+    routes: Mutex<HashMap<RequestId, ReplyTarget>>,
+    last_active: Mutex<Instant>,
+    /// Fired when the session ends (DELETE, expiry, shutdown, or the engine stopped).
+    pub(crate) closed: CancellationToken,
+    /// The negotiated revision, read from the `initialize` result on its way out; 0 = unknown.
+    version: AtomicU8,
+}
+
+/// A request id is already waiting for its response in this session.
+#[derive(Debug)]
+pub(crate) struct DuplicateId;
+
+impl HttpSession {
+    pub(crate) fn new(
+        id: String,
+        inbound: mpsc::Sender<Envelope>,
+        stream_capacity: usize,
+        patience: Duration,
+    ) -> Self {
+        Self {
+            id,
+            inbound,
+            streams: Streams::new(stream_capacity, patience),
+            routes: Mutex::new(HashMap::new()),
+            last_active: Mutex::new(Instant::now()),
+            closed: CancellationToken::new(),
+            version: AtomicU8::new(0),
+        }
+    }
+
+    fn routes(&self) -> MutexGuard<'_, HashMap<RequestId, ReplyTarget>> {
+        self.routes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes activity (for idle expiry).
+    pub(crate) fn touch(&self) {
+        *self
+            .last_active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+
+    /// How long since the last request, or `None` while something is going on (a request in
+    /// flight or a stream with a reader), which keeps the session alive.
+    pub(crate) fn idle_for(&self) -> Option<Duration> {
+        if !self.routes().is_empty() || self.streams.any_attached() {
+            return None;
+        }
+        Some(
+            self.last_active
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .elapsed(),
+        )
+    }
+
+    /// Registers where the response to request `id` goes.
+    pub(crate) fn expect_reply(
+        &self,
+        id: RequestId,
+        target: ReplyTarget,
+    ) -> Result<(), DuplicateId> {
+        let mut routes = self.routes();
+        if routes.contains_key(&id) {
+            return Err(DuplicateId);
+        }
+        routes.insert(id, target);
+        Ok(())
+    }
+
+    /// Forgets request `id` (its POST went away before a JSON reply).
+    pub(crate) fn forget(&self, id: &RequestId) {
+        self.routes().remove(id);
+    }
+
+    /// The revision negotiated by `initialize`, once seen.
+    pub(crate) fn version(&self) -> Option<ProtocolVersion> {
+        match self.version.load(Ordering::Acquire) {
+            0 => None,
+            n => ProtocolVersion::ALL.get(usize::from(n) - 1).copied(),
+        }
+    }
+
+    fn note_version(&self, message: &Message) {
+        if let Message::Response(r) = message
+            && let Ok(result) = &r.outcome
+            && let Some(v) = result.get("protocolVersion").and_then(|v| v.as_str())
+            && result.get("serverInfo").is_some()
+            && let Ok(version) = v.parse::<ProtocolVersion>()
+            && let Some(i) = ProtocolVersion::ALL.iter().position(|x| *x == version)
+        {
+            self.version
+                .store(u8::try_from(i + 1).unwrap_or(0), Ordering::Release);
+        }
+    }
+
+    /// Sends one outbound message where it belongs: a response to its request's stream (or
+    /// JSON body), a message related to a request to that request's stream, anything else to
+    /// the standalone stream. Each message goes to exactly one stream (H17).
+    async fn route(&self, envelope: Envelope, codec: &Codec) -> Result<(), TransportError> {
+        self.note_version(&envelope.message);
+        let bytes = codec.encode(&envelope.message)?;
+        let data: Arc<str> = String::from_utf8_lossy(&bytes).into();
+        let (stream, last) = match (&envelope.message, &envelope.route) {
+            (Message::Response(r), _) => {
+                let target = r.id.as_ref().and_then(|id| self.routes().remove(id));
+                match target {
+                    Some(ReplyTarget::Json(tx)) => {
+                        let _ = tx.send(data);
+                        return Ok(());
+                    }
+                    Some(ReplyTarget::Stream(s)) => (s, true),
+                    None => {
+                        tracing::debug!(id = ?r.id, "a response with no open request; dropped");
+                        return Ok(());
+                    }
+                }
+            }
+            (_, Route::Request(id)) => match self.routes().get(id) {
+                Some(ReplyTarget::Stream(s)) => (*s, false),
+                _ => (STANDALONE, false),
+            },
+            (_, Route::Unrelated) => (STANDALONE, false),
+        };
+        if !self.streams.push(stream, data.clone(), last).await && stream != STANDALONE {
+            // The request's stream is gone (the session is closing): nothing to deliver to.
+            tracing::debug!(stream, "a message for a closed stream; dropped");
+        }
+        Ok(())
+    }
+
+    /// Ends the session.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+        self.streams.close_all();
+        self.routes().clear();
+    }
+}
+
+/// The engine's sending half: routes each message to its stream.
+#[derive(Debug)]
+pub struct HttpSender {
+    pub(crate) session: Arc<HttpSession>,
+    pub(crate) codec: Codec,
+}
+
+/// The engine's receiving half: the messages clients POST to this session.
+#[derive(Debug)]
+pub struct HttpReceiver {
+    pub(crate) rx: mpsc::Receiver<Envelope>,
+    pub(crate) closed: CancellationToken,
+}
+
+impl TransportSender for HttpSender {
+    async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
+        if self.session.closed.is_cancelled() {
+            return Err(TransportError::closed());
+        }
+        self.session.route(envelope, &self.codec).await
+    }
+
+    async fn close(&mut self) -> Result<(), TransportError> {
+        self.session.close();
+        Ok(())
+    }
+}
+
+impl TransportReceiver for HttpReceiver {
+    async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
+        tokio::select! {
+            biased;
+            envelope = self.rx.recv() => envelope.map(Ok),
+            () = self.closed.cancelled() => None,
+        }
+    }
+}
