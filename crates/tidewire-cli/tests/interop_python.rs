@@ -1,6 +1,8 @@
-//! The official MCP Python SDK's peer client (`mcp` 2.3.0) against `tidewire serve --stdio`: the
-//! eight peer scenarios, in `--mode auto` (it probes `server/discover` first and must fall back
-//! to `initialize` at once) and in `--mode legacy`.
+//! The official MCP Python SDK's peer client (`mcp` 2.3.0) against `tidewire serve`, over stdio
+//! and over Streamable HTTP: the eight peer scenarios, in `--mode auto` (it probes
+//! `server/discover` first and must fall back to `initialize` at once) and in `--mode legacy`;
+//! and, on HTTP, the wire dump shows each log on the POST stream and each `list_changed` /
+//! `resources/updated` on the GET stream.
 //!
 //! The peers are found through `TIDEWIRE_PY_PYTHON` and `TIDEWIRE_PY_PEERS_DIR`; without them
 //! these tests skip with a printed reason (`.ci/run` sets them and makes them required).
@@ -15,10 +17,55 @@ use tokio::time::timeout;
 
 const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
 
+/// `tidewire serve --bind 127.0.0.1:0`, stopped when dropped.
+struct HttpServer {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    async fn start(extra: &[&str]) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidewire"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start tidewire serve --bind");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let url = timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the server prints its URL in time")
+            .expect("read")
+            .expect("a URL line");
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
 async fn python_client_against_tidewire_serve(mode: &str) {
     let Some(peers) = python_peers() else { return };
     // The peer client splits this command line with shlex.
     let server = format!("'{}' serve --stdio", env!("CARGO_BIN_EXE_tidewire"));
+    run_scenarios(&peers, "stdio", &server, mode).await;
+}
+
+async fn run_scenarios(
+    peers: &tidewire_tests::external::PythonPeers,
+    transport: &str,
+    target: &str,
+    mode: &str,
+) {
+    let server = target;
     let mut failures = Vec::new();
     for scenario in PEER_SCENARIOS {
         let started = Instant::now();
@@ -26,7 +73,7 @@ async fn python_client_against_tidewire_serve(mode: &str) {
             SCENARIO_LIMIT,
             Command::new(&peers.python)
                 .arg(peers.client_script())
-                .args(["stdio", &server, scenario, "--mode", mode])
+                .args([transport, server, scenario, "--mode", mode])
                 .stdin(Stdio::null())
                 .kill_on_drop(true)
                 .output(),
@@ -37,12 +84,15 @@ async fn python_client_against_tidewire_serve(mode: &str) {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let last = stdout.lines().last().unwrap_or("").to_owned();
         for line in stdout.lines().filter(|l| l.starts_with("# ")) {
-            println!("[{mode} {scenario}] {line}");
+            println!("[{transport} {mode} {scenario}] {line}");
         }
-        println!("[{mode} {scenario}] {last} in {:?}", started.elapsed());
+        println!(
+            "[{transport} {mode} {scenario}] {last} in {:?}",
+            started.elapsed()
+        );
         if !(output.status.success() && last == format!("PASS {scenario}")) {
             failures.push(format!(
-                "{scenario} ({mode}): {last}\nstderr:\n{}",
+                "{scenario} ({transport}, {mode}): {last}\nstderr:\n{}",
                 String::from_utf8_lossy(&output.stderr)
             ));
         }
@@ -62,4 +112,83 @@ async fn python_client_mode_auto() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_mode_legacy() {
     python_client_against_tidewire_serve("legacy").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_over_streamable_http_mode_auto() {
+    let Some(peers) = python_peers() else { return };
+    let server = HttpServer::start(&[]).await;
+    run_scenarios(&peers, "streamable-http", &server.url, "auto").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_over_streamable_http_mode_legacy() {
+    let Some(peers) = python_peers() else { return };
+    let server = HttpServer::start(&[]).await;
+    run_scenarios(&peers, "streamable-http", &server.url, "legacy").await;
+}
+
+/// The wire dump says which HTTP stream each message came on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_sees_each_message_on_its_stream() {
+    let Some(peers) = python_peers() else { return };
+    let server = HttpServer::start(&[]).await;
+    for scenario in ["notifications", "subscribe"] {
+        let output = timeout(
+            SCENARIO_LIMIT,
+            Command::new(&peers.python)
+                .arg(peers.client_script())
+                .args(["streamable-http", &server.url, scenario, "--dump-wire"])
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("in time")
+        .expect("the Python peer client runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.lines().last() == Some(&format!("PASS {scenario}")[..]),
+            "{stdout}"
+        );
+        let wire = String::from_utf8_lossy(&output.stderr);
+        let inbound: Vec<&str> = wire.lines().filter(|l| l.contains("<<[")).collect();
+        let on = |method: &str| -> Vec<&str> {
+            inbound
+                .iter()
+                .filter(|l| l.contains(&format!("\"method\": \"{method}\"")))
+                .map(|l| {
+                    if l.contains("<<[POST]") {
+                        "POST"
+                    } else if l.contains("<<[GET]") {
+                        "GET"
+                    } else {
+                        "?"
+                    }
+                })
+                .collect()
+        };
+        match scenario {
+            "notifications" => {
+                let logs = on("notifications/message");
+                assert_eq!(
+                    logs,
+                    vec!["POST"; 5],
+                    "logs travel with their request:\n{wire}"
+                );
+                assert_eq!(
+                    on("notifications/resources/list_changed"),
+                    vec!["GET"],
+                    "{wire}"
+                );
+            }
+            _ => {
+                let updates = on("notifications/resources/updated");
+                assert!(
+                    !updates.is_empty() && updates.iter().all(|s| *s == "GET"),
+                    "{wire}"
+                );
+            }
+        }
+    }
 }
