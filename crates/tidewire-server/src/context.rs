@@ -210,6 +210,15 @@ impl Context {
         has: impl Fn(&ClientCapabilities) -> bool,
         what: &str,
     ) -> Result<(), SessionError> {
+        // What the transport cannot carry is the clearer reason, so it comes first.
+        if let Some(limits) = self.request.limits()
+            && !limits.peer_requests
+        {
+            return Err(SessionError::NotSupported(format!(
+                "{what}: this transport cannot send requests to the client ({})",
+                limits.reason
+            )));
+        }
         match self.connection.client_capabilities() {
             Some(caps) if has(&caps) => Ok(()),
             _ => Err(SessionError::NotSupported(what.to_owned())),

@@ -59,7 +59,7 @@ impl Default for HttpConfig {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(1),
-            stream_capacity: 1024,
+            stream_capacity: 16_384,
             stream_patience: Duration::from_secs(10),
             inbound_queue: 64,
             allowed_hosts: Vec::new(),
@@ -129,8 +129,13 @@ impl HttpConfig {
         self
     }
 
-    /// Events kept per stream for resumption (default 1,024), and how long a writer waits for
-    /// a slow or absent reader before dropping the oldest (default 10 s).
+    /// Events kept per stream for resumption (default 16,384), and how long a writer waits for
+    /// a slow or absent reader before dropping the oldest event nobody has read (default 10 s).
+    ///
+    /// A client that resumes with `Last-Event-ID` gets what came after, as long as it is still
+    /// kept: what a reader has taken may still sit in socket buffers when a connection drops,
+    /// so the history must cover that window (on loopback, thousands of small events). Memory is
+    /// spent only on events actually sent; an idle session keeps none.
     #[must_use]
     pub fn stream_buffer(mut self, events: usize, patience: Duration) -> Self {
         self.stream_capacity = events.max(1);

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
+use bytes::Bytes;
 use axum::extract::State as Extract;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
@@ -389,18 +389,36 @@ fn sse(
         priming: retry,
         done: false,
         one_shot,
+        keep_alive: state.config.keep_alive,
     };
-    let events = futures::stream::unfold(reader, Reader::next_event);
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(state.config.keep_alive))
-        .into_response();
+    let frames = futures::stream::unfold(reader, Reader::next_frame);
+    let mut response = Response::new(Body::from_stream(frames));
     let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
 
-/// Reads one stream of a session into SSE events; detaches when dropped.
+/// One SSE event in wire form. `data` never holds a newline (messages are compact JSON).
+fn frame(id: &str, data: &str, retry: Option<Duration>) -> Bytes {
+    let mut out = String::with_capacity(data.len() + id.len() + 32);
+    if retry.is_none() {
+        out.push_str("event: message\n");
+    }
+    out.push_str("id: ");
+    out.push_str(id);
+    out.push('\n');
+    if let Some(retry) = retry {
+        out.push_str(&format!("retry: {}\n", retry.as_millis()));
+    }
+    out.push_str("data: ");
+    out.push_str(data);
+    out.push_str("\n\n");
+    Bytes::from(out)
+}
+
+/// Reads one stream of a session into SSE frames; detaches when dropped.
 struct Reader {
     session: Arc<HttpSession>,
     stream: StreamId,
@@ -409,48 +427,42 @@ struct Reader {
     priming: Option<Duration>,
     done: bool,
     one_shot: bool,
+    keep_alive: Duration,
 }
 
 impl Reader {
-    async fn next_event(mut self) -> Option<(Result<SseEvent, Infallible>, Self)> {
+    async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
         if let Some(retry) = self.priming.take() {
-            // The 2025-11-25 priming event: an id to resume from, empty data, and `retry`.
-            let event = SseEvent::default()
-                .id(event_id(self.stream, 0))
-                .retry(retry)
-                .data("");
-            return Some((Ok(event), self));
+            // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data.
+            let priming = frame(&event_id(self.stream, 0), "", Some(retry));
+            return Some((Ok(priming), self));
         }
         loop {
             if let Some(event) = self.pending.pop_front() {
                 self.done |= event.last;
-                let sse = SseEvent::default()
-                    .event("message")
-                    .id(event_id(self.stream, event.seq))
-                    .data(&*event.data);
-                return Some((Ok(sse), self));
+                let bytes = frame(&event_id(self.stream, event.seq), &event.data, None);
+                return Some((Ok(bytes), self));
             }
             if self.done {
                 return None;
             }
-            let Some(changed) = self.session.streams.notifier(self.stream) else {
-                return None;
-            };
+            let changed = self.session.streams.notifier(self.stream)?;
             let notified = changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            match self.session.streams.take(self.stream, self.cursor) {
-                Some(events) if !events.is_empty() => {
-                    self.cursor = events.last().map_or(self.cursor, |e| e.seq);
-                    self.pending.extend(events);
-                }
-                Some(_) => {
-                    tokio::select! {
-                        () = &mut notified => {}
-                        () = self.session.closed.cancelled() => return None,
+            let events = self.session.streams.take(self.stream, self.cursor)?;
+            if events.is_empty() {
+                tokio::select! {
+                    () = &mut notified => {}
+                    () = self.session.closed.cancelled() => return None,
+                    () = tokio::time::sleep(self.keep_alive) => {
+                        // A comment keeps proxies and clients from timing the stream out.
+                        return Some((Ok(Bytes::from_static(b":\n\n")), self));
                     }
                 }
-                None => return None,
+            } else {
+                self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                self.pending.extend(events);
             }
         }
     }

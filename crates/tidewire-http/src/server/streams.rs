@@ -101,7 +101,14 @@ impl Streams {
     pub(crate) async fn push(&self, stream: StreamId, data: Arc<str>, last: bool) -> bool {
         let deadline = tokio::time::Instant::now() + self.patience;
         loop {
-            let wait = {
+            let Some(changed) = self.notifier(stream) else {
+                return false;
+            };
+            // Registered before the check, so a reader taking events in between still wakes us.
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
                 let mut streams = self.lock();
                 let Some(s) = streams.get_mut(&stream) else {
                     return false;
@@ -111,7 +118,8 @@ impl Streams {
                 {
                     s.events.pop_front();
                 }
-                if s.events.len() < self.capacity || tokio::time::Instant::now() >= deadline {
+                let out_of_patience = tokio::time::Instant::now() >= deadline;
+                if s.events.len() < self.capacity || out_of_patience {
                     if s.events.len() >= self.capacity {
                         s.events.pop_front();
                         tracing::warn!(
@@ -126,11 +134,9 @@ impl Streams {
                     s.changed.notify_waiters();
                     return true;
                 }
-                s.changed.clone()
-            };
-            let notified = wait.notified();
+            }
             tokio::select! {
-                () = notified => {}
+                () = &mut notified => {}
                 () = tokio::time::sleep_until(deadline) => {}
             }
         }

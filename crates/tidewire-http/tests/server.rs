@@ -1,0 +1,590 @@
+//! The Streamable HTTP server, driven with raw HTTP: every status and header rule, the streams,
+//! sessions, resumption, and the JSON and stateless modes.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tidewire_core::schema::CallToolResult;
+use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
+use tidewire_server::Context;
+use tokio::time::timeout;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[derive(Deserialize, JsonSchema)]
+struct Burst {
+    /// How many `resources/list_changed` to send, unrelated to the request.
+    n: u64,
+}
+
+/// The demo server plus `burst`, which sends `n` unrelated notifications (GET stream).
+fn test_server() -> tidewire_server::Server {
+    tidewire_demo::demo_builder()
+        .tool(
+            "burst",
+            "Sends n list_changed notifications",
+            |args: Burst, ctx: Context| async move {
+                for _ in 0..args.n {
+                    ctx.server().notify_resources_changed().await;
+                }
+                Ok(CallToolResult::text(format!("sent {}", args.n)))
+            },
+        )
+        .build()
+}
+
+async fn start(config: HttpConfig) -> (String, StreamableHttp) {
+    let server = test_server();
+    let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
+    let app = mcp.router("/mcp");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/mcp"), mcp)
+}
+
+/// A hand-rolled MCP-over-HTTP client, so every header is under the test's control.
+#[derive(Clone)]
+struct Raw {
+    http: reqwest::Client,
+    url: String,
+    session: Option<String>,
+}
+
+fn init_body(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+impl Raw {
+    fn new(url: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            url: url.to_owned(),
+            session: None,
+        }
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.post_with(body, &[])
+    }
+
+    /// A POST whose default headers are replaced by `overrides`.
+    fn post_with(
+        &self,
+        body: &Value,
+        overrides: &[(&'static str, &str)],
+    ) -> reqwest::RequestBuilder {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let mut set = |k: &'static str, v: &str| {
+            headers.insert(
+                k,
+                reqwest::header::HeaderValue::from_str(v).expect("header value"),
+            );
+        };
+        set("accept", "application/json, text/event-stream");
+        set("content-type", "application/json");
+        set("mcp-protocol-version", "2025-11-25");
+        if let Some(session) = &self.session {
+            set("mcp-session-id", session);
+        }
+        for (k, v) in overrides {
+            set(k, v);
+        }
+        self.http
+            .post(&self.url)
+            .headers(headers)
+            .body(body.to_string())
+    }
+
+    fn get(&self, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        request
+    }
+
+    /// `initialize` + `initialized`; keeps the session id.
+    async fn initialize(&mut self) -> Value {
+        let response = self.post(&init_body(0)).send().await.expect("initialize");
+        assert_eq!(response.status(), 200);
+        self.session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let messages = read_messages(response).await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let ack = self.post(&initialized).send().await.expect("initialized");
+        assert_eq!(ack.status(), 202);
+        assert!(
+            ack.text().await.expect("body").is_empty(),
+            "202 has no body"
+        );
+        messages.last().cloned().expect("the initialize response")
+    }
+
+    /// POSTs a request and collects every message of its reply (SSE or JSON).
+    async fn call(&self, body: &Value) -> Vec<Value> {
+        let response = self.post(body).send().await.expect("post");
+        assert_eq!(response.status(), 200, "{body}");
+        read_messages(response).await
+    }
+}
+
+fn tool_call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+async fn json_of(response: reqwest::Response) -> Result<Value, String> {
+    let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+}
+
+/// The JSON-RPC messages of a reply: one JSON body, or the data of each SSE event.
+async fn read_messages(response: reqwest::Response) -> Vec<Value> {
+    let is_sse = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_sse {
+        return vec![json_of(response).await.expect("json body")];
+    }
+    let mut events = response.bytes_stream().eventsource();
+    let mut out = Vec::new();
+    while let Some(event) = timeout(LIMIT, events.next()).await.expect("in time") {
+        let event = event.expect("valid SSE");
+        if event.data.is_empty() {
+            continue; // the priming event
+        }
+        out.push(serde_json::from_str(&event.data).expect("JSON data"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_session_is_issued_at_initialize_and_required_after() {
+    let (url, mcp) = start(HttpConfig::default()).await;
+    let mut raw = Raw::new(&url);
+    let init = timeout(LIMIT, raw.initialize()).await.expect("in time");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let session = raw.session.clone().expect("a session id");
+    assert_eq!(session.len(), 32);
+    assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+    assert_eq!(mcp.session_count(), 1);
+
+    let echo = tool_call(1, "echo", json!({"text": "hi"}));
+    let replies = timeout(LIMIT, raw.call(&echo)).await.expect("in time");
+    assert_eq!(
+        replies.last().expect("reply")["result"]["content"][0]["text"],
+        "hi"
+    );
+
+    let anonymous = Raw::new(&url);
+    let response = anonymous.post(&echo).send().await.expect("post");
+    assert_eq!(response.status(), 400, "no session id");
+    let mut stranger = Raw::new(&url);
+    stranger.session = Some("0".repeat(32));
+    let response = stranger.post(&echo).send().await.expect("post");
+    assert_eq!(response.status(), 404, "unknown session");
+    let body: Value = json_of(response).await.expect("json error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Session not found"))
+    );
+
+    // DELETE ends it; afterwards the id is unknown.
+    let deleted = raw
+        .http
+        .delete(&url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), 200);
+    let response = raw.post(&echo).send().await.expect("post");
+    assert_eq!(response.status(), 404);
+    assert_eq!(mcp.session_count(), 0);
+}
+
+#[tokio::test]
+async fn every_check_has_its_status_and_a_json_rpc_body() {
+    let (url, _mcp) = start(HttpConfig::default().max_body(4096)).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let echo = tool_call(1, "echo", json!({"text": "x"}));
+    let status = |r: &reqwest::Response| r.status().as_u16();
+
+    let r = raw
+        .post_with(&echo, &[("host", "evil.example")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(status(&r), 403, "foreign Host");
+    let r = raw
+        .post_with(&echo, &[("origin", "https://evil.example")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(status(&r), 403, "foreign Origin");
+    let body: Value = json_of(r).await.expect("json");
+    assert_eq!(body["jsonrpc"], "2.0");
+    let r = raw
+        .post_with(&echo, &[("origin", "http://localhost:5173")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(status(&r), 200, "a loopback Origin is fine");
+    let _ = r.bytes().await;
+
+    let r = raw
+        .post_with(&echo, &[("accept", "application/json")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(status(&r), 406, "Accept without text/event-stream");
+    let r = raw
+        .post_with(&echo, &[("content-type", "text/plain")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(status(&r), 415);
+    let r = raw
+        .post_with(&echo, &[("mcp-protocol-version", "2099-01-01")])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(status(&r), 400, "unsupported protocol version");
+    let big = tool_call(2, "echo", json!({"text": "y".repeat(10_000)}));
+    let r = raw.post(&big).send().await.expect("post");
+    assert_eq!(status(&r), 413);
+
+    let mut malformed = raw.post(&echo).build().expect("request");
+    *malformed.body_mut() = Some("{not json".into());
+    let r = raw.http.execute(malformed).await.expect("post");
+    assert_eq!(status(&r), 400);
+    let body: Value = json_of(r).await.expect("json");
+    assert_eq!(body["error"]["code"], -32700);
+    let r = raw.post(&json!([echo.clone()])).send().await.expect("post");
+    assert_eq!(status(&r), 400, "batches are refused");
+    let r = raw.http.put(&url).send().await.expect("put");
+    assert_eq!(status(&r), 405);
+    let mut wrong = raw.get(None).build().expect("request");
+    wrong.headers_mut().insert(
+        "accept",
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    let r = raw.http.execute(wrong).await.expect("get");
+    assert_eq!(status(&r), 406, "GET must accept text/event-stream");
+    // After all that, the session still serves.
+    let replies = raw.call(&echo).await;
+    assert_eq!(
+        replies.last().expect("reply")["result"]["content"][0]["text"],
+        "x"
+    );
+}
+
+#[tokio::test]
+async fn related_messages_ride_the_post_and_unrelated_ones_the_get_stream() {
+    let (url, _mcp) = start(HttpConfig::default()).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    // list_changed sent before any GET stream waits in the session's buffer.
+    let replies = timeout(
+        LIMIT,
+        raw.call(&tool_call(1, "notify", json!({"count": 3}))),
+    )
+    .await
+    .expect("in time");
+    let methods: Vec<&str> = replies
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        vec!["notifications/message"; 3],
+        "logs travel with their request"
+    );
+    assert!(replies.last().expect("reply")["result"].is_object());
+    let get = raw.get(None).send().await.expect("get");
+    assert_eq!(get.status(), 200);
+    let mut events = get.bytes_stream().eventsource();
+    let event = timeout(LIMIT, events.next())
+        .await
+        .expect("in time")
+        .expect("event")
+        .expect("sse");
+    let message: Value = serde_json::from_str(&event.data).expect("json");
+    assert_eq!(message["method"], "notifications/resources/list_changed");
+    assert!(
+        event.id.starts_with("0-"),
+        "standalone stream ids start with 0-: {}",
+        event.id
+    );
+    // A second reader of the same stream is refused.
+    let second = raw.get(None).send().await.expect("get");
+    assert_eq!(second.status(), 409);
+}
+
+#[tokio::test]
+async fn a_get_stream_cut_mid_burst_resumes_without_loss_or_duplicates() {
+    let (url, _mcp) = start(HttpConfig::default()).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let get = raw.get(None).send().await.expect("get");
+    let mut events = get.bytes_stream().eventsource();
+    let burst = {
+        let raw = raw.clone();
+        tokio::spawn(async move { raw.call(&tool_call(1, "burst", json!({"n": 10_000}))).await })
+    };
+    let mut seqs = Vec::new();
+    let mut last_id = String::new();
+    while seqs.len() < 2_500 {
+        let event = timeout(LIMIT, events.next())
+            .await
+            .expect("in time")
+            .expect("event")
+            .expect("sse");
+        seqs.push(event.id.clone());
+        last_id = event.id;
+    }
+    drop(events); // the connection is cut mid-burst
+    let resumed = raw.get(Some(&last_id)).send().await.expect("resume");
+    assert_eq!(resumed.status(), 200);
+    let mut events = resumed.bytes_stream().eventsource();
+    while seqs.len() < 10_000 {
+        let event = timeout(LIMIT, events.next())
+            .await
+            .expect("in time")
+            .expect("event")
+            .expect("sse");
+        seqs.push(event.id);
+    }
+    let replies = timeout(LIMIT, burst).await.expect("in time").expect("task");
+    assert_eq!(
+        replies.last().expect("reply")["result"]["content"][0]["text"],
+        "sent 10000"
+    );
+    let numbers: Vec<u64> = seqs
+        .iter()
+        .map(|id| {
+            id.split_once('-')
+                .and_then(|(_, n)| n.parse().ok())
+                .expect("id")
+        })
+        .collect();
+    let expected: Vec<u64> = (1..=10_000).collect();
+    assert_eq!(numbers, expected, "every event exactly once, in order");
+}
+
+#[tokio::test]
+async fn a_post_stream_can_be_resumed_by_get() {
+    let (url, _mcp) = start(HttpConfig::default()).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let crawl = tool_call(
+        1,
+        "crawl",
+        json!({"urls": ["https://a", "https://b", "https://c"], "delay_ms": 50}),
+    );
+    let mut body = crawl.clone();
+    body["params"]["_meta"] = json!({"progressToken": "t"});
+    let response = raw.post(&body).send().await.expect("post");
+    // Read the raw stream until the first progress event is complete.
+    let mut chunks = response.bytes_stream();
+    let mut text = String::new();
+    while !(text.contains("notifications/progress") && text.ends_with("\n\n")) {
+        let chunk = timeout(LIMIT, chunks.next())
+            .await
+            .expect("in time")
+            .expect("chunk")
+            .expect("bytes");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    let field = |block: &str, name: &str| {
+        block.lines().find_map(|l| {
+            l.strip_prefix(&format!("{name}:"))
+                .map(|v| v.trim().to_owned())
+        })
+    };
+    let priming = blocks[0];
+    assert!(
+        field(priming, "id").is_some_and(|id| id.ends_with("-0")),
+        "a priming event comes first: {text}"
+    );
+    assert!(field(priming, "retry").is_some(), "with retry: {text}");
+    assert_eq!(
+        field(priming, "data").as_deref(),
+        Some(""),
+        "and empty data: {text}"
+    );
+    let first_id = field(blocks[1], "id").expect("the progress event's id");
+    drop(chunks); // the client loses the POST stream after one progress report
+    let resumed = raw.get(Some(&first_id)).send().await.expect("resume");
+    let messages = read_messages(resumed).await;
+    let progress: Vec<f64> = messages
+        .iter()
+        .filter_map(|m| m["params"]["progress"].as_f64())
+        .collect();
+    assert_eq!(
+        progress,
+        vec![2.0, 3.0],
+        "only what came after, on that stream"
+    );
+    assert_eq!(
+        messages.last().expect("response")["result"]["content"][0]["text"],
+        "Crawled 3 URLs"
+    );
+}
+
+#[tokio::test]
+async fn colliding_ids_of_two_sessions_never_meet() {
+    let (url, _mcp) = start(HttpConfig::default()).await;
+    let mut a = Raw::new(&url);
+    let mut b = Raw::new(&url);
+    a.initialize().await;
+    b.initialize().await;
+    let slow_a = tool_call(7, "crawl", json!({"urls": ["https://a"], "delay_ms": 100}));
+    let fast_b = tool_call(7, "echo", json!({"text": "b's answer"}));
+    let (ra, rb) = tokio::join!(a.call(&slow_a), b.call(&fast_b));
+    assert_eq!(
+        ra.last().expect("a")["result"]["content"][0]["text"],
+        "Crawled 1 URLs"
+    );
+    assert_eq!(
+        rb.last().expect("b")["result"]["content"][0]["text"],
+        "b's answer"
+    );
+}
+
+#[tokio::test]
+async fn the_session_table_is_bounded_and_idle_sessions_expire() {
+    let config = HttpConfig::default()
+        .max_sessions(2)
+        .session_idle_timeout(Duration::from_millis(200));
+    let (url, mcp) = start(config).await;
+    let mut a = Raw::new(&url);
+    let mut b = Raw::new(&url);
+    a.initialize().await;
+    b.initialize().await;
+    let c = Raw::new(&url);
+    let full = c.post(&init_body(0)).send().await.expect("post");
+    assert_eq!(full.status(), 503);
+    assert_eq!(
+        full.headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("5")
+    );
+    let replies = a
+        .call(&tool_call(1, "echo", json!({"text": "still fine"})))
+        .await;
+    assert_eq!(
+        replies.last().expect("reply")["result"]["content"][0]["text"],
+        "still fine"
+    );
+    // Both go idle and expire; the reaper runs every 50 ms here.
+    let expired = timeout(LIMIT, async {
+        loop {
+            if mcp.session_count() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(expired.is_ok(), "idle sessions expire");
+    let gone = a
+        .post(&tool_call(2, "echo", json!({"text": "x"})))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(gone.status(), 404);
+}
+
+#[tokio::test]
+async fn json_mode_answers_with_json_and_refuses_streaming_clearly() {
+    let (url, _mcp) = start(HttpConfig::default().response_mode(ResponseMode::Json)).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let response = raw
+        .post(&tool_call(1, "echo", json!({"text": "json"})))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
+    let body: Value = json_of(response).await.expect("json");
+    assert_eq!(body["result"]["content"][0]["text"], "json");
+    let mut crawl = tool_call(2, "crawl", json!({"urls": ["https://a"], "delay_ms": 1}));
+    crawl["params"]["_meta"] = json!({"progressToken": 1});
+    let replies = raw.call(&crawl).await;
+    let text = replies[0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(replies[0]["result"]["isError"], true, "{replies:?}");
+    assert!(text.contains("JSON response mode"), "{text}");
+    let sample = raw
+        .call(&tool_call(3, "sample", json!({"prompt": "p"})))
+        .await;
+    assert_eq!(sample[0]["result"]["isError"], true);
+}
+
+#[tokio::test]
+async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
+    let (url, mcp) = start(HttpConfig::default().stateless(true)).await;
+    let raw = Raw::new(&url);
+    let init = raw.post(&init_body(0)).send().await.expect("post");
+    assert!(init.headers().get("mcp-session-id").is_none());
+    let _ = read_messages(init).await;
+    let replies = raw
+        .call(&tool_call(1, "echo", json!({"text": "no session"})))
+        .await;
+    assert_eq!(
+        replies.last().expect("reply")["result"]["content"][0]["text"],
+        "no session"
+    );
+    let elicit = raw
+        .call(&tool_call(2, "elicit", json!({"message": "m"})))
+        .await;
+    let result = &elicit.last().expect("reply")["result"];
+    assert_eq!(result["isError"], true);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("stateless")),
+        "{result}"
+    );
+    assert_eq!(raw.get(None).send().await.expect("get").status(), 405);
+    assert_eq!(
+        raw.http.delete(&url).send().await.expect("delete").status(),
+        405
+    );
+    assert_eq!(mcp.session_count(), 0);
+}
