@@ -2,7 +2,7 @@
 //!
 //! The Streamable HTTP transport of the Model Context Protocol (2025-03-26 and later): a server
 //! that mounts one MCP endpoint in any axum app ([`server`]), and a client ([`client`], built on
-//! reqwest and eventsource-stream; in progress). Both are adapters over `tidewire_core::transport`: the
+//! reqwest and eventsource-stream). Both are adapters over `tidewire_core::transport`: the
 //! session engine above them is the same as on every transport.
 //!
 //! | feature  | default | what it brings                       |
@@ -12,3 +12,6 @@
 
 #[cfg(feature = "server")]
 pub mod server;
+
+#[cfg(feature = "client")]
+pub mod client;

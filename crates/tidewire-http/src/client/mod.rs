@@ -1,0 +1,110 @@
+//! The client side of Streamable HTTP (MCP 2025-03-26, 2025-06-18, 2025-11-25): a transport
+//! that talks to one MCP endpoint over HTTP, built on reqwest and eventsource-stream.
+//!
+//! ```no_run
+//! use tidewire_client::Client;
+//! use tidewire_core::schema::Implementation;
+//! use tidewire_http::client::StreamableHttpClient;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let transport = StreamableHttpClient::new("http://127.0.0.1:8080/mcp")
+//!     .bearer("my-token")
+//!     .connect()?;
+//! let session = transport.handle();
+//! let client = Client::builder(Implementation::new("my-agent", "1.0.0"))
+//!     .connect(transport)
+//!     .await?;
+//! println!("session {:?}, MCP {}", session.session_id(), client.protocol_version());
+//! let tools = client.list_all_tools().await?;
+//! println!("{} tools", tools.len());
+//! client.close().await; // DELETEs the session on the server
+//! # Ok(()) }
+//! ```
+//!
+//! [`StreamableHttpClient`] is the builder (headers, bearer token, a shared `reqwest::Client`,
+//! message-size limit, [`ReconnectPolicy`], whether to open the GET stream, the HTTP timeout);
+//! [`connect`](StreamableHttpClient::connect) returns an [`HttpClientTransport`] for the session
+//! engine. It does no I/O itself: the first request is the `initialize` POST that the engine
+//! sends.
+//!
+//! ## What goes over the wire
+//!
+//! - **One POST per message**, with `Accept: application/json, text/event-stream` and
+//!   `Content-Type: application/json`. After the handshake every request (POST, GET, DELETE)
+//!   carries `Mcp-Session-Id` (when the server issued one with its `initialize` answer) and
+//!   `MCP-Protocol-Version` (the version from the `initialize` result).
+//! - **Requests** are sent in the background: `send` returns once the POST is under way, so a
+//!   slow tool never holds up the messages behind it (a cancellation, say). The reply is read
+//!   as it comes: `application/json` holds one message (or, leniently, an array); a
+//!   `text/event-stream` carries progress, logs and requests from the server before the
+//!   response. Each message goes to the receiver in arrival order; priming events (an id and no
+//!   data) and comments are skipped, event ids and `retry` are remembered.
+//! - **Notifications and responses** are sent in order: `send` returns once the server took
+//!   the message (202), within the [`request_timeout`](StreamableHttpClient::request_timeout).
+//!   A server that answers them with 200 and a body (some answer `{"jsonrpc":"2.0","result":{}}`)
+//!   is tolerated: usable messages in the body are delivered, the rest is logged at debug level.
+//! - **HTTP errors become answers.** A request whose POST fails (connection refused, HTTP 4xx or
+//!   5xx, a reply without its response) gets a JSON-RPC error response for its id, code `-32000`
+//!   or the code of a JSON-RPC error in the body, with a message like
+//!   `HTTP 400 Bad Request: <start of the body>`. A caller never hangs on a dead exchange.
+//! - **The GET stream** opens right after `notifications/initialized` (before `send` returns,
+//!   so nothing the server sends right after the handshake is missed), with
+//!   `Accept: text/event-stream`. Its messages go to the receiver. A server without one (405;
+//!   404 or 400 from simpler servers) is fine: the transport goes on without it. When it
+//!   breaks or the server ends it, it is reconnected with `Last-Event-ID` after the server's
+//!   `retry` time, per the [`ReconnectPolicy`].
+//! - **Resumption** (SEP-1699): when the SSE stream of a request's POST ends before its
+//!   response, the transport waits the server's `retry` time and resumes it with a GET carrying
+//!   `Last-Event-ID`, again until the response comes or the policy gives up; then the request
+//!   gets an error answer. A stream without event ids cannot be resumed: the request fails at
+//!   once.
+//! - **Cancellation**: when the engine sends `notifications/cancelled` for a request, the
+//!   transport stops reading that request's stream once the notification is delivered.
+//! - **Closing** ([`TransportSender::close`](tidewire_core::transport::TransportSender::close),
+//!   which `Client::close` reaches): stops the GET stream and every reply reader, ends the
+//!   receiver, and sends `DELETE` with the session id (a 405 or 404 answer is fine). Dropping
+//!   the transport stops its tasks too, but does not send `DELETE`.
+//!
+//! ## When the server ends the session
+//!
+//! A 404 to a request that carried a session id means the server no longer knows the session
+//! (it restarted, or expired it). The transport then:
+//!
+//! 1. answers every request in flight with error `-32000`, "the server ended the MCP session
+//!    (HTTP 404); the transport is starting a new session, retry the request" — their results
+//!    are lost with the old session;
+//! 2. holds back every new message until step 4 is done;
+//! 3. replays the engine's `initialize` request under an id of its own (its answer is consumed
+//!    by the transport, not passed to the engine), takes the new session id and protocol
+//!    version, and replays `notifications/initialized`;
+//! 4. reopens the GET stream, and carries on: later requests work as before.
+//!
+//! The client above sees failed calls, never a closed connection, and keeps the server
+//! information and capabilities of the first handshake (a server restarted with a different
+//! configuration is not detected). Subscriptions and log levels set on the old session are gone.
+//! If starting the new session fails, the receiver yields a fatal error and the connection ends.
+//! [`HttpClientHandle::reinitializations`] counts the new sessions.
+//!
+//! ## Limits
+//!
+//! Every queue is bounded: 256 messages wait for the receiver before the readers wait; at most
+//! 4096 requests are tracked at once (the session engine allows 1024 by default); a JSON reply
+//! and an SSE event may not exceed the codec's size limit (8 MiB by default). `https` needs the
+//! `rustls` feature, or a `reqwest::Client` with TLS given to
+//! [`http_client`](StreamableHttpClient::http_client). The `retry` of an event that has no
+//! `data` line at all is not seen (the SSE parser drops such events); servers send priming
+//! events with an empty `data` line, as the specification describes.
+
+mod builder;
+mod error;
+mod get_stream;
+mod reinit;
+mod reply;
+mod request;
+mod shared;
+mod sse;
+mod transport;
+
+pub use builder::{DEFAULT_REQUEST_TIMEOUT, ReconnectPolicy, StreamableHttpClient};
+pub use error::HttpClientError;
+pub use transport::{HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender};

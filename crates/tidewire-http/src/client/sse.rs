@@ -1,0 +1,198 @@
+//! Reading an SSE stream (the reply to a POST, the GET stream, a resumed stream) into messages.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use tidewire_core::jsonrpc::RequestId;
+
+use super::error::chain;
+use super::shared::Shared;
+
+/// Why reading the bytes of a stream failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StreamFailure {
+    #[error("{}", chain(.0))]
+    Http(reqwest::Error),
+    #[error("an SSE event exceeded {limit} bytes")]
+    EventTooLarge { limit: usize },
+}
+
+/// The SSE events of a response body.
+pub(crate) type Events = BoxStream<'static, Result<Event, EventStreamError<StreamFailure>>>;
+
+/// Parses `response`'s body as SSE. No event may exceed what a message of `max_message` bytes
+/// needs, so a server cannot make the client buffer without bound.
+pub(crate) fn events(response: reqwest::Response, max_message: usize) -> Events {
+    let limit = max_message
+        .saturating_add(max_message / 8)
+        .saturating_add(4096);
+    let mut guard = EventSizeGuard::new(limit);
+    response
+        .bytes_stream()
+        .map_err(StreamFailure::Http)
+        .and_then(move |chunk: Bytes| {
+            let checked = guard.feed(&chunk).map(|()| chunk);
+            async move { checked }
+        })
+        .eventsource()
+        .boxed()
+}
+
+/// Counts the bytes of the event being received and refuses one that grows past the limit.
+#[derive(Debug)]
+struct EventSizeGuard {
+    limit: usize,
+    size: usize,
+    line_empty: bool,
+    after_cr: bool,
+}
+
+impl EventSizeGuard {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            size: 0,
+            line_empty: true,
+            after_cr: false,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), StreamFailure> {
+        for &byte in chunk {
+            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
+            match byte {
+                // The LF of a CRLF ends nothing more.
+                b'\n' if after_cr => {}
+                b'\n' | b'\r' => {
+                    if self.line_empty {
+                        // A blank line: the event is complete.
+                        self.size = 0;
+                    }
+                    self.line_empty = true;
+                }
+                _ => {
+                    self.line_empty = false;
+                    self.size += 1;
+                    if self.size > self.limit {
+                        return Err(StreamFailure::EventTooLarge { limit: self.limit });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the transport remembers of one logical stream across reconnections.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Cursor {
+    /// The id of the last event, sent as `Last-Event-ID` to resume.
+    pub(crate) last_event_id: Option<String>,
+    /// The reconnection time the server asked for.
+    pub(crate) retry: Option<Duration>,
+}
+
+/// How reading a stream ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The awaited request got its response (the stream is dropped).
+    Answered,
+    /// The server ended the stream.
+    Closed,
+    /// The connection broke.
+    Broken(String),
+    /// The stream cannot be read on (an oversized event): reconnecting would not help.
+    Unusable(String),
+    /// Nobody reads the receiver any more.
+    Gone,
+}
+
+/// The outcome of [`pump`]: how it ended and how many events it saw.
+#[derive(Debug)]
+pub(crate) struct Pumped {
+    pub(crate) end: End,
+    pub(crate) events: usize,
+}
+
+/// Reads events until the stream ends, routing each message. With `awaiting`, stops as soon as
+/// that request has been answered (by this stream or any other).
+pub(crate) async fn pump(
+    shared: &Shared,
+    mut events: Events,
+    cursor: &mut Cursor,
+    awaiting: Option<&RequestId>,
+) -> Pumped {
+    let mut seen = 0;
+    let end = loop {
+        if let Some(id) = awaiting
+            && !shared.is_waiting(id)
+        {
+            break End::Answered;
+        }
+        let Some(item) = events.next().await else {
+            break End::Closed;
+        };
+        let event = match item {
+            Ok(event) => event,
+            Err(EventStreamError::Transport(StreamFailure::EventTooLarge { limit })) => {
+                break End::Unusable(format!("an SSE event exceeded {limit} bytes"));
+            }
+            Err(EventStreamError::Transport(StreamFailure::Http(e))) => {
+                break End::Broken(chain(&e));
+            }
+            Err(EventStreamError::Utf8(e)) => break End::Unusable(format!("invalid UTF-8: {e}")),
+            Err(EventStreamError::Parser(e)) => break End::Unusable(format!("bad SSE: {e}")),
+        };
+        seen += 1;
+        if !event.id.is_empty() {
+            cursor.last_event_id = Some(event.id.clone());
+        }
+        if let Some(retry) = event.retry {
+            cursor.retry = Some(retry);
+        }
+        if event.event != "message" {
+            tracing::debug!(event = %event.event, "ignored an SSE event that is not a message");
+            continue;
+        }
+        if event.data.trim().is_empty() {
+            // A priming event: it only carries an id (and maybe retry).
+            continue;
+        }
+        let delivered = match shared.config.codec.decode(event.data.as_bytes()) {
+            Ok(message) => shared.deliver(message).await,
+            Err(error) => {
+                tracing::debug!(%error, "the server sent a bad message on an SSE stream");
+                shared.push(Err(error)).await
+            }
+        };
+        if !delivered {
+            break End::Gone;
+        }
+    };
+    Pumped { end, events: seen }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_counts_per_event() {
+        let mut g = EventSizeGuard::new(10);
+        assert!(g.feed(b"data: 1234\n\n").is_ok());
+        assert!(g.feed(b"data: 1234\r\n\r\ndata: 12").is_ok());
+        assert!(g.feed(b"34\r\r").is_ok());
+        assert!(g.feed(b"data: 12345").is_err());
+    }
+
+    #[test]
+    fn a_split_crlf_is_one_line_end() {
+        let mut g = EventSizeGuard::new(12);
+        // "\r" then "\n" in the next chunk must not count as a blank line.
+        assert!(g.feed(b"data: 1\r").is_ok());
+        assert!(g.feed(b"\ndata: 23456").is_err());
+    }
+}

@@ -1,0 +1,385 @@
+//! The transport and its halves.
+
+use std::fmt;
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use tidewire_core::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
+use tidewire_core::transport::{
+    Envelope, Transport, TransportError, TransportReceiver, TransportSender,
+};
+use tokio::sync::mpsc;
+
+use super::error::{chain, excerpt};
+use super::get_stream;
+use super::reinit;
+use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
+use super::request;
+use super::shared::{MAX_IN_FLIGHT, Shared, Snapshot, Waiter};
+use super::sse::{Cursor, events, pump};
+
+type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
+
+/// A Streamable HTTP connection to one MCP endpoint, from
+/// [`StreamableHttpClient::connect`](super::StreamableHttpClient::connect).
+///
+/// Give it to the session engine (for example `tidewire_client::Client::builder(..).connect`),
+/// which splits it into an [`HttpSender`] and an [`HttpReceiver`]. Keep a
+/// [`handle`](Self::handle) to look at the HTTP session while it runs.
+pub struct HttpClientTransport {
+    sender: HttpSender,
+    receiver: HttpReceiver,
+}
+
+impl fmt::Debug for HttpClientTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClientTransport")
+            .field("url", &self.sender.shared.config.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClientTransport {
+    pub(crate) fn new((shared, rx): (Shared, Inbound)) -> Self {
+        let shared = Arc::new(shared);
+        Self {
+            sender: HttpSender {
+                shared: shared.clone(),
+                closed: false,
+            },
+            receiver: HttpReceiver { shared, rx },
+        }
+    }
+
+    /// A handle on the HTTP session: its id, the negotiated version, re-initializations.
+    pub fn handle(&self) -> HttpClientHandle {
+        HttpClientHandle {
+            shared: self.sender.shared.clone(),
+        }
+    }
+}
+
+impl Transport for HttpClientTransport {
+    type Sender = HttpSender;
+    type Receiver = HttpReceiver;
+
+    fn split(self) -> (HttpSender, HttpReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+/// A view of the HTTP session of a running [`HttpClientTransport`]. Cheap to clone.
+#[derive(Clone)]
+pub struct HttpClientHandle {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for HttpClientHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClientHandle")
+            .field("url", &self.shared.config.url.as_str())
+            .field("session_id", &self.session_id())
+            .field("protocol_version", &self.protocol_version())
+            .finish()
+    }
+}
+
+impl HttpClientHandle {
+    /// The endpoint.
+    pub fn url(&self) -> &str {
+        self.shared.config.url.as_str()
+    }
+
+    /// The `Mcp-Session-Id` the server issued for the current session, if any.
+    pub fn session_id(&self) -> Option<String> {
+        let session = self.shared.session();
+        session
+            .id
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    /// The negotiated protocol version sent as `MCP-Protocol-Version`, once `initialize` has
+    /// been answered.
+    pub fn protocol_version(&self) -> Option<String> {
+        let session = self.shared.session();
+        session
+            .protocol_version
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    /// How many times the transport started a new session after the server ended one.
+    pub fn reinitializations(&self) -> u64 {
+        self.shared.session().reinitializations
+    }
+
+    /// True once the transport is closed (or dropped, or lost for good).
+    pub fn is_closed(&self) -> bool {
+        self.shared.shutdown.is_cancelled()
+    }
+}
+
+/// The sending half: each message becomes a POST.
+///
+/// `send` returns once a request's POST is on its way (its reply is read in the background), or
+/// once the server has accepted a notification or a response. Dropping it stops every
+/// background task of the transport; [`close`](TransportSender::close) also ends the session on
+/// the server.
+pub struct HttpSender {
+    shared: Arc<Shared>,
+    closed: bool,
+}
+
+impl fmt::Debug for HttpSender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpSender")
+            .field("url", &self.shared.config.url.as_str())
+            .field("closed", &self.closed)
+            .finish()
+    }
+}
+
+impl Drop for HttpSender {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+/// The receiving half: what every POST reply and the GET stream deliver, in arrival order.
+///
+/// It ends (`None`) once the transport is closed or dropped. A failure that loses the
+/// connection for good (a new session could not be started) comes as a fatal error first.
+pub struct HttpReceiver {
+    shared: Arc<Shared>,
+    rx: Inbound,
+}
+
+impl fmt::Debug for HttpReceiver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpReceiver")
+            .field("url", &self.shared.config.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for HttpReceiver {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+impl TransportReceiver for HttpReceiver {
+    async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
+        tokio::select! {
+            biased;
+            item = self.rx.recv() => item,
+            () = self.shared.shutdown.cancelled() => None,
+        }
+    }
+}
+
+impl TransportSender for HttpSender {
+    async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
+        if self.closed || self.shared.shutdown.is_cancelled() {
+            return Err(TransportError::closed());
+        }
+        let body = self.shared.config.codec.encode(&envelope.message)?;
+        match envelope.message {
+            Message::Request(request) => self.send_request(request, body).await,
+            Message::Notification(notification) => {
+                self.send_notification(notification, body).await;
+            }
+            Message::Response(response) => {
+                let what = match &response.id {
+                    Some(id) => format!("the response to {id}"),
+                    None => "an error response".to_owned(),
+                };
+                self.post_and_wait(body, &what).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<(), TransportError> {
+        if std::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        let snapshot = self.shared.snapshot();
+        self.shared.shutdown.cancel();
+        if snapshot.session_id.is_none() {
+            return Ok(());
+        }
+        let timeout = self.shared.config.request_timeout;
+        let delete = self.shared.delete(&snapshot).send();
+        match tokio::time::timeout(timeout, delete).await {
+            Ok(Ok(response)) => {
+                let status = response.status();
+                if status.is_success() {
+                    tracing::debug!(%status, "the session is ended on the server");
+                } else {
+                    // 405: the server does not let clients end sessions; 404/400: already gone.
+                    tracing::debug!(%status, "the server did not end the session on DELETE");
+                }
+            }
+            Ok(Err(e)) => tracing::debug!(error = %chain(&e), "DELETE of the session failed"),
+            Err(_) => tracing::debug!(?timeout, "DELETE of the session got no answer"),
+        }
+        Ok(())
+    }
+}
+
+impl HttpSender {
+    async fn send_request(&self, request: Request, body: Vec<u8>) {
+        let shared = &self.shared;
+        let gate = shared.gate.read().await;
+        let snapshot = if request.method == "initialize" {
+            // A new handshake: no session yet, and this request is what a new session replays.
+            let mut session = shared.session();
+            session.initialize = Some(request.clone());
+            Snapshot {
+                generation: session.generation,
+                ..Snapshot::default()
+            }
+        } else {
+            shared.snapshot()
+        };
+        let Some(cancel) = shared.register(request.id.clone(), &request.method, Waiter::Engine)
+        else {
+            drop(gate);
+            let error = ErrorObject::new(
+                tidewire_core::jsonrpc::ErrorCode::SERVER_BUSY,
+                format!(
+                    "too many requests in flight on this HTTP transport (limit {MAX_IN_FLIGHT})"
+                ),
+            );
+            let response = Response::error(Some(request.id), error);
+            shared.push(Ok(Envelope::new(response))).await;
+            return;
+        };
+        tokio::spawn(request::run(
+            shared.clone(),
+            request.id,
+            request.method,
+            body,
+            snapshot,
+            cancel,
+        ));
+        drop(gate);
+    }
+
+    async fn send_notification(&self, notification: Notification, body: Vec<u8>) {
+        let shared = &self.shared;
+        let method = notification.method.as_str();
+        if method == "notifications/initialized" {
+            shared.session().initialized = Some(notification.clone());
+        }
+        self.post_and_wait(body, method).await;
+        match method {
+            "notifications/cancelled" => {
+                // The engine gave up on the request: stop reading its stream.
+                let id = notification
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_json);
+                if let Some(id) = id {
+                    shared.abandon(&id);
+                }
+            }
+            "notifications/initialized" if shared.config.get_stream => {
+                // Open the GET stream before anything else goes out, so nothing the server sends
+                // on it right after the handshake is missed.
+                let ready = get_stream::start(shared);
+                let _ = tokio::time::timeout(shared.config.request_timeout, ready).await;
+            }
+            _ => {}
+        }
+    }
+
+    /// POSTs a notification or a response and waits until the server took it. Failures are
+    /// logged: nobody waits for an answer to these.
+    async fn post_and_wait(&self, body: Vec<u8>, what: &str) {
+        let shared = &self.shared;
+        let snapshot = {
+            let _gate = shared.gate.read().await;
+            shared.snapshot()
+        };
+        let timeout = shared.config.request_timeout;
+        let outcome = tokio::time::timeout(timeout, accept(shared, body, &snapshot)).await;
+        match outcome {
+            Ok(Ok(Accepted::Yes)) => {}
+            Ok(Ok(Accepted::SessionEnded)) => {
+                reinit::session_ended(shared, snapshot.generation, None).await;
+            }
+            Ok(Err(reason)) => {
+                tracing::warn!(%what, %reason, "the server did not accept a message");
+            }
+            Err(_) => {
+                tracing::warn!(%what, ?timeout, "the server did not accept a message in time")
+            }
+        }
+    }
+}
+
+enum Accepted {
+    Yes,
+    SessionEnded,
+}
+
+/// One POST of a notification or a response, and whatever its reply holds.
+async fn accept(
+    shared: &Arc<Shared>,
+    body: Vec<u8>,
+    snapshot: &Snapshot,
+) -> Result<Accepted, String> {
+    let response = shared
+        .post(body, snapshot)
+        .send()
+        .await
+        .map_err(|e| chain(&e))?;
+    let status = response.status();
+    if status == StatusCode::NOT_FOUND && snapshot.session_id.is_some() {
+        return Ok(Accepted::SessionEnded);
+    }
+    if !status.is_success() {
+        let text = error_text(response, shared.config.request_timeout).await;
+        return Err(format!("HTTP {status}: {}", excerpt(&text)));
+    }
+    match body_kind(&response) {
+        Body::Empty => {}
+        Body::Json => {
+            // Not expected (202 is), but some servers answer with a body; use what is usable.
+            let body = read_limited(response, shared.config.codec.max_message_size()).await?;
+            for item in decode_json(&shared.config.codec, &body) {
+                match item {
+                    Ok(message) => {
+                        shared.deliver(message).await;
+                    }
+                    Err(reason) => {
+                        tracing::debug!(%reason, "ignored an unusable body in the reply to a notification or response");
+                    }
+                }
+            }
+        }
+        Body::EventStream => {
+            // Read it in the background like any other stream: it may carry server messages.
+            let stream = events(response, shared.config.codec.max_message_size());
+            let task = shared.clone();
+            tokio::spawn(async move {
+                let mut cursor = Cursor::default();
+                tokio::select! {
+                    biased;
+                    () = task.shutdown.cancelled() => {}
+                    _ = pump(&task, stream, &mut cursor, None) => {}
+                }
+            });
+        }
+        Body::Other => {
+            tracing::debug!(%status, "ignored a reply body of an unexpected type");
+        }
+    }
+    Ok(Accepted::Yes)
+}

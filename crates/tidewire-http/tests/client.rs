@@ -1,0 +1,746 @@
+//! The Streamable HTTP client transport against a fake server, driven through the real session
+//! engine and client: JSON and SSE replies, headers, the GET stream and its resumption, session
+//! expiry, resumption of a POST stream, HTTP errors, closing.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use support::*;
+use tidewire_client::ClientError;
+use tidewire_core::schema::ServerNotification;
+use tokio::sync::{mpsc, oneshot};
+
+/// The handshake part every fake shares: `initialize` gets a JSON result (with `Mcp-Session-Id:
+/// session` when given), notifications and responses get 202, DELETE gets 200, GET gets 405.
+fn handshake(req: &Incoming, session: Option<&str>) -> Option<Response> {
+    if req.is_post("initialize") {
+        let reply = json_reply(init_result(&req.id()?, "2025-11-25"));
+        return Some(match session {
+            Some(id) => with_session(reply, id),
+            None => reply,
+        });
+    }
+    if req.method == Method::POST && (req.id().is_none() || req.rpc_method().is_none()) {
+        return Some(accepted());
+    }
+    if req.method == Method::DELETE {
+        return Some(status(StatusCode::OK, ""));
+    }
+    if req.method == Method::GET {
+        return Some(status(StatusCode::METHOD_NOT_ALLOWED, ""));
+    }
+    None
+}
+
+fn tools_list(id: &Value) -> Response {
+    json_reply(result(
+        id,
+        json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+    ))
+}
+
+fn remote_message(error: &ClientError) -> (i64, String) {
+    let remote = error
+        .remote()
+        .unwrap_or_else(|| panic!("expected an error answer, got {error:?}"));
+    (remote.code, remote.message.clone())
+}
+
+#[tokio::test]
+async fn json_replies_and_the_session_headers() {
+    within(async {
+        let fake = serve(|req| async move {
+            if let Some(reply) = handshake(&req, Some("s-1")) {
+                return reply;
+            }
+            let id = req.id().unwrap_or(Value::Null);
+            match req.rpc_method() {
+                Some("tools/list") => tools_list(&id),
+                Some("tools/call") => json_reply(text_result(&id, "pong")),
+                _ => status(StatusCode::BAD_REQUEST, "unexpected"),
+            }
+        })
+        .await;
+        let (client, handle) = connect(transport_for(&fake)).await;
+        assert_eq!(handle.session_id().as_deref(), Some("s-1"));
+        assert_eq!(handle.protocol_version().as_deref(), Some("2025-11-25"));
+
+        let tools = client.list_all_tools().await.expect("tools/list");
+        assert_eq!(tools.len(), 1);
+        let result = client.call_tool("echo", json!({})).await.expect("call");
+        assert_eq!(first_text(&result), "pong");
+        client.close().await;
+
+        let log = fake.log.all();
+        let init = &log[0];
+        assert!(init.is_post("initialize"));
+        let accept = init.header("accept").expect("Accept");
+        assert!(accept.contains("application/json") && accept.contains("text/event-stream"));
+        assert_eq!(init.header("content-type"), Some("application/json"));
+        assert_eq!(init.session(), None, "initialize carries no session id");
+        assert_eq!(init.header("mcp-protocol-version"), None);
+
+        // Every later request carries the session id and the negotiated version.
+        for req in &log[1..] {
+            assert_eq!(
+                req.session(),
+                Some("s-1"),
+                "{:?} {:?}",
+                req.method,
+                req.body
+            );
+            assert_eq!(req.header("mcp-protocol-version"), Some("2025-11-25"));
+        }
+        // The order: initialized (answered 202), the GET stream, the calls, DELETE.
+        assert!(log[1].is_post("notifications/initialized"));
+        assert_eq!(log[2].method, Method::GET);
+        assert_eq!(log[2].header("accept"), Some("text/event-stream"));
+        assert!(log.iter().any(|r| r.is_post("tools/list")));
+        assert!(log.iter().any(|r| r.is_post("tools/call")));
+        assert_eq!(log.last().map(|r| r.method.clone()), Some(Method::DELETE));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_405_on_get_is_tolerated() {
+    within(async {
+        let fake = serve(|req| async move {
+            if let Some(reply) = handshake(&req, Some("s-1")) {
+                return reply;
+            }
+            json_reply(text_result(&req.id().unwrap_or(Value::Null), "ok"))
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        for _ in 0..3 {
+            let result = client.call_tool("echo", json!({})).await.expect("call");
+            assert_eq!(first_text(&result), "ok");
+        }
+        assert_eq!(
+            fake.log.with_method(&Method::GET).len(),
+            1,
+            "a 405 means no GET stream: no retries"
+        );
+        assert!(!client.is_closed());
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sse_reply_with_notifications_before_the_response() {
+    within(async {
+        let fake = serve(|req| async move {
+            if let Some(reply) = handshake(&req, Some("s-1")) {
+                return reply;
+            }
+            let id = req.id().unwrap_or(Value::Null);
+            let token = req
+                .body
+                .as_ref()
+                .and_then(|b| b.pointer("/params/_meta/progressToken"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            sse_reply(vec![
+                priming("e-1", None),
+                ": a comment to ignore\n\n".to_owned(),
+                message_event(
+                    Some("e-2"),
+                    &notification(
+                        "notifications/message",
+                        json!({"level": "info", "data": "step 1"}),
+                    ),
+                ),
+                message_event(
+                    Some("e-3"),
+                    &notification(
+                        "notifications/progress",
+                        json!({"progressToken": token, "progress": 1, "total": 2}),
+                    ),
+                ),
+                message_event(Some("e-4"), &text_result(&id, "done")),
+            ])
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        let mut notes = client.notifications();
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let sink = progress.clone();
+        let result = client
+            .call_tool("work", json!({}))
+            .on_progress(move |p| sink.lock().expect("lock").push(p.progress))
+            .await
+            .expect("call");
+        assert_eq!(first_text(&result), "done");
+        assert_eq!(*progress.lock().expect("lock"), vec![1.0]);
+        match notes.next().await {
+            Some(Ok(ServerNotification::LoggingMessage(m))) => assert_eq!(m.data, json!("step 1")),
+            other => panic!("expected the log message first, got {other:?}"),
+        }
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_get_stream_delivers_server_notifications() {
+    within(async {
+        let (streams_tx, mut streams) = mpsc::unbounded_channel();
+        let fake = serve(move |req| {
+            let streams_tx = streams_tx.clone();
+            async move {
+                if req.method == Method::GET {
+                    let (tx, reply) = sse_open();
+                    let _ = streams_tx.send(tx);
+                    return reply;
+                }
+                handshake(&req, Some("s-1"))
+                    .unwrap_or_else(|| tools_list(&req.id().unwrap_or(Value::Null)))
+            }
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        let mut notes = client.notifications();
+        let stream = streams
+            .recv()
+            .await
+            .expect("the GET stream opens after the handshake");
+        let get = &fake.log.with_method(&Method::GET)[0];
+        assert_eq!(get.session(), Some("s-1"));
+        assert_eq!(get.header("mcp-protocol-version"), Some("2025-11-25"));
+        assert_eq!(get.header("last-event-id"), None);
+
+        stream
+            .send(message_event(
+                Some("g-1"),
+                &notification("notifications/resources/list_changed", json!({})),
+            ))
+            .expect("send");
+        match notes.next().await {
+            Some(Ok(ServerNotification::ResourceListChanged(_))) => {}
+            other => panic!("expected list_changed, got {other:?}"),
+        }
+        client.close().await;
+    })
+    .await;
+}
+
+/// The events the fake's GET stream holds, as a resumable server keeps them.
+#[derive(Default)]
+struct EventStore {
+    events: Vec<(String, Value)>,
+    gets: usize,
+}
+
+fn log_note(text: &str) -> Value {
+    notification(
+        "notifications/message",
+        json!({"level": "info", "data": text}),
+    )
+}
+
+#[tokio::test]
+async fn the_get_stream_resumes_with_last_event_id_without_loss_or_duplicates() {
+    within(async {
+        let store = Arc::new(Mutex::new(EventStore::default()));
+        let (live_tx, mut live) = mpsc::unbounded_channel();
+        let fake = {
+            let store = store.clone();
+            serve(move |req| {
+                let store = store.clone();
+                let live_tx = live_tx.clone();
+                async move {
+                    if req.method != Method::GET {
+                        return handshake(&req, Some("s-1"))
+                            .unwrap_or_else(|| tools_list(&req.id().unwrap_or(Value::Null)));
+                    }
+                    let mut store = store.lock().expect("lock");
+                    store.gets += 1;
+                    if store.gets == 1 {
+                        // Two events, then the connection drops; a third is sent meanwhile.
+                        for (i, text) in ["n1", "n2", "n3"].iter().enumerate() {
+                            store.events.push((format!("g-{}", i + 1), log_note(text)));
+                        }
+                        let mut events = vec![priming("g-0", Some(50))];
+                        for (id, note) in &store.events[..2] {
+                            events.push(message_event(Some(id), note));
+                        }
+                        return sse_reply(events);
+                    }
+                    // Resumption: replay what came after Last-Event-ID, then stay open.
+                    let last = req.header("last-event-id").unwrap_or_default().to_owned();
+                    let start = store
+                        .events
+                        .iter()
+                        .position(|(id, _)| *id == last)
+                        .map_or(0, |i| i + 1);
+                    let (tx, reply) = sse_open();
+                    for (id, note) in &store.events[start..] {
+                        let _ = tx.send(message_event(Some(id), note));
+                    }
+                    let _ = live_tx.send(tx);
+                    reply
+                }
+            })
+            .await
+        };
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        let mut notes = client.notifications();
+        let live = live.recv().await.expect("the GET stream reconnects");
+        live.send(message_event(Some("g-4"), &log_note("n4")))
+            .expect("send");
+
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
+            match notes.next().await {
+                Some(Ok(ServerNotification::LoggingMessage(m))) => seen.push(m.data),
+                Some(Ok(_)) => {}
+                other => panic!("the notification stream ended: {other:?}"),
+            }
+        }
+        assert_eq!(
+            seen,
+            vec![json!("n1"), json!("n2"), json!("n3"), json!("n4")]
+        );
+
+        let gets = fake.log.with_method(&Method::GET);
+        assert_eq!(gets.len(), 2);
+        assert_eq!(gets[1].header("last-event-id"), Some("g-2"));
+        assert_eq!(gets[1].session(), Some("s-1"));
+        assert!(
+            gets[1].at.duration_since(gets[0].at) >= Duration::from_millis(50),
+            "the client waited the retry time"
+        );
+        client.close().await;
+    })
+    .await;
+}
+
+/// Session state of the fake used for the expiry test.
+#[derive(Default)]
+struct Sessions {
+    current: usize,
+    expired: HashSet<String>,
+    /// Open streams of calls that never answer (kept so they stay open).
+    held: Vec<mpsc::UnboundedSender<String>>,
+}
+
+#[tokio::test]
+async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
+    within(async {
+        let sessions = Arc::new(Mutex::new(Sessions::default()));
+        let fake = {
+            let sessions = sessions.clone();
+            serve(move |req| {
+                let sessions = sessions.clone();
+                async move {
+                    let mut s = sessions.lock().expect("lock");
+                    if let Some(id) = req.session()
+                        && s.expired.contains(id)
+                    {
+                        return status(StatusCode::NOT_FOUND, "no such session");
+                    }
+                    if req.is_post("initialize") {
+                        s.current += 1;
+                        let session = format!("s-{}", s.current);
+                        return handshake(&req, Some(&session)).expect("initialize");
+                    }
+                    if let Some(reply) = handshake(&req, None) {
+                        return reply;
+                    }
+                    let id = req.id().unwrap_or(Value::Null);
+                    let tool = req
+                        .body
+                        .as_ref()
+                        .and_then(|b| b.pointer("/params/name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    if tool == "slow" {
+                        let (tx, reply) = sse_open();
+                        s.held.push(tx);
+                        return reply;
+                    }
+                    json_reply(text_result(&id, &format!("echo from {:?}", req.session())))
+                }
+            })
+            .await
+        };
+        let (client, handle) = connect(transport_for(&fake)).await;
+        assert_eq!(handle.session_id().as_deref(), Some("s-1"));
+
+        // A call stays in flight on session s-1 ...
+        let slow = tokio::spawn({
+            let client = client.clone();
+            async move { client.call_tool("slow", json!({})).await }
+        });
+        fake.log
+            .wait_for(|all| all.iter().any(|r| r.is_post("tools/call")).then_some(()))
+            .await;
+        // ... when the server forgets the session.
+        sessions
+            .lock()
+            .expect("lock")
+            .expired
+            .insert("s-1".to_owned());
+
+        let error = client
+            .call_tool("echo", json!({}))
+            .await
+            .expect_err("the call that met the 404 fails");
+        let (code, message) = remote_message(&error);
+        assert_eq!(code, -32000);
+        assert!(message.contains("ended the MCP session"), "{message}");
+        let slow = slow
+            .await
+            .expect("join")
+            .expect_err("the call in flight fails");
+        let (_, message) = remote_message(&slow);
+        assert!(message.contains("ended the MCP session"), "{message}");
+
+        // The next call goes out on the new session and works.
+        let result = client
+            .call_tool("echo", json!({}))
+            .await
+            .expect("works after re-initializing");
+        assert_eq!(first_text(&result), "echo from Some(\"s-2\")");
+        assert_eq!(handle.session_id().as_deref(), Some("s-2"));
+        assert_eq!(handle.reinitializations(), 1);
+        assert!(!client.is_closed());
+
+        let log = fake.log.all();
+        let inits: Vec<&Incoming> = log.iter().filter(|r| r.is_post("initialize")).collect();
+        assert_eq!(inits.len(), 2);
+        assert_eq!(
+            inits[1].session(),
+            None,
+            "a new initialize has no session id"
+        );
+        assert_eq!(
+            inits[1].body.as_ref().map(|b| &b["params"]),
+            inits[0].body.as_ref().map(|b| &b["params"]),
+            "the same initialize is replayed"
+        );
+        assert_ne!(inits[1].id(), inits[0].id(), "under an id of the transport");
+        let initialized: Vec<&Incoming> = log
+            .iter()
+            .filter(|r| r.is_post("notifications/initialized"))
+            .collect();
+        assert_eq!(initialized.len(), 2);
+        assert_eq!(initialized[1].session(), Some("s-2"));
+        let gets: Vec<&Incoming> = log.iter().filter(|r| r.method == Method::GET).collect();
+        assert_eq!(gets.len(), 2, "the GET stream is reopened");
+        assert_eq!(gets[1].session(), Some("s-2"));
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_post_stream_closed_before_the_response_is_resumed_after_retry() {
+    within(async {
+        let closed_at: Arc<Mutex<Option<(Instant, Value)>>> = Arc::default();
+        let fake = {
+            let closed_at = closed_at.clone();
+            serve(move |req| {
+                let closed_at = closed_at.clone();
+                async move {
+                    if req.method == Method::GET && req.header("last-event-id").is_some() {
+                        let id = closed_at
+                            .lock()
+                            .expect("lock")
+                            .as_ref()
+                            .map(|(_, id)| id.clone())
+                            .unwrap_or(Value::Null);
+                        return sse_reply(vec![
+                            priming("p-2", None),
+                            message_event(Some("p-3"), &text_result(&id, "resumed")),
+                        ]);
+                    }
+                    if let Some(reply) = handshake(&req, Some("s-1")) {
+                        return reply;
+                    }
+                    let id = req.id().unwrap_or(Value::Null);
+                    // Prime the stream with an id and retry, then end it without the response.
+                    *closed_at.lock().expect("lock") = Some((Instant::now(), id));
+                    sse_reply(vec![priming("p-1", Some(300))])
+                }
+            })
+            .await
+        };
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        let result = client.call_tool("poll", json!({})).await.expect("call");
+        assert_eq!(first_text(&result), "resumed");
+
+        let resume = fake
+            .log
+            .with_method(&Method::GET)
+            .into_iter()
+            .find(|r| r.header("last-event-id").is_some())
+            .expect("a resuming GET");
+        assert_eq!(resume.header("last-event-id"), Some("p-1"));
+        assert_eq!(resume.session(), Some("s-1"));
+        assert_eq!(resume.header("accept"), Some("text/event-stream"));
+        let (closed, _) = closed_at.lock().expect("lock").clone().expect("closed");
+        let waited = resume.at.duration_since(closed);
+        assert!(
+            waited >= Duration::from_millis(300),
+            "resumed after {waited:?}, before the retry time"
+        );
+        assert!(
+            waited < Duration::from_secs(3),
+            "resumed only after {waited:?}"
+        );
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_without_event_ids_cannot_be_resumed() {
+    within(async {
+        let fake = serve(|req| async move {
+            if let Some(reply) = handshake(&req, Some("s-1")) {
+                return reply;
+            }
+            sse_reply(vec![message_event(None, &log_note("working"))])
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        let error = client
+            .call_tool("work", json!({}))
+            .await
+            .expect_err("no response came");
+        let (code, message) = remote_message(&error);
+        assert_eq!(code, -32000);
+        assert!(message.contains("no event id"), "{message}");
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn http_errors_on_a_request_become_clear_error_answers() {
+    within(async {
+        let fake = serve(|req| async move {
+            if let Some(reply) = handshake(&req, Some("s-1")) {
+                return reply;
+            }
+            let tool = req
+                .body
+                .as_ref()
+                .and_then(|b| b.pointer("/params/name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            match tool.as_str() {
+                "crash" => status(StatusCode::INTERNAL_SERVER_ERROR, "database on fire"),
+                "bad" => {
+                    let mut reply = json_reply(json!({
+                        "jsonrpc": "2.0", "id": null,
+                        "error": {"code": -32602, "message": "bad arguments"}
+                    }));
+                    *reply.status_mut() = StatusCode::BAD_REQUEST;
+                    reply
+                }
+                _ => json_reply(text_result(&req.id().unwrap_or(Value::Null), "fine")),
+            }
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+
+        let started = Instant::now();
+        let error = client
+            .call_tool("crash", json!({}))
+            .await
+            .expect_err("HTTP 500");
+        assert!(started.elapsed() < Duration::from_secs(5), "no hang");
+        let (code, message) = remote_message(&error);
+        assert_eq!(code, -32000);
+        assert_eq!(message, "HTTP 500 Internal Server Error: database on fire");
+
+        let error = client
+            .call_tool("bad", json!({}))
+            .await
+            .expect_err("HTTP 400");
+        let (code, message) = remote_message(&error);
+        assert_eq!(code, -32602, "the JSON-RPC error in the body is kept");
+        assert_eq!(message, "HTTP 400 Bad Request: bad arguments");
+
+        // The connection goes on.
+        let result = client.call_tool("ok", json!({})).await.expect("call");
+        assert_eq!(first_text(&result), "fine");
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_fails_the_handshake_clearly() {
+    within(async {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            listener.local_addr().expect("addr").port()
+        };
+        let transport = tidewire_http::client::StreamableHttpClient::new(format!(
+            "http://127.0.0.1:{port}/mcp"
+        ))
+        .connect()
+        .expect("valid configuration");
+        let error =
+            tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
+                .connect(transport)
+                .await
+                .expect_err("nobody listens");
+        let (code, message) = remote_message(&error);
+        assert_eq!(code, -32000);
+        assert!(message.contains("failed"), "{message}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn notifications_answered_with_200_and_a_body_are_tolerated() {
+    // As the conformance suite's `initialize` mock does: no session, notifications answered
+    // with 200 and an id-less result, GET and DELETE answered with 400.
+    within(async {
+        let fake = serve(|req| async move {
+            if req.method != Method::POST {
+                return status(StatusCode::BAD_REQUEST, "Invalid or missing session ID");
+            }
+            let id = req.id();
+            match req.rpc_method() {
+                Some("initialize") => {
+                    json_reply(init_result(&id.unwrap_or(Value::Null), "2025-11-25"))
+                }
+                Some("tools/list") => tools_list(&id.unwrap_or(Value::Null)),
+                _ => json_reply(json!({"jsonrpc": "2.0", "result": {}})),
+            }
+        })
+        .await;
+        let (client, handle) = connect(transport_for(&fake)).await;
+        assert_eq!(handle.session_id(), None);
+        let tools = client.list_all_tools().await.expect("tools/list");
+        assert_eq!(tools.len(), 1);
+        // A request answered the same way fails clearly instead of hanging.
+        let error = client
+            .ping()
+            .await
+            .expect_err("an id-less result answers nothing");
+        let (_, message) = remote_message(&error);
+        assert!(message.contains("unusable"), "{message}");
+        client.close().await;
+        assert!(handle.is_closed());
+        let log = fake.log.all();
+        assert_eq!(
+            log.iter().filter(|r| r.method == Method::GET).count(),
+            1,
+            "a 400 on GET means no GET stream"
+        );
+        assert!(
+            log.iter().all(|r| r.method != Method::DELETE),
+            "no session, nothing to DELETE"
+        );
+    })
+    .await;
+}
+
+/// An SSE stream that stays open, with a keep-alive comment every 25 ms so the server notices
+/// when the client goes away; `gone` fires then.
+fn watched_stream() -> (
+    mpsc::UnboundedSender<String>,
+    Response,
+    oneshot::Receiver<()>,
+) {
+    let (tx, reply) = sse_open();
+    let (gone_tx, gone) = oneshot::channel();
+    let keepalive = tx.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(25));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if keepalive.send(": keep-alive\n\n".to_owned()).is_err() {
+                        break;
+                    }
+                }
+                () = keepalive.closed() => break,
+            }
+        }
+        let _ = gone_tx.send(());
+    });
+    (tx, reply, gone)
+}
+
+#[tokio::test]
+async fn cancelling_drops_the_call_stream_and_close_sends_delete_and_ends_the_get_stream() {
+    within(async {
+        let (gone_tx, mut gone) =
+            mpsc::unbounded_channel::<(&'static str, oneshot::Receiver<()>)>();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let fake = {
+            let held = held.clone();
+            serve(move |req| {
+                let gone_tx = gone_tx.clone();
+                let held = held.clone();
+                async move {
+                    let which = if req.method == Method::GET {
+                        "get"
+                    } else if req.is_post("tools/call") {
+                        "call"
+                    } else {
+                        return handshake(&req, Some("s-1"))
+                            .unwrap_or_else(|| status(StatusCode::BAD_REQUEST, "unexpected"));
+                    };
+                    let (tx, reply, watch) = watched_stream();
+                    held.lock().expect("lock").push(tx);
+                    let _ = gone_tx.send((which, watch));
+                    reply
+                }
+            })
+            .await
+        };
+        let (client, handle) = connect(transport_for(&fake)).await;
+        let (which, get_gone) = gone.recv().await.expect("the GET stream");
+        assert_eq!(which, "get");
+
+        let call = client
+            .call_tool("slow", json!({}))
+            .send()
+            .await
+            .expect("sent");
+        let (which, call_gone) = gone.recv().await.expect("the call's stream");
+        assert_eq!(which, "call");
+        assert!(call.cancel("the test cancels"));
+        assert!(call.await.expect_err("cancelled").is_cancelled());
+        call_gone
+            .await
+            .expect("the call's stream is dropped once cancelled");
+        assert!(
+            fake.log
+                .all()
+                .iter()
+                .any(|r| r.is_post("notifications/cancelled"))
+        );
+
+        client.close().await;
+        assert!(handle.is_closed());
+        get_gone.await.expect("the GET stream is dropped on close");
+        let delete = fake
+            .log
+            .with_method(&Method::DELETE)
+            .pop()
+            .expect("a DELETE on close");
+        assert_eq!(delete.session(), Some("s-1"));
+        assert_eq!(delete.header("mcp-protocol-version"), Some("2025-11-25"));
+    })
+    .await;
+}
