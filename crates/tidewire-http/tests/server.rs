@@ -588,3 +588,81 @@ async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
     );
     assert_eq!(mcp.session_count(), 0);
 }
+
+#[tokio::test]
+async fn batches_are_served_on_2025_03_26_only() {
+    for mode in [ResponseMode::Sse, ResponseMode::Json] {
+        let (url, _mcp) = start(HttpConfig::default().response_mode(mode)).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let batch = json!([
+            tool_call(10, "echo", json!({"text": "one"})),
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            tool_call(11, "echo", json!({"text": "two"})),
+        ]);
+        let response = raw
+            .post_with(&batch, &[("mcp-protocol-version", "2025-03-26")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(response.status(), 200, "{mode:?}");
+        let mut messages = read_messages(response).await;
+        if let [Value::Array(array)] = messages.as_slice() {
+            messages = array.clone();
+        }
+        let mut answers: Vec<(i64, String)> = messages
+            .iter()
+            .map(|m| {
+                (
+                    m["id"].as_i64().expect("id"),
+                    m["result"]["content"][0]["text"]
+                        .as_str()
+                        .expect("text")
+                        .to_owned(),
+                )
+            })
+            .collect();
+        answers.sort();
+        assert_eq!(
+            answers,
+            vec![(10, "one".to_owned()), (11, "two".to_owned())],
+            "{mode:?}"
+        );
+        let refused = raw.post(&batch).send().await.expect("post");
+        assert_eq!(refused.status(), 400, "2025-11-25 has no batches");
+        let with_init = json!([init_body(99)]);
+        let refused = raw
+            .post_with(&with_init, &[("mcp-protocol-version", "2025-03-26")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(refused.status(), 400, "initialize cannot be batched");
+    }
+}
+
+#[tokio::test]
+async fn idle_streams_get_keep_alive_comments() {
+    let (url, _mcp) = start(HttpConfig::default().keep_alive(Duration::from_millis(50))).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let get = raw.get(None).send().await.expect("get");
+    assert_eq!(
+        get.headers()
+            .get("x-accel-buffering")
+            .and_then(|v| v.to_str().ok()),
+        Some("no")
+    );
+    assert_eq!(
+        get.headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("no-cache")
+    );
+    let mut chunks = get.bytes_stream();
+    let chunk = timeout(LIMIT, chunks.next())
+        .await
+        .expect("in time")
+        .expect("chunk")
+        .expect("bytes");
+    assert_eq!(&chunk[..], b":\n\n", "a comment, which clients ignore");
+}

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use bytes::Bytes;
 use axum::extract::State as Extract;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
 use tidewire_core::transport::{Envelope, RequestLimits};
@@ -97,21 +97,29 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
             );
         }
     };
-    let message = match Message::from_slice(&bytes) {
-        Ok(message) => message,
-        Err(DecodeFailure::Syntax(reason)) => {
-            return error_for(
-                StatusCode::BAD_REQUEST,
-                None,
-                ErrorObject::parse_error(reason),
-            );
+    let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let mut messages = if is_batch {
+        match parse_batch(&bytes, version, state.config.stateless) {
+            Ok(messages) => messages,
+            Err(refused) => return refused,
         }
-        Err(DecodeFailure::Invalid(invalid)) => {
-            return error_for(
-                StatusCode::BAD_REQUEST,
-                invalid.id,
-                ErrorObject::invalid_request(invalid.reason),
-            );
+    } else {
+        match Message::from_slice(&bytes) {
+            Ok(message) => vec![message],
+            Err(DecodeFailure::Syntax(reason)) => {
+                return error_for(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    ErrorObject::parse_error(reason),
+                );
+            }
+            Err(DecodeFailure::Invalid(invalid)) => {
+                return error_for(
+                    StatusCode::BAD_REQUEST,
+                    invalid.id,
+                    ErrorObject::invalid_request(invalid.reason),
+                );
+            }
         }
     };
     let mut extensions = http::Extensions::new();
@@ -122,10 +130,14 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
     });
 
     if state.config.stateless {
+        let Some(message) = messages.pop() else {
+            return StatusCode::ACCEPTED.into_response();
+        };
         return post_stateless(state, message, extensions, version).await;
     }
 
-    let is_initialize = matches!(&message, Message::Request(r) if r.method == "initialize");
+    let is_initialize = !is_batch
+        && matches!(messages.first(), Some(Message::Request(r)) if r.method == "initialize");
     let (session, created) = match session_header {
         Some(id) => match state.sessions().get(&id).cloned() {
             Some(session) => (session, false),
@@ -175,11 +187,146 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         });
     }
     let priming = session.version().unwrap_or(version) >= ProtocolVersion::V2025_11_25;
-    let mut response = deliver(state, &session, message, extensions, priming, false).await;
+    let mut response = if is_batch {
+        deliver_batch(state, &session, messages, &extensions, priming).await
+    } else {
+        match messages.pop() {
+            Some(message) => deliver(state, &session, message, extensions, priming, false).await,
+            None => StatusCode::ACCEPTED.into_response(),
+        }
+    };
     if created && let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
     }
     response
+}
+
+/// Decodes a JSON-RPC batch, which only 2025-03-26 allows (and never with `initialize`).
+fn parse_batch(
+    bytes: &[u8],
+    version: ProtocolVersion,
+    stateless: bool,
+) -> Result<Vec<Message>, Response> {
+    let refuse = |id: Option<RequestId>, reason: String| {
+        error_for(
+            StatusCode::BAD_REQUEST,
+            id,
+            ErrorObject::invalid_request(reason),
+        )
+    };
+    if version != ProtocolVersion::V2025_03_26 {
+        return Err(refuse(
+            None,
+            format!("JSON-RPC batches exist only in 2025-03-26; this request is {version}"),
+        ));
+    }
+    if stateless {
+        return Err(refuse(
+            None,
+            "a stateless server takes one message per POST".to_owned(),
+        ));
+    }
+    let items: Vec<serde_json::Value> = serde_json::from_slice(bytes)
+        .map_err(|e| error_for(StatusCode::BAD_REQUEST, None, ErrorObject::parse_error(e)))?;
+    if items.is_empty() {
+        return Err(refuse(None, "an empty batch".to_owned()));
+    }
+    let mut messages = Vec::with_capacity(items.len());
+    for item in items {
+        let message = Message::from_value(item).map_err(|bad| refuse(bad.id, bad.reason))?;
+        if let Message::Request(r) = &message
+            && r.method == "initialize"
+        {
+            return Err(refuse(
+                Some(r.id.clone()),
+                "initialize cannot be batched".to_owned(),
+            ));
+        }
+        messages.push(message);
+    }
+    Ok(messages)
+}
+
+/// A batch: every message goes to the engine; the requests' responses come back on one SSE
+/// stream, or as one JSON array.
+async fn deliver_batch(
+    state: &Shared,
+    session: &Arc<HttpSession>,
+    messages: Vec<Message>,
+    extensions: &http::Extensions,
+    priming: bool,
+) -> Response {
+    let ids: Vec<RequestId> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        })
+        .collect();
+    let stream = match state.config.response_mode {
+        ResponseMode::Sse if !ids.is_empty() => Some(session.streams.open()),
+        _ => None,
+    };
+    let mut replies = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        let target = match stream {
+            Some(stream) => ReplyTarget::Stream(stream),
+            None => {
+                let (tx, rx) = oneshot::channel();
+                replies.push(rx);
+                ReplyTarget::Json(tx)
+            }
+        };
+        if session.expect_reply(id.clone(), target).is_err() {
+            for registered in &ids[..n] {
+                session.forget(registered);
+            }
+            return duplicate(id.clone());
+        }
+    }
+    for message in messages {
+        let envelope = Envelope {
+            message,
+            route: Default::default(),
+            extensions: extensions.clone(),
+        };
+        if session.inbound.send(envelope).await.is_err() {
+            return session_not_found(&session.id);
+        }
+    }
+    if ids.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    if let Some(stream) = stream {
+        let cursor = session.streams.attach(stream, None).unwrap_or(0);
+        let retry = priming.then_some(state.config.retry);
+        return sse(state, session.clone(), stream, cursor, retry, false);
+    }
+    let all = tokio::select! {
+        all = futures::future::join_all(replies) => all,
+        () = session.closed.cancelled() => Vec::new(),
+    };
+    let bodies: Vec<String> = all
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|b| b.to_string())
+        .collect();
+    if bodies.len() != ids.len() {
+        return error(
+            StatusCode::NOT_FOUND,
+            ErrorCode(-32001),
+            "the session ended before every response of the batch",
+        );
+    }
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        format!("[{}]", bodies.join(",")),
+    )
+        .into_response()
 }
 
 /// Stateless mode: each POST gets its own short-lived engine session.
@@ -394,7 +541,10 @@ fn sse(
     let frames = futures::stream::unfold(reader, Reader::next_frame);
     let mut response = Response::new(Body::from_stream(frames));
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response

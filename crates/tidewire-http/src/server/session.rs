@@ -102,6 +102,9 @@ impl HttpSession {
         if routes.contains_key(&id) {
             return Err(DuplicateId);
         }
+        if let ReplyTarget::Stream(stream) = &target {
+            self.streams.expect_response(*stream);
+        }
         routes.insert(id, target);
         Ok(())
     }
@@ -139,7 +142,7 @@ impl HttpSession {
         self.note_version(&envelope.message);
         let bytes = codec.encode(&envelope.message)?;
         let data: Arc<str> = String::from_utf8_lossy(&bytes).into();
-        let (stream, last) = match (&envelope.message, &envelope.route) {
+        let (stream, response) = match (&envelope.message, &envelope.route) {
             (Message::Response(r), _) => {
                 let target = r.id.as_ref().and_then(|id| self.routes().remove(id));
                 match target {
@@ -160,7 +163,7 @@ impl HttpSession {
             },
             (_, Route::Unrelated) => (STANDALONE, false),
         };
-        if !self.streams.push(stream, data.clone(), last).await && stream != STANDALONE {
+        if !self.streams.push(stream, data.clone(), response).await && stream != STANDALONE {
             // The request's stream is gone (the session is closing): nothing to deliver to.
             tracing::debug!(stream, "a message for a closed stream; dropped");
         }

@@ -34,7 +34,9 @@ struct Stream {
     delivered: u64,
     /// A reader is attached.
     attached: bool,
-    /// The final event (a POST's response) has been stored.
+    /// Responses still expected on this POST stream (more than one for a batch).
+    awaiting: usize,
+    /// The final event (a POST's last response) has been stored.
     complete: bool,
     /// Woken when events are added, taken, or the stream is closed.
     changed: Arc<Notify>,
@@ -47,6 +49,7 @@ impl Stream {
             next_seq: 1,
             delivered: 0,
             attached: false,
+            awaiting: 0,
             complete: false,
             changed: Arc::new(Notify::new()),
         }
@@ -96,9 +99,17 @@ impl Streams {
         id
     }
 
+    /// Notes that one more response is expected on a POST stream.
+    pub(crate) fn expect_response(&self, stream: StreamId) {
+        if let Some(s) = self.lock().get_mut(&stream) {
+            s.awaiting += 1;
+        }
+    }
+
     /// Appends a message to a stream, waiting (within the patience) while the ring is full of
-    /// events no reader has taken. Returns false when the stream no longer exists.
-    pub(crate) async fn push(&self, stream: StreamId, data: Arc<str>, last: bool) -> bool {
+    /// events no reader has taken. A `response` counts down the responses the stream awaits;
+    /// the last one completes it. Returns false when the stream no longer exists.
+    pub(crate) async fn push(&self, stream: StreamId, data: Arc<str>, response: bool) -> bool {
         let deadline = tokio::time::Instant::now() + self.patience;
         loop {
             let Some(changed) = self.notifier(stream) else {
@@ -127,6 +138,10 @@ impl Streams {
                             "an SSE stream's buffer is full and nobody reads it: dropped its oldest event"
                         );
                     }
+                    let last = response && {
+                        s.awaiting = s.awaiting.saturating_sub(1);
+                        s.awaiting == 0
+                    };
                     let seq = s.next_seq;
                     s.next_seq += 1;
                     s.events.push_back(Event { seq, data, last });
@@ -242,6 +257,7 @@ mod tests {
     async fn readers_resume_after_an_id_and_streams_end_after_their_response() {
         let streams = Streams::new(8, Duration::from_millis(10));
         let s = streams.open();
+        streams.expect_response(s);
         assert!(streams.push(s, data("a"), false).await);
         assert!(streams.push(s, data("b"), false).await);
         let cursor = streams.attach(s, None).expect("attach");
