@@ -744,3 +744,51 @@ async fn cancelling_drops_the_call_stream_and_close_sends_delete_and_ends_the_ge
     })
     .await;
 }
+
+#[tokio::test]
+async fn dropping_the_transport_without_close_stops_its_streams() {
+    within(async {
+        let (gone_tx, mut gone) = mpsc::unbounded_channel::<oneshot::Receiver<()>>();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let fake = {
+            let held = held.clone();
+            serve(move |req| {
+                let gone_tx = gone_tx.clone();
+                let held = held.clone();
+                async move {
+                    if req.method != Method::GET {
+                        return handshake(&req, Some("s-1"))
+                            .unwrap_or_else(|| status(StatusCode::BAD_REQUEST, "unexpected"));
+                    }
+                    let (tx, reply, watch) = watched_stream();
+                    held.lock().expect("lock").push(tx);
+                    let _ = gone_tx.send(watch);
+                    reply
+                }
+            })
+            .await
+        };
+        let transport = transport_for(&fake).connect().expect("transport");
+        let handle = transport.handle();
+        let (connecting, driver) =
+            tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
+                .connect_with_driver(transport);
+        let driver = tokio::spawn(driver);
+        let client = connecting.await.expect("connected");
+        let get_gone = gone.recv().await.expect("the GET stream");
+
+        // Abort the connection's driver: the transport halves are dropped, never closed.
+        driver.abort();
+        let _ = driver.await;
+        assert!(handle.is_closed());
+        get_gone
+            .await
+            .expect("the GET stream ends when the transport is dropped");
+        assert!(
+            fake.log.with_method(&Method::DELETE).is_empty(),
+            "dropping does not send DELETE"
+        );
+        drop(client);
+    })
+    .await;
+}

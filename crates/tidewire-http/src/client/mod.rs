@@ -57,7 +57,7 @@
 //!   response, the transport waits the server's `retry` time and resumes it with a GET carrying
 //!   `Last-Event-ID`, again until the response comes or the policy gives up; then the request
 //!   gets an error answer. A stream without event ids cannot be resumed: the request fails at
-//!   once.
+//!   once. (A `retry` above 10 minutes is read as 10 minutes.)
 //! - **Cancellation**: when the engine sends `notifications/cancelled` for a request, the
 //!   transport stops reading that request's stream once the notification is delivered.
 //! - **Closing** ([`TransportSender::close`](tidewire_core::transport::TransportSender::close),

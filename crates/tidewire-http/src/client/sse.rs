@@ -86,6 +86,9 @@ impl EventSizeGuard {
     }
 }
 
+/// The longest `retry` the transport honours; a larger one is read as this.
+pub(crate) const MAX_RETRY: Duration = Duration::from_secs(600);
+
 /// What the transport remembers of one logical stream across reconnections.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Cursor {
@@ -151,7 +154,7 @@ pub(crate) async fn pump(
             cursor.last_event_id = Some(event.id.clone());
         }
         if let Some(retry) = event.retry {
-            cursor.retry = Some(retry);
+            cursor.retry = Some(retry.min(MAX_RETRY));
         }
         if event.event != "message" {
             tracing::debug!(event = %event.event, "ignored an SSE event that is not a message");
