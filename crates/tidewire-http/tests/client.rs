@@ -68,7 +68,11 @@ async fn json_replies_and_the_session_headers() {
             }
         })
         .await;
-        let (client, handle) = connect(transport_for(&fake)).await;
+        let builder = transport_for(&fake)
+            .bearer("secret-token")
+            .header("x-tenant", "blue")
+            .header("accept", "text/plain");
+        let (client, handle) = connect(builder).await;
         assert_eq!(handle.session_id().as_deref(), Some("s-1"));
         assert_eq!(handle.protocol_version().as_deref(), Some("2025-11-25"));
 
@@ -87,6 +91,12 @@ async fn json_replies_and_the_session_headers() {
         assert_eq!(init.session(), None, "initialize carries no session id");
         assert_eq!(init.header("mcp-protocol-version"), None);
 
+        // The user's headers go everywhere; the transport's own Accept replaces the user's.
+        for req in &log {
+            assert_eq!(req.header("authorization"), Some("Bearer secret-token"));
+            assert_eq!(req.header("x-tenant"), Some("blue"));
+            assert!(req.headers.get_all("accept").iter().count() <= 1);
+        }
         // Every later request carries the session id and the negotiated version.
         for req in &log[1..] {
             assert_eq!(

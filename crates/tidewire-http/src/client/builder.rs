@@ -177,7 +177,7 @@ impl StreamableHttpClient {
     /// reported by [`connect`](Self::connect).
     ///
     /// The transport sets `Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version` and
-    /// `Last-Event-ID` itself; setting them here has no effect on those requests that need them.
+    /// `Last-Event-ID` itself; on the requests that carry them, its values replace these.
     pub fn header<K, V>(mut self, name: K, value: V) -> Self
     where
         K: TryInto<HeaderName>,
@@ -267,8 +267,8 @@ impl StreamableHttpClient {
 
     /// Checks the configuration and returns the transport. No I/O happens here.
     ///
-    /// Must be called within a Tokio runtime: the transport spawns its background tasks (POST
-    /// reply readers, the GET stream) on it as messages go out.
+    /// The transport must then be used within a Tokio runtime: it spawns its background tasks
+    /// (POST reply readers, the GET stream) as messages go out.
     ///
     /// # Errors
     /// [`HttpClientError::InvalidUrl`] / [`HttpClientError::UnsupportedScheme`] for a bad

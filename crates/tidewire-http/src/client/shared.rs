@@ -171,26 +171,40 @@ impl Shared {
 
     // ---- HTTP requests ----
 
-    fn request(&self, method: reqwest::Method, snapshot: &Snapshot) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .config
-            .http
-            .request(method, self.config.url.clone())
-            .headers(self.config.headers.clone());
+    /// A request to the endpoint with the user's headers, then the transport's own (which
+    /// replace any the user set under the same names).
+    fn request(
+        &self,
+        method: reqwest::Method,
+        snapshot: &Snapshot,
+        own: &[(&HeaderName, HeaderValue)],
+    ) -> reqwest::RequestBuilder {
+        let mut headers = self.config.headers.clone();
         if let Some(id) = &snapshot.session_id {
-            builder = builder.header(&SESSION_ID, id.clone());
+            headers.insert(SESSION_ID.clone(), id.clone());
         }
         if let Some(version) = &snapshot.protocol_version {
-            builder = builder.header(&PROTOCOL_VERSION, version.clone());
+            headers.insert(PROTOCOL_VERSION.clone(), version.clone());
         }
-        builder
+        for (name, value) in own {
+            headers.insert((*name).clone(), value.clone());
+        }
+        self.config
+            .http
+            .request(method, self.config.url.clone())
+            .headers(headers)
     }
 
     /// A POST carrying one message.
     pub(crate) fn post(&self, body: Vec<u8>, snapshot: &Snapshot) -> reqwest::RequestBuilder {
-        self.request(reqwest::Method::POST, snapshot)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
+        let own = [
+            (
+                &ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            ),
+            (&CONTENT_TYPE, HeaderValue::from_static("application/json")),
+        ];
+        self.request(reqwest::Method::POST, snapshot, &own)
             .body(body)
     }
 
@@ -200,18 +214,16 @@ impl Shared {
         snapshot: &Snapshot,
         last_event_id: Option<&str>,
     ) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .request(reqwest::Method::GET, snapshot)
-            .header(ACCEPT, "text/event-stream");
+        let mut own = vec![(&ACCEPT, HeaderValue::from_static("text/event-stream"))];
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
-            builder = builder.header(&LAST_EVENT_ID, id);
+            own.push((&LAST_EVENT_ID, id));
         }
-        builder
+        self.request(reqwest::Method::GET, snapshot, &own)
     }
 
     /// A DELETE ending the session.
     pub(crate) fn delete(&self, snapshot: &Snapshot) -> reqwest::RequestBuilder {
-        self.request(reqwest::Method::DELETE, snapshot)
+        self.request(reqwest::Method::DELETE, snapshot, &[])
     }
 
     // ---- requests in flight ----
