@@ -25,6 +25,19 @@ pub enum TransportUnderTest {
         /// Its arguments.
         args: Vec<OsString>,
     },
+    /// Streamable HTTP, server in-process on a loopback port, in one of its modes.
+    Http(HttpMode),
+}
+
+/// The Streamable HTTP server modes the suite runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMode {
+    /// Sessions, SSE replies, the GET stream.
+    Sse,
+    /// Sessions, one JSON body per request.
+    Json,
+    /// No sessions at all.
+    Stateless,
 }
 
 impl TransportUnderTest {
@@ -33,8 +46,47 @@ impl TransportUnderTest {
         match self {
             Self::Memory => "memory",
             Self::Stdio { .. } => "stdio",
+            Self::Http(HttpMode::Sse) => "http-sse",
+            Self::Http(HttpMode::Json) => "http-json",
+            Self::Http(HttpMode::Stateless) => "http-stateless",
         }
     }
+
+    /// Why a scenario that needs `needs` cannot run on this transport, if it cannot.
+    pub fn cannot(&self, needs: Needs) -> Option<&'static str> {
+        match (self, needs) {
+            (Self::Http(HttpMode::Json | HttpMode::Stateless), Needs::Streaming) => Some(
+                "one JSON body answers each request (JSON mode) or each POST stands alone \
+                 (stateless): nothing related to a request can travel before its response",
+            ),
+            (Self::Http(HttpMode::Json | HttpMode::Stateless), Needs::ServerRequests) => {
+                Some("the server cannot send requests to the client in this mode")
+            }
+            (Self::Http(HttpMode::Stateless), Needs::Session) => Some(
+                "stateless: no session, so no GET stream, no subscriptions and no cancellation \
+                 of a request served by another POST",
+            ),
+            (Self::Http(_), Needs::Stdio) | (Self::Memory, Needs::Stdio) => {
+                Some("this scenario is about a child process")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a scenario needs from its transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing special.
+    Nothing,
+    /// Notifications related to a request before its response (progress, logs).
+    Streaming,
+    /// Requests from the server to the client (sampling, elicitation, roots).
+    ServerRequests,
+    /// A session: state across requests, a GET stream, subscriptions, cancellation.
+    Session,
+    /// A child process.
+    Stdio,
 }
 
 /// How many server-to-client requests the canned handlers answered.
@@ -61,6 +113,8 @@ pub struct Harness {
     pub server: Option<tidewire_server::Server>,
     /// The child process, on stdio.
     pub child: Option<ChildHandle>,
+    /// The HTTP endpoint and its URL, on Streamable HTTP.
+    pub http: Option<(tidewire_http::server::StreamableHttp, String)>,
 }
 
 impl Harness {
@@ -168,6 +222,7 @@ pub async fn connect_with(
                 counters,
                 server: Some(server),
                 child: None,
+                http: None,
             }
         }
         TransportUnderTest::Stdio { program, args } => {
@@ -184,9 +239,58 @@ pub async fn connect_with(
                 counters,
                 server: None,
                 child: Some(handle),
+                http: None,
+            }
+        }
+        TransportUnderTest::Http(mode) => {
+            let (url, server, http) = start_http(*mode).await;
+            let url_for_harness = url.clone();
+            let client_transport = tidewire_http::client::StreamableHttpClient::new(url)
+                .connect()
+                .expect("an HTTP client transport");
+            let client = builder
+                .connect(client_transport)
+                .await
+                .expect("connect over HTTP");
+            Harness {
+                client,
+                transport: transport.name(),
+                counters,
+                server: Some(server),
+                child: None,
+                http: Some((http, url_for_harness)),
             }
         }
     }
+}
+
+/// Starts the suite server over Streamable HTTP on a free loopback port; returns its URL.
+///
+/// # Panics
+/// When the port cannot be bound.
+pub async fn start_http(
+    mode: HttpMode,
+) -> (
+    String,
+    tidewire_server::Server,
+    tidewire_http::server::StreamableHttp,
+) {
+    use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
+    let config = match mode {
+        HttpMode::Sse => HttpConfig::default(),
+        HttpMode::Json => HttpConfig::default().response_mode(ResponseMode::Json),
+        HttpMode::Stateless => HttpConfig::default().stateless(true),
+    };
+    let server = crate::suite_server();
+    let serving = server.clone();
+    let http = StreamableHttp::new(config, move |t| serving.serve(t).1);
+    let app = http.router("/mcp");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("the bound address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/mcp"), server, http)
 }
 
 /// Connects the standard peer client to the suite server over `transport`.

@@ -9,7 +9,9 @@ use futures::StreamExt;
 use serde_json::json;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::ErrorCode;
-use tidewire_tests::harness::{self, Counters, Harness, TransportUnderTest, peer_client};
+use tidewire_tests::harness::{
+    self, Counters, Harness, HttpMode, Needs, TransportUnderTest, peer_client,
+};
 use tidewire_tests::scenarios::{self, text_of};
 
 /// Every scenario gets this long, start to finish.
@@ -22,13 +24,18 @@ fn stdio() -> TransportUnderTest {
     }
 }
 
-/// Runs `scenario` on `transport` under the time limit, then closes the harness.
-async fn run<F, Fut>(transport: TransportUnderTest, scenario: F)
+/// Runs `scenario` on `transport` under the time limit, then closes the harness; or, when the
+/// transport cannot carry what the scenario needs, says why it skips.
+async fn run<F, Fut>(transport: TransportUnderTest, needs: Needs, scenario: F)
 where
     F: FnOnce(Harness) -> Fut,
     Fut: std::future::Future<Output = Harness>,
 {
     let name = transport.name();
+    if let Some(reason) = transport.cannot(needs) {
+        println!("skipped on {name}: {reason}");
+        return;
+    }
     let h = tokio::time::timeout(LIMIT, harness::connect(&transport))
         .await
         .unwrap_or_else(|_| panic!("connecting over {name} took longer than {LIMIT:?}"));
@@ -38,22 +45,25 @@ where
     h.finish().await;
 }
 
-/// Expands every scenario for every transport: `memory::echo`, `stdio::echo`, …
+/// Expands every scenario for every transport: `memory::echo`, `stdio::echo`,
+/// `http_sse::echo`, … A scenario names what it needs; a transport that cannot carry it skips
+/// it with the reason printed (see `TransportUnderTest::cannot`).
 macro_rules! suite {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
+    ($($scenario:ident: $needs:ident),* $(,)?) => {
+        suite!(@transport memory, TransportUnderTest::Memory; $($scenario: $needs),*);
+        suite!(@transport stdio, super::stdio(); $($scenario: $needs),*);
+        suite!(@transport http_sse, TransportUnderTest::Http(HttpMode::Sse); $($scenario: $needs),*);
+        suite!(@transport http_json, TransportUnderTest::Http(HttpMode::Json); $($scenario: $needs),*);
+        suite!(@transport http_stateless, TransportUnderTest::Http(HttpMode::Stateless); $($scenario: $needs),*);
+    };
+    (@transport $module:ident, $transport:expr; $($scenario:ident: $needs:ident),*) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
-                    super::run(tidewire_tests::harness::TransportUnderTest::Memory, super::$scenario).await;
-                }
-            )*
-        }
-        mod stdio {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::run(super::stdio(), super::$scenario).await;
+                    super::run($transport, Needs::$needs, super::$scenario).await;
                 }
             )*
         }
@@ -61,25 +71,25 @@ macro_rules! suite {
 }
 
 suite!(
-    peer_echo,
-    peer_progress,
-    peer_cancel,
-    peer_notifications,
-    peer_subscribe,
-    peer_sampling,
-    peer_elicitation,
-    peer_roots,
-    ping,
-    timeouts_and_reset_on_progress,
-    monotonic_guard,
-    progress_back_from_client_during_sampling,
-    progress_back_from_client_during_elicitation,
-    cancel_crossing_the_response,
-    cancel_of_unknown_id_is_ignored,
-    hundred_concurrent_calls_keep_their_progress,
-    one_mebibyte_argument,
-    error_mapping,
-    listing_and_reading,
+    peer_echo: Nothing,
+    peer_progress: Streaming,
+    peer_cancel: Streaming,
+    peer_notifications: Streaming,
+    peer_subscribe: Session,
+    peer_sampling: ServerRequests,
+    peer_elicitation: ServerRequests,
+    peer_roots: ServerRequests,
+    ping: Nothing,
+    timeouts_and_reset_on_progress: Streaming,
+    monotonic_guard: Streaming,
+    progress_back_from_client_during_sampling: ServerRequests,
+    progress_back_from_client_during_elicitation: ServerRequests,
+    cancel_crossing_the_response: Nothing,
+    cancel_of_unknown_id_is_ignored: Nothing,
+    hundred_concurrent_calls_keep_their_progress: Streaming,
+    one_mebibyte_argument: Nothing,
+    error_mapping: Nothing,
+    listing_and_reading: Nothing,
 );
 
 async fn peer(h: Harness, scenario: &str) -> Harness {
@@ -440,12 +450,17 @@ mod negotiation {
     async fn stdio() {
         negotiate(super::stdio()).await;
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn http_sse() {
+        negotiate(TransportUnderTest::Http(HttpMode::Sse)).await;
+    }
 }
 
 /// The progress stream form: every report of a call, in order, ends when the call ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_stream_over_stdio() {
-    run(stdio(), |h| async move {
+    run(stdio(), Needs::Nothing, |h| async move {
         let (call, stream) = h
             .client
             .call_tool(
@@ -463,4 +478,128 @@ async fn progress_stream_over_stdio() {
         h
     })
     .await;
+}
+
+/// Scenarios about Streamable HTTP itself, on its session modes.
+mod http {
+    use super::*;
+    use tidewire_core::schema::Implementation;
+
+    fn sse() -> TransportUnderTest {
+        TransportUnderTest::Http(HttpMode::Sse)
+    }
+
+    /// The server ends the session while a call is in flight: that call fails clearly, the
+    /// client starts a new session by itself, and the next call works.
+    async fn expiry_and_reinitialization(h: Harness) -> Harness {
+        let (http, _) = h.http.clone().expect("an HTTP harness");
+        assert_eq!(http.session_count(), 1);
+        let slow = json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 200});
+        let call = h
+            .client
+            .call_tool("crawl", slow)
+            .send()
+            .await
+            .expect("sent");
+        // Wait until the server has the call, then end the session under it.
+        tokio::time::timeout(LIMIT, async {
+            loop {
+                let status = text_of(&h.client, "crawl_status", json!({}))
+                    .await
+                    .expect("status");
+                if status.contains("\"finished\":false") {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the crawl started");
+        http.close_all();
+        let err = tokio::time::timeout(LIMIT, call)
+            .await
+            .expect("no hang")
+            .expect_err("the session is gone");
+        let text = err.to_string();
+        assert!(
+            text.contains("404") || text.contains("session"),
+            "a clear error: {text}"
+        );
+        // A call that raced the re-initialization is told to retry; one retry is enough.
+        let mut again = text_of(&h.client, "echo", json!({"text": "again"})).await;
+        if again
+            .as_ref()
+            .is_err_and(|e| e.contains("retry the request"))
+        {
+            again = text_of(&h.client, "echo", json!({"text": "again"})).await;
+        }
+        assert_eq!(again.expect("echo on the new session"), "again");
+        assert_eq!(http.session_count(), 1, "a new session");
+        h
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sse_expiry_and_reinitialization() {
+        run(sse(), Needs::Session, expiry_and_reinitialization).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn json_expiry_and_reinitialization() {
+        run(
+            TransportUnderTest::Http(HttpMode::Json),
+            Needs::Session,
+            expiry_and_reinitialization,
+        )
+        .await;
+    }
+
+    /// Closing the client sends DELETE, which ends the session on the server.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_sends_delete() {
+        run(sse(), Needs::Session, |h| async move {
+            let (http, _) = h.http.clone().expect("an HTTP harness");
+            assert_eq!(http.session_count(), 1);
+            // The client waits for the DELETE's answer, and the server ends the session
+            // before it answers.
+            h.client.close().await;
+            assert_eq!(
+                http.session_count(),
+                0,
+                "the DELETE ended the session (the client closed: {:?})",
+                h.client.close_reason()
+            );
+            h
+        })
+        .await;
+    }
+
+    /// Two clients whose JSON-RPC ids collide (both count from 1) never see each other's replies.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn colliding_ids_across_clients() {
+        run(sse(), Needs::Session, |h| async move {
+            let (_, url) = h.http.clone().expect("an HTTP harness");
+            let transport = tidewire_http::client::StreamableHttpClient::new(url)
+                .connect()
+                .expect("transport");
+            let other = tidewire_client::Client::builder(Implementation::new("second", "1"))
+                .connect(transport)
+                .await
+                .expect("second client");
+            let calls = (0..20).map(|i| {
+                let (a, b) = (h.client.clone(), other.clone());
+                async move {
+                    let (ra, rb) = tokio::join!(
+                        text_of(&a, "echo", json!({"text": format!("a{i}")})),
+                        text_of(&b, "echo", json!({"text": format!("b{i}")})),
+                    );
+                    assert_eq!(ra.expect("a"), format!("a{i}"));
+                    assert_eq!(rb.expect("b"), format!("b{i}"));
+                }
+            });
+            futures::future::join_all(calls).await;
+            other.close().await;
+            h
+        })
+        .await;
+    }
 }

@@ -88,6 +88,7 @@ async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
         counters,
         server: None,
         child: None,
+        http: None,
     };
     let outcome = run_peer_scenario(&harness, scenario).await;
     harness.finish().await;

@@ -175,6 +175,18 @@ async fn write_loop<S: TransportSender>(
     shared: Arc<Shared>,
     mut outbound: mpsc::Receiver<Envelope>,
 ) -> Result<(), TransportError> {
+    let written = write_all(&mut sender, &shared, &mut outbound).await;
+    // Closed however the writing ended, so a transport can say goodbye (Streamable HTTP sends
+    // DELETE, stdio closes the child's stdin).
+    let closed = sender.close().await;
+    written.and(closed)
+}
+
+async fn write_all<S: TransportSender>(
+    sender: &mut S,
+    shared: &Shared,
+    outbound: &mut mpsc::Receiver<Envelope>,
+) -> Result<(), TransportError> {
     loop {
         let envelope = tokio::select! {
             biased;
@@ -182,15 +194,15 @@ async fn write_loop<S: TransportSender>(
             () = shared.closing.cancelled() => break,
         };
         let Some(envelope) = envelope else { break };
-        write_one(&mut sender, &shared, envelope).await?;
+        write_one(sender, shared, envelope).await?;
     }
-    // Closing: flush what was queued before the close, then close the transport.
+    // Closing: flush what was queued before the close.
     while let Ok(envelope) = outbound.try_recv() {
-        if write_one(&mut sender, &shared, envelope).await.is_err() {
+        if write_one(sender, shared, envelope).await.is_err() {
             break;
         }
     }
-    sender.close().await
+    Ok(())
 }
 
 async fn write_one<S: TransportSender>(
