@@ -1,8 +1,34 @@
 //! # tidewire-sse
 //!
-//! **Planned, not yet implemented.** This crate will hold the legacy HTTP+SSE transport of the
-//! Model Context Protocol (2024-11-05): a GET stream that first names its POST endpoint, then
-//! carries every server message, server and client side. Like every tidewire transport it will be
-//! an adapter over [`tidewire_core::transport`].
+//! The legacy HTTP+SSE transport of the Model Context Protocol (revision 2024-11-05, deprecated
+//! since 2025-03-26 but still spoken by many servers and clients): a GET stream whose first
+//! event names the URL to POST messages to, and which then carries every server message.
 //!
-//! Until then it exports nothing.
+//! - [`server`]: an axum router with the stream and the POST endpoint, one engine session per
+//!   stream.
+//! - [`client`]: a reqwest client transport, and (feature `fallback`)
+//!   [`client::connect_with_fallback`], which tries Streamable HTTP first.
+//! - [`guard`]: the `Host`/`Origin` rules shared with the WebSocket server.
+//!
+//! Both sides are adapters over [`tidewire_core::transport`]: requests, progress,
+//! cancellation and timeouts behave as on every other transport.
+//!
+//! | feature    | default | what it brings                                                     |
+//! |------------|---------|--------------------------------------------------------------------|
+//! | `server`   | yes     | [`server`], [`guard`]                                              |
+//! | `client`   | yes     | [`client`]                                                         |
+//! | `fallback` | no      | `client::connect_with_fallback` (needs tidewire-client and -http)  |
+//!
+//! ## Cancel safety
+//! Dropping a request future on the client cancels the request as on every transport (the
+//! engine POSTs `notifications/cancelled`). Closing the client closes the stream, and the
+//! server then ends the session and cancels whatever it was still running for it.
+
+#[cfg(feature = "server")]
+pub mod guard;
+
+#[cfg(feature = "server")]
+pub mod server;
+
+#[cfg(feature = "client")]
+pub mod client;

@@ -1,0 +1,94 @@
+//! Why connecting failed, and why a connection ended.
+
+use std::fmt;
+
+/// Why [`SseClient::connect`](super::SseClient::connect) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseClientError {
+    /// The stream URL is not a valid http(s) URL.
+    #[error("{url:?} is not a valid SSE stream URL: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A header set on the builder has an invalid name or value.
+    #[error("invalid header {0:?}")]
+    InvalidHeader(String),
+    /// The default `reqwest::Client` could not be built.
+    #[error("could not build the HTTP client")]
+    HttpClient(#[source] reqwest::Error),
+    /// The GET failed at the HTTP level.
+    #[error("could not open the SSE stream: {0}")]
+    Connect(String),
+    /// The server answered the GET with an error status.
+    #[error("the server answered the SSE GET with HTTP {status}: {body}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The answer was not `text/event-stream`.
+    #[error("the server answered the SSE GET with {content_type:?}, not text/event-stream")]
+    NotEventStream {
+        /// The content type received.
+        content_type: String,
+    },
+    /// The stream ended, broke or stayed silent before its `endpoint` event.
+    #[error("the SSE stream gave no endpoint event: {reason}")]
+    NoEndpoint {
+        /// What happened.
+        reason: String,
+    },
+    /// The `endpoint` event named a URL that is invalid or on another origin.
+    #[error("refusing the endpoint {endpoint:?}: {reason}")]
+    BadEndpoint {
+        /// The endpoint as sent.
+        endpoint: String,
+        /// Why it is refused.
+        reason: String,
+    },
+}
+
+/// Why an open connection ended; the `source()` of the fatal `TransportError` the receiver
+/// yields.
+#[derive(Debug)]
+pub(crate) struct ConnectionLost(pub(crate) String);
+
+impl fmt::Display for ConnectionLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConnectionLost {}
+
+/// An error with its causes, on one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// At most 200 characters of a body, on one line.
+pub(crate) fn excerpt(body: &str) -> String {
+    let line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut chars = line.chars();
+    let head: String = chars.by_ref().take(200).collect();
+    if chars.next().is_some() {
+        format!("{head}…")
+    } else {
+        head
+    }
+}

@@ -1,0 +1,104 @@
+//! Streamable HTTP first, legacy HTTP+SSE for older servers (the backwards-compatibility rule
+//! of MCP 2025-03-26).
+
+use tidewire_client::{Client, ClientBuilder, ClientError};
+use tidewire_http::client::{HttpClientHandle, StreamableHttpClient};
+
+use super::{SseClient, SseClientError};
+
+/// Which transport [`connect_with_fallback`] ended up on.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Fallback {
+    /// The server speaks Streamable HTTP.
+    StreamableHttp(HttpClientHandle),
+    /// The server refused the `initialize` POST (HTTP 400, 404 or 405) and its URL served a
+    /// legacy SSE stream; `endpoint` is where messages go.
+    LegacySse {
+        /// The POST URL the stream named.
+        endpoint: String,
+    },
+}
+
+/// Why [`connect_with_fallback`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FallbackError {
+    /// The URL or a setting was refused before any request.
+    #[error("the Streamable HTTP transport refused its configuration: {0}")]
+    Config(#[source] tidewire_http::client::HttpClientError),
+    /// Streamable HTTP failed in a way that does not mean "old server" (no fallback tried).
+    #[error("connecting over Streamable HTTP failed: {0}")]
+    StreamableHttp(#[source] ClientError),
+    /// The server refused Streamable HTTP, and the legacy SSE stream could not be opened.
+    #[error("the server refused Streamable HTTP ({first}) and legacy SSE failed too: {second}")]
+    Legacy {
+        /// What the `initialize` POST got.
+        first: String,
+        /// Why the SSE stream failed.
+        second: SseClientError,
+    },
+    /// The SSE stream opened, but the handshake over it failed.
+    #[error("connecting over legacy HTTP+SSE failed: {0}")]
+    LegacyHandshake(#[source] ClientError),
+}
+
+/// Connects to `url` over Streamable HTTP; when the server answers the `initialize` POST with
+/// HTTP 400, 404 or 405, opens a legacy SSE stream at the same URL (GET) and connects over that.
+///
+/// `builder` makes the client (handlers, options) and is called once per attempt.
+///
+/// ```no_run
+/// use tidewire_client::Client;
+/// use tidewire_core::schema::Implementation;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let (client, how) = tidewire_sse::client::connect_with_fallback("http://127.0.0.1:8000/sse", || {
+///     Client::builder(Implementation::new("my-agent", "1.0.0"))
+/// })
+/// .await?;
+/// println!("connected over {how:?}");
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// See [`FallbackError`].
+pub async fn connect_with_fallback(
+    url: &str,
+    builder: impl Fn() -> ClientBuilder,
+) -> Result<(Client, Fallback), FallbackError> {
+    let transport = StreamableHttpClient::new(url)
+        .connect()
+        .map_err(FallbackError::Config)?;
+    let handle = transport.handle();
+    let refused = match builder().connect(transport).await {
+        Ok(client) => return Ok((client, Fallback::StreamableHttp(handle))),
+        Err(error) => match refused_status(&error) {
+            Some(status) => format!("HTTP {status} to the initialize POST"),
+            None => return Err(FallbackError::StreamableHttp(error)),
+        },
+    };
+    tracing::debug!(%url, %refused, "falling back to legacy HTTP+SSE");
+    let transport =
+        SseClient::new(url)
+            .connect()
+            .await
+            .map_err(|second| FallbackError::Legacy {
+                first: refused,
+                second,
+            })?;
+    let endpoint = transport.endpoint().to_owned();
+    let client = builder()
+        .connect(transport)
+        .await
+        .map_err(FallbackError::LegacyHandshake)?;
+    Ok((client, Fallback::LegacySse { endpoint }))
+}
+
+/// The HTTP status of a refused `initialize` POST, when it is one that means "not a Streamable
+/// HTTP endpoint" (400, 404, 405). The Streamable HTTP transport puts the status in the error's
+/// data as `httpStatus`.
+fn refused_status(error: &ClientError) -> Option<u64> {
+    let status = error.remote()?.data.as_ref()?.get("httpStatus")?.as_u64()?;
+    matches!(status, 400 | 404 | 405).then_some(status)
+}

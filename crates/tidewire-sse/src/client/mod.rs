@@ -1,0 +1,175 @@
+//! The client side of the legacy HTTP+SSE transport (MCP 2024-11-05), on reqwest and
+//! eventsource-stream.
+//!
+//! ```no_run
+//! use tidewire_client::Client;
+//! use tidewire_core::schema::Implementation;
+//! use tidewire_sse::client::SseClient;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let transport = SseClient::new("http://127.0.0.1:8080/sse").connect().await?;
+//! println!("posting to {}", transport.endpoint());
+//! let client = Client::builder(Implementation::new("my-agent", "1.0.0"))
+//!     .connect(transport)
+//!     .await?;
+//! let tools = client.list_all_tools().await?;
+//! println!("{} tools", tools.len());
+//! client.close().await; // closes the stream, which ends the session on the server
+//! # Ok(()) }
+//! ```
+//!
+//! ## What goes over the wire
+//! - [`SseClient::connect`] opens the stream (`GET`, `Accept: text/event-stream`) and waits,
+//!   within [`SseClient::connect_timeout`], for the `endpoint` event. Its data is resolved
+//!   against the stream's URL; an endpoint on another origin (scheme, host or port) is refused,
+//!   so a server cannot send the client's messages elsewhere.
+//! - Each message is POSTed to the endpoint as `application/json`, one at a time, in order;
+//!   `send` returns when the server took it (any 2xx, normally 202). Replies arrive on the
+//!   stream as `message` events; other events and comments are skipped.
+//! - A POST the server refuses (a 4xx other than 404, e.g. 413 for a body too large) fails
+//!   that one request: it is answered with a JSON-RPC error (`-32000`, or the server's own
+//!   error code) naming the HTTP status, and the connection goes on. A 404 means the server no
+//!   longer knows the session: the connection ends.
+//! - **No resumption.** When the stream ends or breaks, the session is over (the server ends it
+//!   too): the receiver yields a fatal error saying so, every call in flight fails with it, and
+//!   the client must connect again, which opens a new session.
+//! - Closing the transport (or dropping it) closes the stream.
+//!
+//! [`connect_with_fallback`] (feature `fallback`) tries Streamable HTTP first and falls back to
+//! this transport for servers that predate it.
+
+mod error;
+#[cfg(feature = "fallback")]
+mod fallback;
+mod transport;
+
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue, header};
+use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+
+pub use error::SseClientError;
+#[cfg(feature = "fallback")]
+pub use fallback::{Fallback, FallbackError, connect_with_fallback};
+pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
+
+/// Builds a legacy HTTP+SSE client transport. Setters never fail; [`connect`](Self::connect)
+/// reports the first problem.
+#[derive(Debug, Clone)]
+pub struct SseClient {
+    url: String,
+    headers: HeaderMap,
+    bad_header: Option<String>,
+    http: Option<reqwest::Client>,
+    max_message_size: usize,
+    connect_timeout: Duration,
+    post_timeout: Duration,
+}
+
+impl SseClient {
+    /// A client for the stream at `url` (conventionally `http://host:port/sse`).
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            headers: HeaderMap::new(),
+            bad_header: None,
+            http: None,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            connect_timeout: Duration::from_secs(30),
+            post_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// A header sent with the GET and every POST (replacing one of the same name).
+    #[must_use]
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            (Ok(name), Ok(value)) => {
+                self.headers.insert(name, value);
+            }
+            _ => {
+                self.bad_header.get_or_insert_with(|| name.to_owned());
+            }
+        }
+        self
+    }
+
+    /// `Authorization: Bearer <token>` on every request.
+    #[must_use]
+    pub fn bearer(self, token: impl std::fmt::Display) -> Self {
+        let value = format!("Bearer {token}");
+        self.header(header::AUTHORIZATION.as_str(), &value)
+    }
+
+    /// A `reqwest::Client` of your own (proxies, TLS, pools). It must not have a total request
+    /// timeout, which would cut the stream.
+    #[must_use]
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// The largest message either way (default 8 MiB).
+    #[must_use]
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// How long [`connect`](Self::connect) waits for the stream and its `endpoint` event
+    /// (default 30 s).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one POST may take (default 30 s).
+    #[must_use]
+    pub fn post_timeout(mut self, timeout: Duration) -> Self {
+        self.post_timeout = timeout;
+        self
+    }
+
+    /// Opens the stream and waits for its `endpoint` event.
+    ///
+    /// # Errors
+    /// A bad URL or header, a connection that fails, an answer that is not an event stream,
+    /// a stream without `endpoint` in time, or an endpoint on another origin.
+    pub async fn connect(self) -> Result<SseClientTransport, SseClientError> {
+        if let Some(name) = self.bad_header {
+            return Err(SseClientError::InvalidHeader(name));
+        }
+        let url = reqwest::Url::parse(&self.url).map_err(|e| SseClientError::InvalidUrl {
+            url: self.url.clone(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(SseClientError::InvalidUrl {
+                url: self.url,
+                reason: "the scheme must be http or https".to_owned(),
+            });
+        }
+        let http = match self.http {
+            Some(client) => client,
+            None => reqwest::Client::builder()
+                .build()
+                .map_err(SseClientError::HttpClient)?,
+        };
+        let settings = transport::Settings {
+            url,
+            headers: self.headers,
+            http,
+            codec: Codec::new(self.max_message_size),
+            post_timeout: self.post_timeout,
+        };
+        tokio::time::timeout(self.connect_timeout, transport::open(settings))
+            .await
+            .map_err(|_| SseClientError::NoEndpoint {
+                reason: format!("no endpoint event within {:?}", self.connect_timeout),
+            })?
+    }
+}

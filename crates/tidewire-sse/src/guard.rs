@@ -1,0 +1,165 @@
+//! Which `Host` and `Origin` headers a local HTTP server accepts: the DNS-rebinding protection
+//! every tidewire HTTP transport applies before anything else.
+//!
+//! Shared by the legacy HTTP+SSE server here and the WebSocket server in `tidewire-ws`.
+
+use http::{HeaderMap, header};
+
+/// The `Host` and `Origin` rules of a server.
+///
+/// By default only loopback names pass (`localhost`, `127.0.0.1`, `[::1]`, with any port), in
+/// `Host` and in `Origin` alike; a request without `Origin` (any non-browser client) passes the
+/// origin rule. Add names for a server reached under another name.
+///
+/// ```
+/// use tidewire_sse::guard::HostPolicy;
+///
+/// let policy = HostPolicy::default()
+///     .allow_host("mcp.example.com")
+///     .allow_origin("https://app.example.com");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct HostPolicy {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    any_host: bool,
+}
+
+/// Why a request was refused: a sentence for the response body (the status is always 403).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl HostPolicy {
+    /// Also accept `Host: host` (a name, with or without a port).
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.hosts.push(host.into().to_ascii_lowercase());
+        self
+    }
+
+    /// Accept any `Host` (behind a proxy that checks it). `Origin` is still checked.
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.any_host = true;
+        self
+    }
+
+    /// Also accept `Origin: origin` (scheme, host and port, e.g. `https://app.example.com`).
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.origins.push(origin.into().to_ascii_lowercase());
+        self
+    }
+
+    /// Applies both rules to a request's headers.
+    ///
+    /// # Errors
+    /// [`Refused`] naming the header that failed.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
+        if !self.any_host {
+            let host = header_text(headers, header::HOST);
+            let name = strip_port(&host);
+            let listed = self.hosts.iter().any(|h| *h == host || h == name);
+            if !(is_loopback(name) || listed) {
+                return Err(Refused(format!(
+                    "Forbidden: Host {host:?} is not accepted by this server (DNS rebinding protection)"
+                )));
+            }
+        }
+        if headers.contains_key(header::ORIGIN) {
+            let origin = header_text(headers, header::ORIGIN);
+            let authority = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"));
+            let loopback = authority.is_some_and(|a| !a.is_empty() && is_loopback(strip_port(a)));
+            if !(loopback || self.origins.contains(&origin)) {
+                return Err(Refused(format!(
+                    "Forbidden: Origin {origin:?} is not accepted by this server"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// `name:port` → `name`; `[v6]:port` → `[v6]`.
+fn strip_port(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return match authority.find(']') {
+            Some(end) => &authority[..=end],
+            None => authority,
+        };
+    }
+    match authority.rsplit_once(':') {
+        Some((name, _port)) => name,
+        None => authority,
+    }
+}
+
+fn is_loopback(name: &str) -> bool {
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().expect("a header value"));
+        }
+        map
+    }
+
+    #[test]
+    fn loopback_passes_and_strangers_do_not() {
+        let p = HostPolicy::default();
+        for host in ["127.0.0.1:9", "localhost", "[::1]:80", "LOCALHOST:1"] {
+            assert!(p.check(&headers(&[("host", host)])).is_ok(), "{host}");
+        }
+        for host in ["", "evil.example", "localhost.evil.example:80", "[::2]:1"] {
+            assert!(p.check(&headers(&[("host", host)])).is_err(), "{host}");
+        }
+        let origin = |o: &str| headers(&[("host", "localhost:1"), ("origin", o)]);
+        assert!(p.check(&origin("http://127.0.0.1:5173")).is_ok());
+        assert!(p.check(&origin("https://evil.example")).is_err());
+        assert!(p.check(&origin("null")).is_err());
+        assert!(p.check(&origin("")).is_err());
+    }
+
+    #[test]
+    fn listed_names_pass() {
+        let p = HostPolicy::default()
+            .allow_host("mcp.example.com")
+            .allow_origin("https://app.example.com");
+        assert!(
+            p.check(&headers(&[("host", "mcp.example.com:443")]))
+                .is_ok()
+        );
+        let h = headers(&[
+            ("host", "mcp.example.com"),
+            ("origin", "https://app.example.com"),
+        ]);
+        assert!(p.check(&h).is_ok());
+        let any = HostPolicy::default().allow_any_host();
+        assert!(any.check(&headers(&[("host", "whatever:1")])).is_ok());
+        let bad = headers(&[("host", "whatever:1"), ("origin", "http://whatever:1")]);
+        assert!(any.check(&bad).is_err());
+    }
+}

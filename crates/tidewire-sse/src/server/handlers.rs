@@ -1,0 +1,289 @@
+//! The two routes: the GET that opens a session's stream, and the POST that carries a message.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State as Extract;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message};
+use tidewire_core::transport::Envelope;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::session::{Session, SseReceiver, SseSender};
+use super::{SseRequestInfo, State, new_session_id};
+
+type Shared = Arc<State>;
+
+/// An HTTP error with a JSON-RPC error body (no id).
+fn refuse(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
+    answer(status, ErrorObject::new(code, message))
+}
+
+fn answer(status: StatusCode, error: ErrorObject) -> Response {
+    let body = Message::Response(tidewire_core::jsonrpc::Response::error(None, error));
+    json_response(status, &body)
+}
+
+fn json_response(status: StatusCode, body: &Message) -> Response {
+    let text = serde_json::to_string(body).unwrap_or_else(|_| String::from("{}"));
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// `GET <sse path>`: a new session, its engine, and its stream.
+pub(crate) async fn open_stream(
+    Extract(state): Extract<Shared>,
+    headers: HeaderMap,
+    post_path: Arc<str>,
+) -> Response {
+    if let Err(refused) = state.config.hosts.check(&headers) {
+        return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
+    }
+    if state.sessions().len() >= state.config.max_sessions {
+        let mut response = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode(-32000),
+            format!(
+                "Service Unavailable: the server holds its maximum of {} sessions; retry later",
+                state.config.max_sessions
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return response;
+    }
+    let Some(id) = new_session_id() else {
+        return refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "cannot draw a session id",
+        );
+    };
+    let (inbound_tx, inbound_rx) = mpsc::channel(state.config.inbound_queue);
+    let (outbound_tx, outbound_rx) = mpsc::channel(state.config.outbound_queue);
+    let session = Arc::new(Session::new(inbound_tx));
+    let transport = (
+        SseSender {
+            session: session.clone(),
+            outbound: outbound_tx,
+            codec: state.codec,
+        },
+        SseReceiver {
+            rx: inbound_rx,
+            closed: session.closed.clone(),
+            ended: false,
+        },
+    );
+    state.sessions().insert(id.clone(), session.clone());
+    state.start_reaper();
+    let driver = (state.make_driver)(transport);
+    let weak = Arc::downgrade(&state);
+    let ended_id = id.clone();
+    tokio::spawn(async move {
+        if let Err(error) = driver.await {
+            tracing::debug!(%error, "a legacy SSE session's engine stopped");
+        }
+        if let Some(state) = weak.upgrade() {
+            state.remove(&ended_id);
+        }
+    });
+
+    let endpoint = format!("event: endpoint\ndata: {post_path}?sessionId={id}\n\n");
+    let stream = EventStream {
+        first: Some(Bytes::from(endpoint)),
+        outbound: outbound_rx,
+        closed: session.closed.clone(),
+        keep_alive: state.config.keep_alive,
+        _guard: EndOnDrop {
+            state: Arc::downgrade(&state),
+            id,
+            closed: session.closed.clone(),
+        },
+    };
+    let body = futures::stream::unfold(stream, |mut s| async move {
+        let chunk = s.next_chunk().await?;
+        Some((Ok::<_, Infallible>(chunk), s))
+    });
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                header::HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            ),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// What the response body of one session's stream reads from.
+struct EventStream {
+    first: Option<Bytes>,
+    outbound: mpsc::Receiver<Arc<str>>,
+    closed: CancellationToken,
+    keep_alive: Duration,
+    _guard: EndOnDrop,
+}
+
+impl EventStream {
+    /// The next bytes to write; `None` ends the stream.
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(first) = self.first.take() {
+            return Some(first);
+        }
+        tokio::select! {
+            biased;
+            () = self.closed.cancelled() => None,
+            message = self.outbound.recv() => {
+                let data = message?;
+                Some(Bytes::from(format!("event: message\ndata: {data}\n\n")))
+            }
+            () = tokio::time::sleep(self.keep_alive) => Some(Bytes::from_static(b": keep-alive\n\n")),
+        }
+    }
+}
+
+/// Ends the session when its stream's body is dropped: the client went away (hyper drops the
+/// body when a write fails or the connection closes), or the stream ended.
+struct EndOnDrop {
+    state: Weak<State>,
+    id: String,
+    closed: CancellationToken,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.closed.cancel();
+        if let Some(state) = self.state.upgrade() {
+            state.remove(&self.id);
+        }
+    }
+}
+
+/// The session a POST names in its query (`sessionId`, or `session_id` as the Python SDK
+/// spells it).
+fn session_param(uri: &Uri) -> Option<&str> {
+    uri.query()?.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        matches!(name, "sessionId" | "session_id").then_some(value)
+    })
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// `POST <post path>?sessionId=…`: one message for a session's engine.
+pub(crate) async fn post_message(
+    Extract(state): Extract<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(refused) = state.config.hosts.check(&headers) {
+        return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
+    }
+    let Some(id) = session_param(&uri).map(str::to_owned) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "Bad Request: the sessionId query parameter is missing (POST to the URL of the stream's endpoint event)",
+        );
+    };
+    let Some(session) = state.sessions().get(&id).cloned() else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            ErrorCode(-32001),
+            format!("Session not found: {id:?} is unknown or has ended; open a new stream"),
+        );
+    };
+    if !is_json(&headers) {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::INVALID_REQUEST,
+            "Unsupported Media Type: the body must be application/json",
+        );
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, state.config.max_body).await else {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Payload Too Large: the body exceeds {} bytes",
+                state.config.max_body
+            ),
+        );
+    };
+    let message = match state.codec.decode(&bytes) {
+        Ok(message) => message,
+        Err(bad) => {
+            return match bad.error_response() {
+                Some(response) => json_response(
+                    StatusCode::BAD_REQUEST,
+                    &Message::Response(response.clone()),
+                ),
+                None => answer(
+                    StatusCode::BAD_REQUEST,
+                    ErrorObject::invalid_request(bad.to_string()),
+                ),
+            };
+        }
+    };
+    let mut envelope = Envelope::new(message);
+    envelope.extensions.insert(SseRequestInfo {
+        headers,
+        session_id: id.clone(),
+    });
+    session.touch();
+    let delivered = tokio::select! {
+        biased;
+        () = session.closed.cancelled() => false,
+        sent = session.inbound.send(envelope) => sent.is_ok(),
+    };
+    if delivered {
+        (StatusCode::ACCEPTED, "Accepted").into_response()
+    } else {
+        refuse(
+            StatusCode::NOT_FOUND,
+            ErrorCode(-32001),
+            format!("Session not found: {id:?} has ended; open a new stream"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_comes_from_either_spelling() {
+        let uri = |s: &str| s.parse::<Uri>().expect("a URI");
+        assert_eq!(session_param(&uri("/m?sessionId=ab")), Some("ab"));
+        assert_eq!(session_param(&uri("/m?x=1&session_id=cd")), Some("cd"));
+        assert_eq!(session_param(&uri("/m?other=1")), None);
+        assert_eq!(session_param(&uri("/m")), None);
+    }
+}

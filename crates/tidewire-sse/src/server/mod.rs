@@ -1,0 +1,188 @@
+//! The legacy HTTP+SSE server (MCP 2024-11-05): two routes, mounted in any axum app.
+//!
+//! ```no_run
+//! # async fn demo(make_driver: impl Fn(tidewire_sse::server::SseTransport) -> tidewire_core::session::Driver + Send + Sync + 'static) -> std::io::Result<()> {
+//! use tidewire_sse::server::{LegacySse, SseConfig};
+//!
+//! // `make_driver` starts one engine session per stream, e.g.
+//! // `move |transport| server.serve(transport).1` with a `tidewire_server::Server`.
+//! let sse = LegacySse::new(SseConfig::default(), make_driver);
+//! let app = axum::Router::new().merge(sse.router("/sse", "/messages"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! ## The exchange
+//! - `GET /sse` opens a session and its stream. The first event is `endpoint`, whose data is
+//!   the path to POST to, with the session in the query: `/messages?sessionId=<32 hex digits>`.
+//!   Every message from the server follows as a `message` event (one JSON-RPC message in
+//!   `data`); an idle stream gets a `: keep-alive` comment every [`SseConfig::keep_alive`].
+//! - `POST /messages?sessionId=…` carries one client message. It is answered `202 Accepted`
+//!   as soon as the session has it; the reply travels on the stream. An unknown or ended
+//!   session gets 404, a missing one 400, a body that is no JSON-RPC message 400 with the
+//!   JSON-RPC error in the body, a body over [`SseConfig::max_body`] 413, a body that is not
+//!   `application/json` 415.
+//! - When the stream closes (the client went away, or the session expired), the session ends:
+//!   the engine stops and cancels what it was running, and its id gets 404.
+//! - `Host` and `Origin` are checked first (loopback only by default, see
+//!   [`HostPolicy`](crate::guard::HostPolicy)); refusals get 403. Past
+//!   [`SseConfig::max_sessions`] a new stream gets 503 with `Retry-After`.
+//!
+//! The server never looks at the protocol version: whatever `initialize` negotiates, the
+//! framing stays the same.
+
+mod config;
+mod handlers;
+mod session;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
+use std::time::Duration;
+
+use tidewire_core::session::Driver;
+use tidewire_core::transport::Codec;
+
+pub use config::SseConfig;
+pub use session::{SseReceiver, SseSender};
+
+use session::Session;
+
+/// The transport one engine session runs on: what [`LegacySse`] gives the function that starts
+/// a session.
+pub type SseTransport = (SseSender, SseReceiver);
+
+type MakeDriver = dyn Fn(SseTransport) -> Driver + Send + Sync;
+
+/// What the server knew about the POST that carried a message; in the message's envelope
+/// extensions (reach it through `RequestContext::extensions`).
+#[derive(Debug, Clone)]
+pub struct SseRequestInfo {
+    /// The POST's headers.
+    pub headers: http::HeaderMap,
+    /// The session the POST named.
+    pub session_id: String,
+}
+
+/// A legacy HTTP+SSE endpoint pair. Cheap to clone; clones share the session table.
+#[derive(Clone)]
+pub struct LegacySse {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for LegacySse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LegacySse")
+            .field("sessions", &self.session_count())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct State {
+    config: SseConfig,
+    codec: Codec,
+    make_driver: Box<MakeDriver>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    reaper: Once,
+}
+
+impl LegacySse {
+    /// A server with `config`; `make_driver` starts the engine of each new session (for a
+    /// `tidewire_server::Server`: `move |t| server.serve(t).1`). Drivers are spawned on the
+    /// current tokio runtime.
+    pub fn new(
+        config: SseConfig,
+        make_driver: impl Fn(SseTransport) -> Driver + Send + Sync + 'static,
+    ) -> Self {
+        let codec = Codec::new(config.max_message_size);
+        Self {
+            state: Arc::new(State {
+                config,
+                codec,
+                make_driver: Box::new(make_driver),
+                sessions: Mutex::new(HashMap::new()),
+                reaper: Once::new(),
+            }),
+        }
+    }
+
+    /// An axum router with the stream at `sse_path` (GET) and the message endpoint at
+    /// `post_path` (POST). The `endpoint` event names `post_path` as given, so merge the router
+    /// at the root of your app (or pass the full path).
+    pub fn router(&self, sse_path: &str, post_path: &str) -> axum::Router {
+        let post_path: Arc<str> = post_path.into();
+        axum::Router::new()
+            .route(
+                sse_path,
+                axum::routing::get({
+                    let post_path = post_path.clone();
+                    move |state, headers| handlers::open_stream(state, headers, post_path.clone())
+                }),
+            )
+            .route(
+                post_path.as_ref(),
+                axum::routing::post(handlers::post_message),
+            )
+            .with_state(self.state.clone())
+    }
+
+    /// Sessions open now.
+    pub fn session_count(&self) -> usize {
+        self.state.sessions().len()
+    }
+
+    /// Ends every session: their streams close and their engines stop.
+    pub fn close_all(&self) {
+        let sessions: Vec<_> = self.state.sessions().drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.closed.cancel();
+        }
+    }
+}
+
+impl State {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn remove(&self, id: &str) {
+        if let Some(session) = self.sessions().remove(id) {
+            session.closed.cancel();
+        }
+    }
+
+    /// Ends sessions idle for longer than the timeout, checking a few times per timeout for as
+    /// long as the server lives.
+    fn start_reaper(self: &Arc<Self>) {
+        self.reaper.call_once(|| {
+            let weak: Weak<State> = Arc::downgrade(self);
+            let timeout = self.config.idle_timeout;
+            let every = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(state) = weak.upgrade() else { return };
+                    let expired: Vec<String> = state
+                        .sessions()
+                        .iter()
+                        .filter(|(_, s)| s.idle_for() >= timeout)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    for id in expired {
+                        tracing::debug!(session = %id, "an idle legacy SSE session expired");
+                        state.remove(&id);
+                    }
+                }
+            });
+        });
+    }
+}
+
+/// A new session id: 128 random bits as 32 hex digits.
+fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
