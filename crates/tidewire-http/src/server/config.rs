@@ -30,7 +30,7 @@ pub enum ResponseMode {
 ///     .session_idle_timeout(Duration::from_secs(600))
 ///     .allow_origin("https://app.example.com");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpConfig {
     pub(crate) response_mode: ResponseMode,
     pub(crate) stateless: bool,
@@ -46,6 +46,7 @@ pub struct HttpConfig {
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) allow_any_host: bool,
+    pub(crate) event_store: Option<std::sync::Arc<dyn super::EventStore>>,
 }
 
 impl Default for HttpConfig {
@@ -65,11 +66,33 @@ impl Default for HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             allow_any_host: false,
+            event_store: None,
         }
     }
 }
 
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("response_mode", &self.response_mode)
+            .field("stateless", &self.stateless)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_body", &self.max_body)
+            .field("stream_capacity", &self.stream_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
 impl HttpConfig {
+    /// Keeps stream events in `store` instead of the default [`MemoryEventStore`](super::MemoryEventStore)
+    /// (which keeps `stream_buffer` events per stream in this process).
+    #[must_use]
+    pub fn event_store(mut self, store: std::sync::Arc<dyn super::EventStore>) -> Self {
+        self.event_store = Some(store);
+        self
+    }
+
     /// JSON or SSE replies to POSTed requests (default SSE).
     #[must_use]
     pub fn response_mode(mut self, mode: ResponseMode) -> Self {
@@ -129,8 +152,10 @@ impl HttpConfig {
         self
     }
 
-    /// Events kept per stream for resumption (default 16,384), and how long a writer waits for
-    /// a slow or absent reader before dropping the oldest event nobody has read (default 10 s).
+    /// Events kept per stream for resumption by the default store, which is also how far a
+    /// writer may run ahead of a stream's reader (default 16,384); and how long a writer waits for
+    /// a slow or absent reader before going on anyway, the store then dropping the oldest unread
+    /// event (default 10 s).
     ///
     /// A client that resumes with `Last-Event-ID` gets what came after, as long as it is still
     /// kept: what a reader has taken may still sit in socket buffers when a connection drops,

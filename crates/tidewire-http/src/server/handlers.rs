@@ -23,8 +23,9 @@ use super::checks::{
     self, LAST_EVENT_ID, SESSION_ID, check_accept, check_content_type, check_origin_and_host,
     error, error_for,
 };
+use super::event_store::StoredEvent;
 use super::session::{HttpSession, ReplyTarget};
-use super::streams::{Event, STANDALONE, StreamId, event_id, parse_event_id};
+use super::streams::{STANDALONE, StreamId, event_id, parse_event_id};
 use super::{HttpRequestInfo, ResponseMode, State, new_session_id};
 
 type Shared = Arc<State>;
@@ -577,7 +578,7 @@ struct Reader {
     session: Arc<HttpSession>,
     stream: StreamId,
     cursor: u64,
-    pending: VecDeque<Event>,
+    pending: VecDeque<StoredEvent>,
     priming: Option<Duration>,
     done: bool,
     one_shot: bool,
@@ -604,7 +605,7 @@ impl Reader {
             let notified = changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let events = self.session.streams.take(self.stream, self.cursor)?;
+            let events = self.session.streams.take(self.stream, self.cursor).await?;
             if events.is_empty() {
                 tokio::select! {
                     () = &mut notified => {}

@@ -31,6 +31,7 @@
 
 mod checks;
 mod config;
+mod event_store;
 mod handlers;
 mod session;
 mod streams;
@@ -44,6 +45,7 @@ use tidewire_core::transport::Codec;
 use tokio::sync::mpsc;
 
 pub use config::{HttpConfig, ResponseMode};
+pub use event_store::{EventStore, MemoryEventStore, StoredEvent, StreamId};
 pub use session::{HttpReceiver, HttpSender};
 
 use session::HttpSession;
@@ -82,6 +84,7 @@ pub(crate) struct State {
     config: HttpConfig,
     codec: Codec,
     make_driver: Box<MakeDriver>,
+    store: Arc<dyn EventStore>,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     reaper_started: std::sync::Once,
 }
@@ -95,11 +98,16 @@ impl StreamableHttp {
         make_driver: impl Fn(HttpTransport) -> Driver + Send + Sync + 'static,
     ) -> Self {
         let codec = Codec::new(config.max_message_size);
+        let store: Arc<dyn EventStore> = match &config.event_store {
+            Some(store) => store.clone(),
+            None => Arc::new(MemoryEventStore::new(config.stream_capacity)),
+        };
         Self {
             state: Arc::new(State {
                 config,
                 codec,
                 make_driver: Box::new(make_driver),
+                store,
                 sessions: Mutex::new(HashMap::new()),
                 reaper_started: std::sync::Once::new(),
             }),
@@ -141,6 +149,7 @@ impl State {
         let session = Arc::new(HttpSession::new(
             id,
             tx,
+            self.store.clone(),
             self.config.stream_capacity,
             self.config.stream_patience,
         ));

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::event_store::EventStore;
 use super::streams::{STANDALONE, StreamId, Streams};
 
 /// Where the response to one inbound request goes.
@@ -50,13 +51,14 @@ impl HttpSession {
     pub(crate) fn new(
         id: String,
         inbound: mpsc::Sender<Envelope>,
+        store: Arc<dyn EventStore>,
         stream_capacity: usize,
         patience: Duration,
     ) -> Self {
         Self {
+            streams: Streams::new(id.clone(), store, stream_capacity, patience),
             id,
             inbound,
-            streams: Streams::new(stream_capacity, patience),
             routes: Mutex::new(HashMap::new()),
             last_active: Mutex::new(Instant::now()),
             closed: CancellationToken::new(),

@@ -1,34 +1,27 @@
-//! The SSE streams of one session: a bounded ring of events per stream, from which connected
-//! responses read and from which a reconnecting client resumes (`Last-Event-ID`).
+//! The SSE streams of one session: their numbering, their readers, and flow control. The events
+//! themselves are kept by the [`EventStore`], from which connected responses read and from which
+//! a reconnecting client resumes (`Last-Event-ID`).
 //!
 //! Stream 0 is the session's standalone (GET) stream; every POST that opens an SSE reply gets
 //! the next number. An event id is `<stream>-<seq>`, so ids are unique in the session and say
 //! which stream they belong to (H18); a resume replays that stream only (H19).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// The number of a stream within its session.
-pub(crate) type StreamId = u64;
+pub(crate) use super::event_store::StreamId;
+use super::event_store::{EventStore, StoredEvent};
 
 /// The standalone stream, opened by GET.
 pub(crate) const STANDALONE: StreamId = 0;
 
-/// One stored event: its sequence number in the stream and the JSON-RPC message as text.
-#[derive(Debug, Clone)]
-pub(crate) struct Event {
-    pub(crate) seq: u64,
-    pub(crate) data: Arc<str>,
-    /// The response that completes a POST stream.
-    pub(crate) last: bool,
-}
-
+/// What this process knows of one stream (its events are in the store).
 #[derive(Debug)]
 struct Stream {
-    events: VecDeque<Event>,
+    /// The sequence number of the next event.
     next_seq: u64,
     /// The highest sequence number a reader has taken.
     delivered: u64,
@@ -36,44 +29,65 @@ struct Stream {
     attached: bool,
     /// Responses still expected on this POST stream (more than one for a batch).
     awaiting: usize,
-    /// The final event (a POST's last response) has been stored.
-    complete: bool,
-    /// Woken when events are added, taken, or the stream is closed.
+    /// The sequence number of the event that completes this POST stream, once stored.
+    last: Option<u64>,
+    /// Woken when events are added or taken, or the stream ends.
     changed: Arc<Notify>,
 }
 
 impl Stream {
     fn new() -> Self {
         Self {
-            events: VecDeque::new(),
             next_seq: 1,
             delivered: 0,
             attached: false,
             awaiting: 0,
-            complete: false,
+            last: None,
             changed: Arc::new(Notify::new()),
         }
+    }
+
+    fn unread(&self) -> u64 {
+        (self.next_seq - 1).saturating_sub(self.delivered)
     }
 }
 
 /// Every stream of one session.
-#[derive(Debug)]
 pub(crate) struct Streams {
+    session: String,
+    store: Arc<dyn EventStore>,
     inner: Mutex<HashMap<StreamId, Stream>>,
     next_id: Mutex<StreamId>,
-    capacity: usize,
-    /// How long a writer waits for a slow or absent reader before it drops the oldest event.
+    /// Events a writer may run ahead of the stream's reader before it waits.
+    window: u64,
+    /// How long a writer waits for a slow or absent reader before it goes on anyway (the
+    /// store then drops what no reader took, oldest first).
     patience: Duration,
 }
 
+impl std::fmt::Debug for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Streams {
-    pub(crate) fn new(capacity: usize, patience: Duration) -> Self {
+    pub(crate) fn new(
+        session: String,
+        store: Arc<dyn EventStore>,
+        window: usize,
+        patience: Duration,
+    ) -> Self {
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, Stream::new());
         Self {
+            session,
+            store,
             inner: Mutex::new(streams),
             next_id: Mutex::new(STANDALONE + 1),
-            capacity: capacity.max(1),
+            window: u64::try_from(window.max(1)).unwrap_or(u64::MAX),
             patience,
         }
     }
@@ -106,12 +120,12 @@ impl Streams {
         }
     }
 
-    /// Appends a message to a stream, waiting (within the patience) while the ring is full of
-    /// events no reader has taken. A `response` counts down the responses the stream awaits;
-    /// the last one completes it. Returns false when the stream no longer exists.
+    /// Appends a message to a stream, first waiting (within the patience) while it is a full
+    /// window ahead of its reader. A `response` counts down the responses the stream awaits; the
+    /// last one completes it. Returns false when the stream no longer exists.
     pub(crate) async fn push(&self, stream: StreamId, data: Arc<str>, response: bool) -> bool {
         let deadline = tokio::time::Instant::now() + self.patience;
-        loop {
+        let event = loop {
             let Some(changed) = self.notifier(stream) else {
                 return false;
             };
@@ -124,18 +138,12 @@ impl Streams {
                 let Some(s) = streams.get_mut(&stream) else {
                     return false;
                 };
-                while s.events.len() >= self.capacity
-                    && s.events.front().is_some_and(|e| e.seq <= s.delivered)
-                {
-                    s.events.pop_front();
-                }
-                let out_of_patience = tokio::time::Instant::now() >= deadline;
-                if s.events.len() < self.capacity || out_of_patience {
-                    if s.events.len() >= self.capacity {
-                        s.events.pop_front();
+                let patient = tokio::time::Instant::now() < deadline;
+                if s.unread() < self.window || !patient {
+                    if s.unread() >= self.window {
                         tracing::warn!(
                             stream,
-                            "an SSE stream's buffer is full and nobody reads it: dropped its oldest event"
+                            "an SSE stream is a full window ahead of its reader (or has none); going on"
                         );
                     }
                     let last = response && {
@@ -144,17 +152,22 @@ impl Streams {
                     };
                     let seq = s.next_seq;
                     s.next_seq += 1;
-                    s.events.push_back(Event { seq, data, last });
-                    s.complete |= last;
-                    s.changed.notify_waiters();
-                    return true;
+                    if last {
+                        s.last = Some(seq);
+                    }
+                    break StoredEvent { seq, data, last };
                 }
             }
             tokio::select! {
                 () = &mut notified => {}
                 () = tokio::time::sleep_until(deadline) => {}
             }
+        };
+        self.store.append(&self.session, stream, event).await;
+        if let Some(changed) = self.notifier(stream) {
+            changed.notify_waiters();
         }
+        true
     }
 
     /// Attaches a reader (one at a time per stream). Returns the cursor to start from: after
@@ -170,19 +183,34 @@ impl Streams {
         Some(resume_after.unwrap_or(s.delivered))
     }
 
-    /// Detaches the reader; a POST stream whose response was taken is removed.
+    /// Detaches the reader; a POST stream whose response was taken is forgotten (its events
+    /// leave the store in the background).
     pub(crate) fn detach(&self, stream: StreamId) {
-        let mut streams = self.lock();
-        let finished = match streams.get_mut(&stream) {
-            Some(s) => {
-                s.attached = false;
-                s.changed.notify_waiters();
-                stream != STANDALONE && s.complete && s.delivered >= s.next_seq - 1
+        let finished = {
+            let mut streams = self.lock();
+            let finished = match streams.get_mut(&stream) {
+                Some(s) => {
+                    s.attached = false;
+                    s.changed.notify_waiters();
+                    stream != STANDALONE && s.last.is_some_and(|last| s.delivered >= last)
+                }
+                None => false,
+            };
+            if finished {
+                streams.remove(&stream);
             }
-            None => false,
+            finished
         };
         if finished {
-            streams.remove(&stream);
+            self.forget_later(Some(stream));
+        }
+    }
+
+    fn forget_later(&self, stream: Option<StreamId>) {
+        let store = self.store.clone();
+        let session = self.session.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { store.forget(&session, stream).await });
         }
     }
 
@@ -194,24 +222,19 @@ impl Streams {
 
     /// Takes the events after `cursor`: `Some(events)` (empty means wait), or `None` when the
     /// stream is gone or a POST stream has delivered its response.
-    pub(crate) fn take(&self, stream: StreamId, cursor: u64) -> Option<Vec<Event>> {
-        let mut streams = self.lock();
-        let s = streams.get_mut(&stream)?;
-        let events: Vec<Event> = s
-            .events
-            .iter()
-            .filter(|e| e.seq > cursor)
-            .cloned()
-            .collect();
-        if let Some(last) = events.last() {
-            s.delivered = s.delivered.max(last.seq);
-            s.changed.notify_waiters();
-            return Some(events);
-        }
-        if s.complete && stream != STANDALONE {
+    pub(crate) async fn take(&self, stream: StreamId, cursor: u64) -> Option<Vec<StoredEvent>> {
+        let last = self.lock().get(&stream)?.last;
+        if last.is_some_and(|last| cursor >= last) {
             return None;
         }
-        Some(Vec::new())
+        let events = self.store.after(&self.session, stream, cursor).await;
+        if let Some(newest) = events.last() {
+            let mut streams = self.lock();
+            let s = streams.get_mut(&stream)?;
+            s.delivered = s.delivered.max(newest.seq);
+            s.changed.notify_waiters();
+        }
+        Some(events)
     }
 
     /// Whether the stream exists.
@@ -224,13 +247,15 @@ impl Streams {
         self.lock().values().any(|s| s.attached)
     }
 
-    /// Ends every stream: readers see the end, writers see no stream.
+    /// Ends every stream: readers see the end, writers see no stream; the store forgets them.
     pub(crate) fn close_all(&self) {
         let mut streams = self.lock();
         for s in streams.values() {
             s.changed.notify_waiters();
         }
         streams.clear();
+        drop(streams);
+        self.forget_later(None);
     }
 }
 
@@ -247,55 +272,74 @@ pub(crate) fn event_id(stream: StreamId, seq: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::event_store::MemoryEventStore;
     use super::*;
 
     fn data(s: &str) -> Arc<str> {
         Arc::from(s)
     }
 
+    fn streams(window: usize, patience: Duration) -> (Streams, Arc<MemoryEventStore>) {
+        let store = Arc::new(MemoryEventStore::new(16));
+        (
+            Streams::new("s".to_owned(), store.clone(), window, patience),
+            store,
+        )
+    }
+
     #[tokio::test]
     async fn readers_resume_after_an_id_and_streams_end_after_their_response() {
-        let streams = Streams::new(8, Duration::from_millis(10));
+        let (streams, store) = streams(8, Duration::from_millis(10));
         let s = streams.open();
         streams.expect_response(s);
         assert!(streams.push(s, data("a"), false).await);
         assert!(streams.push(s, data("b"), false).await);
         let cursor = streams.attach(s, None).expect("attach");
-        let first = streams.take(s, cursor).expect("events");
+        let first = streams.take(s, cursor).await.expect("events");
         assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
         streams.detach(s);
         assert!(streams.push(s, data("resp"), true).await);
         // A resume after event 1 replays 2 and the response, then ends.
         let cursor = streams.attach(s, Some(1)).expect("resume");
-        let again = streams.take(s, cursor).expect("events");
+        let again = streams.take(s, cursor).await.expect("events");
         assert_eq!(again.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
         assert!(again[1].last);
         assert!(
-            streams.take(s, 3).is_none(),
+            streams.take(s, 3).await.is_none(),
             "the stream ends after its response"
         );
         streams.detach(s);
-        assert!(!streams.exists(s), "a finished POST stream is removed");
+        assert!(!streams.exists(s), "a finished POST stream is forgotten");
+        tokio::task::yield_now().await;
+        assert!(store.is_empty(), "and so are its events");
         assert_eq!(parse_event_id(&event_id(s, 3)), Some((s, 3)));
         assert_eq!(parse_event_id("x-1"), None);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_full_ring_waits_for_its_reader_then_drops_the_oldest() {
-        let streams = Streams::new(2, Duration::from_millis(100));
+    async fn a_writer_waits_a_window_ahead_of_its_reader_then_goes_on() {
+        let (streams, store) = streams(2, Duration::from_millis(100));
         assert!(streams.push(STANDALONE, data("1"), false).await);
         assert!(streams.push(STANDALONE, data("2"), false).await);
-        // Nobody reads: the third push waits out the patience, then evicts event 1.
+        let started = tokio::time::Instant::now();
+        // Nobody reads: the third push waits out the patience, then goes on.
         assert!(streams.push(STANDALONE, data("3"), false).await);
+        assert!(started.elapsed() >= Duration::from_millis(100));
         let cursor = streams.attach(STANDALONE, None).expect("attach");
-        let events = streams.take(STANDALONE, cursor).expect("events");
-        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
-        // Taken events make room at once.
+        let events = streams.take(STANDALONE, cursor).await.expect("events");
+        assert_eq!(
+            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        // Taken events open the window at once.
+        let started = tokio::time::Instant::now();
         assert!(streams.push(STANDALONE, data("4"), false).await);
         assert!(streams.push(STANDALONE, data("5"), false).await);
+        assert_eq!(started.elapsed(), Duration::ZERO);
         assert!(
             streams.attach(STANDALONE, None).is_none(),
             "one reader at a time"
         );
+        assert_eq!(store.len(), 5);
     }
 }
