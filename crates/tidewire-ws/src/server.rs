@@ -1,0 +1,296 @@
+//! The WebSocket server: one axum route; each upgraded connection is one MCP session.
+//!
+//! ```no_run
+//! # async fn demo(make_driver: impl Fn(tidewire_ws::WsTransport) -> tidewire_core::session::Driver + Send + Sync + 'static) -> std::io::Result<()> {
+//! use tidewire_ws::server::{WebSocketServer, WsConfig};
+//!
+//! // `make_driver` starts one engine session per connection, e.g.
+//! // `move |transport| server.serve(transport).1` with a `tidewire_server::Server`.
+//! let ws = WebSocketServer::new(WsConfig::default(), make_driver);
+//! let app = axum::Router::new().merge(ws.router("/ws"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! - The upgrade is checked first: `Host` and `Origin` (loopback only by default, see
+//!   [`HostPolicy`](tidewire_sse::guard::HostPolicy)) → 403; past
+//!   [`WsConfig::max_connections`] → 503 with `Retry-After`. A request that is no WebSocket
+//!   upgrade gets axum's 4xx answer.
+//! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
+//!   a client that offers no subprotocol is served too, one that offers only others is
+//!   refused with 400.
+//! - Framing, limits, keep-alive and close codes are those of the crate docs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::State as Extract;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt, StreamExt};
+use tidewire_core::session::Driver;
+use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use tidewire_sse::guard::HostPolicy;
+
+use crate::SUBPROTOCOL;
+use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
+
+type MakeDriver = dyn Fn(WsTransport) -> Driver + Send + Sync;
+
+/// Settings of a [`WebSocketServer`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tidewire_ws::server::WsConfig;
+///
+/// let config = WsConfig::default()
+///     .ping_interval(Duration::from_secs(10))
+///     .allow_origin("https://app.example.com");
+/// ```
+#[derive(Debug, Clone)]
+pub struct WsConfig {
+    max_message_size: usize,
+    ping_interval: Duration,
+    pong_timeout: Duration,
+    max_connections: usize,
+    queue: usize,
+    hosts: HostPolicy,
+}
+
+impl Default for WsConfig {
+    fn default() -> Self {
+        Self {
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            ping_interval: Duration::from_secs(20),
+            pong_timeout: Duration::from_secs(20),
+            max_connections: 10_000,
+            queue: 64,
+            hosts: HostPolicy::default(),
+        }
+    }
+}
+
+impl WsConfig {
+    /// The largest message either way (default 8 MiB). A larger frame from the client closes
+    /// the connection with 1009.
+    #[must_use]
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// After this long without hearing from the client, ping it (default 20 s).
+    #[must_use]
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// A client silent for the ping interval plus this long is dropped (default 20 s).
+    #[must_use]
+    pub fn pong_timeout(mut self, timeout: Duration) -> Self {
+        self.pong_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The most connections at once (default 10,000); past it an upgrade gets 503.
+    #[must_use]
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        self.max_connections = limit.max(1);
+        self
+    }
+
+    /// Also accept `Host: host`; by default only loopback names pass.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.hosts = self.hosts.allow_host(host);
+        self
+    }
+
+    /// Accept any `Host` (behind a proxy that checks it); `Origin` is still checked.
+    #[must_use]
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = self.hosts.allow_any_host();
+        self
+    }
+
+    /// Also accept `Origin: origin`; by default only loopback origins (and no `Origin`) pass.
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.hosts = self.hosts.allow_origin(origin);
+        self
+    }
+}
+
+/// A WebSocket MCP endpoint. Cheap to clone; clones share the connection count.
+#[derive(Clone)]
+pub struct WebSocketServer {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for WebSocketServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSocketServer")
+            .field("connections", &self.connection_count())
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    config: WsConfig,
+    make_driver: Box<MakeDriver>,
+    connections: AtomicUsize,
+}
+
+impl WebSocketServer {
+    /// A server with `config`; `make_driver` starts the engine of each connection (for a
+    /// `tidewire_server::Server`: `move |t| server.serve(t).1`). Drivers are spawned on the
+    /// current tokio runtime.
+    pub fn new(
+        config: WsConfig,
+        make_driver: impl Fn(WsTransport) -> Driver + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            state: Arc::new(State {
+                config,
+                make_driver: Box::new(make_driver),
+                connections: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// An axum router upgrading GET requests at `path`.
+    pub fn router(&self, path: &str) -> axum::Router {
+        axum::Router::new()
+            .route(path, axum::routing::get(upgrade))
+            .with_state(self.state.clone())
+    }
+
+    /// Connections open now.
+    pub fn connection_count(&self) -> usize {
+        self.state.connections.load(Ordering::Acquire)
+    }
+}
+
+fn refuse(status: StatusCode, text: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+fn offers(headers: &HeaderMap) -> (bool, bool) {
+    let mut any = false;
+    let mut mcp = false;
+    for value in headers.get_all(header::SEC_WEBSOCKET_PROTOCOL) {
+        for item in value.to_str().unwrap_or_default().split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                continue;
+            }
+            any = true;
+            mcp |= item == SUBPROTOCOL;
+        }
+    }
+    (any, mcp)
+}
+
+async fn upgrade(
+    Extract(state): Extract<Arc<State>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if let Err(refused) = state.config.hosts.check(&headers) {
+        return refuse(StatusCode::FORBIDDEN, refused.0);
+    }
+    let (offered_any, offered_mcp) = offers(&headers);
+    if offered_any && !offered_mcp {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "Bad Request: this endpoint speaks the WebSocket subprotocol {SUBPROTOCOL:?} only"
+            ),
+        );
+    }
+    if state.connections.load(Ordering::Acquire) >= state.config.max_connections {
+        let mut response = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Service Unavailable: the server holds its maximum of {} connections; retry later",
+                state.config.max_connections
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return response;
+    }
+    let limit = state.config.max_message_size;
+    ws.protocols([SUBPROTOCOL])
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| serve(state, socket))
+}
+
+async fn serve(state: Arc<State>, socket: WebSocket) {
+    state.connections.fetch_add(1, Ordering::AcqRel);
+    let _count = Decrement(state.clone());
+    let config = &state.config;
+    let settings = Settings {
+        codec: Codec::new(config.max_message_size),
+        ping_interval: config.ping_interval,
+        pong_timeout: config.pong_timeout,
+        queue: config.queue,
+    };
+    let (sink, stream) = socket.split();
+    let sink = sink.with(|frame: Frame| async move { Ok::<_, axum::Error>(to_axum(frame)) });
+    let stream = stream.map(|item| match item {
+        Ok(message) => Ok(from_axum(message)),
+        Err(e) => Err(ReadFailure::classify(e.to_string())),
+    });
+    let transport = connection::start(Box::pin(sink), Box::pin(stream), settings);
+    if let Err(error) = (state.make_driver)(transport).await {
+        tracing::debug!(%error, "a WebSocket session's engine stopped");
+    }
+}
+
+struct Decrement(Arc<State>);
+
+impl Drop for Decrement {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn to_axum(frame: Frame) -> Message {
+    match frame {
+        Frame::Text(text) => Message::Text(Utf8Bytes::from(text)),
+        Frame::Binary => Message::Binary(bytes::Bytes::new()),
+        Frame::Ping(data) => Message::Ping(data),
+        Frame::Pong => Message::Pong(bytes::Bytes::new()),
+        Frame::Close(frame) => Message::Close(frame.map(|(code, reason)| CloseFrame {
+            code,
+            reason: Utf8Bytes::from(reason),
+        })),
+    }
+}
+
+fn from_axum(message: Message) -> Frame {
+    match message {
+        Message::Text(text) => Frame::Text(text.as_str().to_owned()),
+        Message::Binary(_) => Frame::Binary,
+        Message::Ping(data) => Frame::Ping(data),
+        Message::Pong(_) => Frame::Pong,
+        Message::Close(frame) => {
+            Frame::Close(frame.map(|f| (f.code, f.reason.as_str().to_owned())))
+        }
+    }
+}
