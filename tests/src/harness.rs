@@ -13,7 +13,7 @@ use tidewire_core::session::RequestContext;
 use tidewire_core::transport::memory;
 use tidewire_stdio::client::{ChildHandle, StderrMode, StdioClient};
 
-/// The transports the suite runs on. Later transports join this list.
+/// The transports the suite runs on.
 #[derive(Debug, Clone)]
 pub enum TransportUnderTest {
     /// The in-memory duplex transport, server in-process.
@@ -27,6 +27,10 @@ pub enum TransportUnderTest {
     },
     /// Streamable HTTP, server in-process on a loopback port, in one of its modes.
     Http(HttpMode),
+    /// Legacy HTTP+SSE (2024-11-05), server in-process on a loopback port.
+    LegacySse,
+    /// WebSocket (subprotocol `mcp`), server in-process on a loopback port.
+    WebSocket,
 }
 
 /// The Streamable HTTP server modes the suite runs on.
@@ -49,6 +53,8 @@ impl TransportUnderTest {
             Self::Http(HttpMode::Sse) => "http-sse",
             Self::Http(HttpMode::Json) => "http-json",
             Self::Http(HttpMode::Stateless) => "http-stateless",
+            Self::LegacySse => "legacy-sse",
+            Self::WebSocket => "websocket",
         }
     }
 
@@ -66,7 +72,7 @@ impl TransportUnderTest {
                 "stateless: no session, so no GET stream, no subscriptions and no cancellation \
                  of a request served by another POST",
             ),
-            (Self::Http(_), Needs::Stdio) | (Self::Memory, Needs::Stdio) => {
+            (Self::Http(_) | Self::Memory | Self::LegacySse | Self::WebSocket, Needs::Stdio) => {
                 Some("this scenario is about a child process")
             }
             _ => None,
@@ -242,6 +248,44 @@ pub async fn connect_with(
                 http: None,
             }
         }
+        TransportUnderTest::LegacySse => {
+            let (url, server, _sse) = start_sse(tidewire_sse::server::SseConfig::default()).await;
+            let client_transport = tidewire_sse::client::SseClient::new(url)
+                .connect()
+                .await
+                .expect("open the legacy SSE stream");
+            let client = builder
+                .connect(client_transport)
+                .await
+                .expect("connect over legacy SSE");
+            Harness {
+                client,
+                transport: transport.name(),
+                counters,
+                server: Some(server),
+                child: None,
+                http: None,
+            }
+        }
+        TransportUnderTest::WebSocket => {
+            let (url, server, _ws) = start_ws(tidewire_ws::server::WsConfig::default()).await;
+            let client_transport = tidewire_ws::client::WsClient::new(url)
+                .connect()
+                .await
+                .expect("open the WebSocket");
+            let client = builder
+                .connect(client_transport)
+                .await
+                .expect("connect over WebSocket");
+            Harness {
+                client,
+                transport: transport.name(),
+                counters,
+                server: Some(server),
+                child: None,
+                http: None,
+            }
+        }
         TransportUnderTest::Http(mode) => {
             let (url, server, http) = start_http(*mode).await;
             let url_for_harness = url.clone();
@@ -262,6 +306,54 @@ pub async fn connect_with(
             }
         }
     }
+}
+
+/// Starts the suite server over legacy HTTP+SSE on a free loopback port; returns the stream's
+/// URL (`…/sse`; messages go to `/messages`).
+///
+/// # Panics
+/// When the port cannot be bound.
+pub async fn start_sse(
+    config: tidewire_sse::server::SseConfig,
+) -> (
+    String,
+    tidewire_server::Server,
+    tidewire_sse::server::LegacySse,
+) {
+    let server = crate::suite_server();
+    let serving = server.clone();
+    let sse = tidewire_sse::server::LegacySse::new(config, move |t| serving.serve(t).1);
+    let app = sse.router("/sse", "/messages");
+    let addr = serve_on_loopback(app).await;
+    (format!("http://{addr}/sse"), server, sse)
+}
+
+/// Starts the suite server over WebSocket on a free loopback port; returns its `ws://` URL.
+///
+/// # Panics
+/// When the port cannot be bound.
+pub async fn start_ws(
+    config: tidewire_ws::server::WsConfig,
+) -> (
+    String,
+    tidewire_server::Server,
+    tidewire_ws::server::WebSocketServer,
+) {
+    let server = crate::suite_server();
+    let serving = server.clone();
+    let ws = tidewire_ws::server::WebSocketServer::new(config, move |t| serving.serve(t).1);
+    let app = ws.router("/ws");
+    let addr = serve_on_loopback(app).await;
+    (format!("ws://{addr}/ws"), server, ws)
+}
+
+async fn serve_on_loopback(app: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("the bound address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
 }
 
 /// Starts the suite server over Streamable HTTP on a free loopback port; returns its URL.

@@ -1,6 +1,6 @@
 //! The suite that runs on every transport: each scenario is written once, against a
-//! [`Harness`], and the `suite!` macro expands it per transport (in-memory and stdio so far;
-//! later transports join the list in `transports!`).
+//! [`Harness`], and the `suite!` macro expands it per transport: in-memory, stdio, Streamable
+//! HTTP in its three modes, legacy HTTP+SSE and WebSocket.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,6 +55,8 @@ macro_rules! suite {
         suite!(@transport http_sse, TransportUnderTest::Http(HttpMode::Sse); $($scenario: $needs),*);
         suite!(@transport http_json, TransportUnderTest::Http(HttpMode::Json); $($scenario: $needs),*);
         suite!(@transport http_stateless, TransportUnderTest::Http(HttpMode::Stateless); $($scenario: $needs),*);
+        suite!(@transport legacy_sse, TransportUnderTest::LegacySse; $($scenario: $needs),*);
+        suite!(@transport websocket, TransportUnderTest::WebSocket; $($scenario: $needs),*);
     };
     (@transport $module:ident, $transport:expr; $($scenario:ident: $needs:ident),*) => {
         mod $module {
@@ -454,6 +456,16 @@ mod negotiation {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn http_sse() {
         negotiate(TransportUnderTest::Http(HttpMode::Sse)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn legacy_sse() {
+        negotiate(TransportUnderTest::LegacySse).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn websocket() {
+        negotiate(TransportUnderTest::WebSocket).await;
     }
 }
 
