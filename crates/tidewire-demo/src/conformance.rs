@@ -165,10 +165,10 @@ fn register_tools(builder: ServerBuilder) -> ServerBuilder {
         )
         .tool(
             "test_reconnection",
-            "Returns a fixed text after a short wait. (Over Streamable HTTP the suite also \
-             expects the response stream to be closed mid-call and resumed; that part belongs \
-             to the HTTP transport.)",
-            |_: NoArgs, _ctx| async {
+            "Closes its response stream mid-call where the transport allows it (Streamable \
+             HTTP, 2025-11-25: the client reconnects and resumes), then returns a fixed text.",
+            |_: NoArgs, ctx: Context| async move {
+                ctx.close_stream();
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok(CallToolResult::text(RECONNECTION_TEXT))
             },

@@ -666,3 +666,39 @@ async fn idle_streams_get_keep_alive_comments() {
         .expect("bytes");
     assert_eq!(&chunk[..], b":\n\n", "a comment, which clients ignore");
 }
+
+/// SSE polling (SEP-1699): a handler ends its POST stream after the priming event; the client
+/// waits `retry`, resumes with GET and `Last-Event-ID`, and gets the response there.
+#[tokio::test]
+async fn a_handler_can_close_its_stream_and_the_client_resumes() {
+    let (url, _mcp) = start(HttpConfig::default().retry(Duration::from_millis(50))).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let response = raw
+        .post(&tool_call(1, "test_reconnection", json!({})))
+        .send()
+        .await
+        .expect("post");
+    let text =
+        String::from_utf8_lossy(&response.bytes().await.expect("the stream ends")).into_owned();
+    assert!(text.contains("retry: 50"), "{text}");
+    assert!(
+        !text.contains("\"result\""),
+        "the stream closed before the response: {text}"
+    );
+    let priming_id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("the priming event's id")
+        .to_owned();
+    let resumed = raw.get(Some(&priming_id)).send().await.expect("resume");
+    let messages = read_messages(resumed).await;
+    let text = messages.last().expect("the response")["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        text.starts_with("Reconnection test completed"),
+        "{messages:?}"
+    );
+}

@@ -66,6 +66,13 @@ impl Context {
         self.connection.client_info()
     }
 
+    /// Ends the stream carrying this request without ending the request, where the transport
+    /// supports it (Streamable HTTP, 2025-11-25): the client resumes and gets the rest. See
+    /// [`RequestContext::close_stream`].
+    pub fn close_stream(&self) -> bool {
+        self.request.close_stream()
+    }
+
     /// Reports progress; inert when the client asked for none. See
     /// [`RequestContext::report_progress`].
     ///

@@ -181,6 +181,20 @@ impl RequestContext {
         }
     }
 
+    /// Ends the transport stream carrying this request's messages, without ending the request,
+    /// when the transport supports it (Streamable HTTP's SSE polling): the client reconnects and
+    /// resumes, and receives what comes after — including the response. Returns false (and does
+    /// nothing) on transports without the notion.
+    pub fn close_stream(&self) -> bool {
+        match self.extensions.get::<crate::transport::StreamCloser>() {
+            Some(closer) => {
+                closer.close();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// What the transport cannot carry for this request, if anything.
     pub fn limits(&self) -> Option<&RequestLimits> {
         self.reporter.limits.as_ref()

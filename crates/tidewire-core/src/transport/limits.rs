@@ -1,4 +1,7 @@
-//! What a transport can carry for one inbound request.
+//! What a transport can carry for one inbound request, and what it lets a handler do to the
+//! stream that carries it.
+
+use std::sync::Arc;
 
 /// Attached by a transport to the extensions of an inbound request's [`Envelope`](super::Envelope)
 /// when it cannot carry everything the engine could send for that request.
@@ -16,4 +19,33 @@ pub struct RequestLimits {
     pub peer_requests: bool,
     /// Why something is not possible, for error messages (e.g. "JSON response mode").
     pub reason: &'static str,
+}
+
+/// Ends the transport stream that carries one request's messages without ending the request.
+///
+/// Attached by transports that support it (Streamable HTTP, for a request answered with an SSE
+/// stream on 2025-11-25) to the request's envelope extensions. After a priming event told the
+/// client how long to wait (`retry`), the server may close a long-running request's stream; the
+/// client then reconnects and resumes with `Last-Event-ID`, receiving what came after,
+/// including the response (SEP-1699, "SSE polling"). Reach it with
+/// [`RequestContext::close_stream`](crate::session::RequestContext::close_stream).
+#[derive(Clone)]
+pub struct StreamCloser(Arc<dyn Fn() + Send + Sync>);
+
+impl StreamCloser {
+    /// A closer that runs `close`.
+    pub fn new(close: impl Fn() + Send + Sync + 'static) -> Self {
+        Self(Arc::new(close))
+    }
+
+    /// Ends the stream (the request goes on).
+    pub fn close(&self) {
+        (self.0)();
+    }
+}
+
+impl std::fmt::Debug for StreamCloser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamCloser")
+    }
 }

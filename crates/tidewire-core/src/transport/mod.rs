@@ -23,7 +23,7 @@ use std::future::Future;
 pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
-pub use limits::RequestLimits;
+pub use limits::{RequestLimits, StreamCloser};
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
-use tidewire_core::transport::{Envelope, RequestLimits};
+use tidewire_core::transport::{Envelope, RequestLimits, StreamCloser};
 use tokio::sync::oneshot;
 
 use super::checks::{
@@ -427,6 +427,16 @@ async fn deliver(
             {
                 return duplicate(id);
             }
+            let mut envelope = envelope;
+            if priming {
+                // SSE polling (2025-11-25): the handler may end this stream; the client resumes.
+                let closer = Arc::downgrade(session);
+                envelope.extensions.insert(StreamCloser::new(move || {
+                    if let Some(session) = closer.upgrade() {
+                        session.streams.interrupt(stream);
+                    }
+                }));
+            }
             if session.inbound.send(envelope).await.is_err() {
                 session.forget(&id);
                 return session_not_found(&session.id);
@@ -598,7 +608,7 @@ impl Reader {
                 let bytes = frame(&event_id(self.stream, event.seq), &event.data, None);
                 return Some((Ok(bytes), self));
             }
-            if self.done {
+            if self.done || self.session.streams.take_interrupt(self.stream) {
                 return None;
             }
             let changed = self.session.streams.notifier(self.stream)?;

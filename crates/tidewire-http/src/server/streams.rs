@@ -31,6 +31,8 @@ struct Stream {
     awaiting: usize,
     /// The sequence number of the event that completes this POST stream, once stored.
     last: Option<u64>,
+    /// The server asked the current reader to stop (SSE polling); the client resumes.
+    interrupted: bool,
     /// Woken when events are added or taken, or the stream ends.
     changed: Arc<Notify>,
 }
@@ -43,6 +45,7 @@ impl Stream {
             attached: false,
             awaiting: 0,
             last: None,
+            interrupted: false,
             changed: Arc::new(Notify::new()),
         }
     }
@@ -235,6 +238,24 @@ impl Streams {
             s.changed.notify_waiters();
         }
         Some(events)
+    }
+
+    /// Ends the current reader of `stream` (not the stream): its client resumes with
+    /// `Last-Event-ID`.
+    pub(crate) fn interrupt(&self, stream: StreamId) {
+        if let Some(s) = self.lock().get_mut(&stream)
+            && s.attached
+        {
+            s.interrupted = true;
+            s.changed.notify_waiters();
+        }
+    }
+
+    /// Whether the reader was asked to stop; clears the request.
+    pub(crate) fn take_interrupt(&self, stream: StreamId) -> bool {
+        self.lock()
+            .get_mut(&stream)
+            .is_some_and(|s| std::mem::take(&mut s.interrupted))
     }
 
     /// Whether the stream exists.
