@@ -4,10 +4,13 @@ use std::process::ExitCode;
 
 use axum::serve::ListenerExt;
 use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
+use tidewire_sse::server::{LegacySse, SseConfig};
+use tidewire_ws::server::{WebSocketServer, WsConfig};
 
 use crate::ServeArgs;
 
-/// Serves the demo server over Streamable HTTP at `/mcp` until Ctrl-C.
+/// Serves the demo server until Ctrl-C on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
+/// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`.
 pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -26,6 +29,7 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
     if args.json_response {
         config = config.response_mode(ResponseMode::Json);
     }
+    let max_message_size = args.max_message_size;
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(address)
             .await
@@ -37,8 +41,18 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
         let server = tidewire_demo::demo_server();
+        let (for_sse, for_ws) = (server.clone(), server.clone());
         let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
-        let app = mcp.router("/mcp");
+        let sse_config = SseConfig::default()
+            .max_body(max_message_size)
+            .max_message_size(max_message_size);
+        let sse = LegacySse::new(sse_config, move |transport| for_sse.serve(transport).1);
+        let ws_config = WsConfig::default().max_message_size(max_message_size);
+        let ws = WebSocketServer::new(ws_config, move |transport| for_ws.serve(transport).1);
+        let app = mcp
+            .router("/mcp")
+            .merge(sse.router("/sse", "/messages"))
+            .merge(ws.router("/ws"));
         // Without TCP_NODELAY, small SSE events wait behind Nagle's algorithm.
         let listener = listener.tap_io(|tcp| {
             if let Err(error) = tcp.set_nodelay(true) {
@@ -47,9 +61,13 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         });
         println!("http://{local}/mcp");
         eprintln!("tidewire serve: the demo server is at http://{local}/mcp (Streamable HTTP); Ctrl-C stops it");
+        eprintln!("tidewire serve: legacy HTTP+SSE at http://{local}/sse (messages to /messages)");
+        eprintln!("tidewire serve: WebSocket (subprotocol mcp) at ws://{local}/ws");
         axum::serve(listener, app)
-            .with_graceful_shutdown(async {
+            .with_graceful_shutdown(async move {
                 let _ = tokio::signal::ctrl_c().await;
+                // Open legacy SSE streams would hold the graceful shutdown forever.
+                sse.close_all();
             })
             .await
             .map_err(|e| format!("the HTTP server failed: {e}"))

@@ -192,3 +192,28 @@ async fn python_client_sees_each_message_on_its_stream() {
         }
     }
 }
+
+/// The same server's legacy HTTP+SSE and WebSocket endpoints, next to `/mcp`.
+fn sibling(mcp_url: &str, scheme: &str, path: &str) -> String {
+    let base = mcp_url
+        .strip_suffix("/mcp")
+        .expect("the first line names the /mcp endpoint");
+    let authority = base.strip_prefix("http://").expect("an http URL");
+    format!("{scheme}://{authority}{path}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_over_legacy_sse() {
+    let Some(peers) = python_peers() else { return };
+    let server = HttpServer::start(&[]).await;
+    let url = sibling(&server.url, "http", "/sse");
+    run_scenarios(&peers, "sse", &url, "auto").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_over_websocket() {
+    let Some(peers) = python_peers() else { return };
+    let server = HttpServer::start(&[]).await;
+    let url = sibling(&server.url, "ws", "/ws");
+    run_scenarios(&peers, "websocket", &url, "auto").await;
+}
