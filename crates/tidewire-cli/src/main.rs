@@ -1,37 +1,56 @@
 //! `tidewire`: the command-line program of the tidewire MCP SDK.
 //!
-//! For now it has one command, `tidewire serve`, which serves the tidewire demo server (the
-//! interop peer tools and the conformance-suite server contract, see `tidewire-demo`): to one
-//! client over stdin and stdout (`--stdio`), or over HTTP (`--bind ADDR`: Streamable HTTP at
-//! `/mcp`).
+//! - `tidewire call TARGET TOOL [JSON-ARGS]` calls a tool on any MCP server, with a live progress
+//!   bar and Ctrl-C to cancel; `list`, `read` and `prompt` show what the server offers.
+//! - `tidewire serve` serves the tidewire demo server (the interop peer tools and the
+//!   conformance-suite server contract, see `tidewire-demo`) over stdio or HTTP.
+//! - `tidewire demo` runs the crawl-and-cancel walkthrough on every transport in this build.
 //!
-//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`); with `--stdio`, stdout carries
-//! JSON-RPC messages only.
+//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`); with `serve --stdio`, stdout
+//! carries JSON-RPC messages only.
 
+mod commands;
+mod connect;
+mod error;
 mod http;
+mod output;
+mod serve;
+mod target;
+mod ui;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
-use tidewire_core::session::SessionOptions;
-use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-/// Exit status for a command line that cannot be served (usage errors, as clap uses).
-const USAGE_ERROR: u8 = 2;
+pub(crate) use serve::ServeArgs;
+
+use crate::commands::call::CallArgs;
+use crate::commands::demo::DemoArgs;
+use crate::commands::list::ListArgs;
+use crate::commands::prompt::PromptArgs;
+use crate::commands::read::ReadArgs;
+use crate::ui::Ui;
+
+const TARGETS: &str = "TARGET is an http(s):// URL (Streamable HTTP, falling back to legacy \
+                       HTTP+SSE when the server refuses it), a ws(s):// URL (WebSocket, \
+                       subprotocol mcp), or `-- COMMAND ARGS…`: a server program to start and \
+                       talk to over its stdin and stdout. With `--`, put the command's own \
+                       arguments before `--` or at the very end. Options go before `--`.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "tidewire",
     version,
-    about = "tidewire: tools around the tidewire Model Context Protocol (MCP) SDK",
+    about = "tidewire: call any MCP server, serve the tidewire demo server, or run the demo",
     long_about = "tidewire: tools around the tidewire Model Context Protocol (MCP) SDK.\n\n\
-                  `tidewire serve --stdio` runs the tidewire demo MCP server for one client over \
-                  stdin and stdout; `tidewire serve --bind 127.0.0.1:3000` serves it over \
-                  Streamable HTTP at /mcp. Logs go to stderr; set RUST_LOG (for example \
-                  RUST_LOG=debug) to see more than warnings."
+                  Start with `tidewire demo`. `tidewire call TARGET TOOL [JSON-ARGS]` calls a \
+                  tool with a live progress bar (Ctrl-C cancels it); `list`, `read` and \
+                  `prompt` show what a server offers. `tidewire serve --stdio` runs the tidewire \
+                  demo MCP server for one client over stdin and stdout; `tidewire serve --bind \
+                  127.0.0.1:3000` serves it over HTTP. Logs go to stderr; set RUST_LOG (for \
+                  example RUST_LOG=debug) to see more than warnings."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,7 +59,46 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the tidewire demo MCP server.
+    /// Call a tool, with live progress; Ctrl-C cancels it.
+    #[command(
+        override_usage = "tidewire call [OPTIONS] <TARGET> <TOOL> [JSON-ARGS]\n       \
+                          tidewire call [OPTIONS] -- <COMMAND>... <TOOL> [JSON-ARGS]",
+        after_help = TARGETS,
+        long_about = "Call a tool on an MCP server and print its result.\n\n\
+                      While the call runs, its progress shows as a bar (position and ETA when \
+                      the server gives a total, a spinner otherwise) with the server's message \
+                      beside it; the server's log messages print above it. Without a terminal, \
+                      progress prints as plain lines (none with --quiet). Ctrl-C tells the server \
+                      to stop (notifications/cancelled), waits briefly for it, and exits 130; a \
+                      second Ctrl-C exits at once.\n\n\
+                      The result: text as it is, structured content as pretty JSON, images and \
+                      audio saved to files whose paths are printed; --json prints the raw result.\n\n\
+                      Exit status: 0 success, 1 the tool reported an error (isError), 2 a \
+                      protocol, transport or usage error (one line on stderr), 130 cancelled."
+    )]
+    Call(CallArgs),
+    /// List a server's tools, resources or prompts (every page).
+    #[command(
+        override_usage = "tidewire list [OPTIONS] <TARGET> [tools|resources|prompts]\n       \
+                          tidewire list [OPTIONS] -- <COMMAND>... [tools|resources|prompts]",
+        after_help = TARGETS
+    )]
+    List(ListArgs),
+    /// Read a resource.
+    #[command(
+        override_usage = "tidewire read [OPTIONS] <TARGET> <URI>\n       \
+                          tidewire read [OPTIONS] -- <COMMAND>... <URI>",
+        after_help = TARGETS
+    )]
+    Read(ReadArgs),
+    /// Get a prompt, filled with arguments.
+    #[command(
+        override_usage = "tidewire prompt [OPTIONS] <TARGET> <NAME> [JSON-ARGS]\n       \
+                          tidewire prompt [OPTIONS] -- <COMMAND>... <NAME> [JSON-ARGS]",
+        after_help = TARGETS
+    )]
+    Prompt(PromptArgs),
+    /// Serve the tidewire demo MCP server over stdio or HTTP.
     #[command(long_about = "Serve the tidewire demo MCP server.\n\n\
                   The demo server offers, in one server:\n  \
                   - the interop peer tools: echo, crawl, crawl_status, notify, bump, sample, \
@@ -48,63 +106,63 @@ enum Command {
                   - the conformance-suite server contract: the test_* tools, \
                   json_schema_2020_12_tool, the test:// resources and template, the test_* \
                   prompts, and argument completion.\n\n\
-                  With --stdio it serves one client over stdin and stdout (stdout carries \
-                  JSON-RPC only; logs go to stderr) and exits when stdin ends.\n\n\
-                  With --bind ADDR it serves any number of clients over HTTP: Streamable HTTP \
-                  at http://ADDR/mcp (sessions, SSE or JSON replies, a resumable GET stream). \
-                  It prints the endpoint URL on stdout once it listens (with port 0, the port \
-                  it got), and stops on Ctrl-C.")]
+                  Where it serves:\n  \
+                  --stdio      one client over this process's stdin and stdout (stdout carries \
+                  JSON-RPC only; logs go to stderr); it exits when stdin ends.\n  \
+                  --bind ADDR  any number of clients on one HTTP port: Streamable HTTP at \
+                  http://ADDR/mcp (sessions, SSE or JSON replies, a resumable GET stream), \
+                  legacy HTTP+SSE at http://ADDR/sse (messages POSTed to /messages), and \
+                  WebSocket at ws://ADDR/ws (subprotocol mcp). It prints the Streamable HTTP URL \
+                  on stdout once it listens (with port 0, the port it got), names every \
+                  endpoint on stderr, and stops on Ctrl-C.\n\n\
+                  Try it: `tidewire call -- tidewire serve --stdio echo '{\"text\":\"hi\"}'`.")]
     Serve(ServeArgs),
-}
-
-#[derive(Debug, Args)]
-struct ServeArgs {
-    /// Serve one client over this process's stdin and stdout (one JSON-RPC message per line).
-    #[arg(long)]
-    stdio: bool,
-
-    /// Serve over HTTP on this address, e.g. 127.0.0.1:3000 (port 0 picks a free one).
-    /// Streamable HTTP is at /mcp.
-    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
-    bind: Option<String>,
-
-    /// HTTP: answer each request with one JSON body instead of an SSE stream (progress, logs
-    /// and requests back to the client are then refused for that request).
-    #[arg(long)]
-    json_response: bool,
-
-    /// HTTP: serve statelessly (no sessions, no GET stream, no requests back to the client).
-    #[arg(long)]
-    stateless: bool,
-
-    /// The largest message accepted or sent, in bytes. A longer input line is answered with a
-    /// JSON-RPC error and skipped.
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE, value_parser = parse_size)]
-    max_message_size: usize,
-
-    /// When stdin ends, how long requests still running may take to finish and answer before
-    /// the server stops them and exits, in milliseconds (0: stop them at once).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
-    eof_grace_ms: u64,
-}
-
-fn parse_size(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(0) => Err("the limit must be at least 1 byte".to_owned()),
-        Ok(size) => Ok(size),
-        Err(e) => Err(format!("not a number of bytes: {e}")),
-    }
+    /// Run the crawl-and-cancel walkthrough on every transport in this build.
+    #[command(
+        long_about = "Run the crawl-and-cancel walkthrough on every transport in this \
+                  build.\n\n\
+                  The demo server runs on each transport: stdio (this program started as \
+                  `tidewire serve --stdio`), and Streamable HTTP, legacy HTTP+SSE and WebSocket \
+                  (each in this process on a free loopback port). On each, the client asks it to crawl 10 slow URLs, showing its progress, \
+                  cancels after the 3rd progress notification, and asks the server (crawl_status) \
+                  where it stopped. A table ends the run: progress notifications received, where \
+                  the crawl stopped, the time from the cancel to the server's stop, and whether \
+                  anything arrived after the cancel. Exit status 0 only if every transport \
+                  behaved."
+    )]
+    Demo(DemoArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     match cli.command {
-        Command::Serve(args) => serve(&args),
+        Command::Serve(args) => serve::serve(&args),
+        Command::Call(args) => {
+            let ui = Ui::new(args.quiet());
+            commands::run(&ui, commands::call::run(args, ui.clone()))
+        }
+        Command::List(args) => {
+            let ui = Ui::new(args.quiet());
+            commands::run(&ui, commands::list::run(args, ui.clone()))
+        }
+        Command::Read(args) => {
+            let ui = Ui::new(args.quiet());
+            commands::run(&ui, commands::read::run(args, ui.clone()))
+        }
+        Command::Prompt(args) => {
+            let ui = Ui::new(args.quiet());
+            commands::run(&ui, commands::prompt::run(args, ui.clone()))
+        }
+        Command::Demo(args) => {
+            let ui = Ui::new(false);
+            commands::run(&ui, commands::demo::run(args, ui.clone()))
+        }
     }
 }
 
-/// Logs to stderr (stdout belongs to the protocol), filtered by `RUST_LOG`, default `warn`.
+/// Logs to stderr (stdout belongs to the protocol or the result), filtered by `RUST_LOG`,
+/// default `warn`.
 fn init_logging() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
@@ -112,65 +170,4 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
-}
-
-fn serve(args: &ServeArgs) -> ExitCode {
-    if let Some(address) = &args.bind {
-        return http::serve(address, args);
-    }
-    if args.json_response || args.stateless {
-        eprintln!(
-            "tidewire serve: --json-response and --stateless apply to HTTP: use them with --bind ADDR"
-        );
-        return ExitCode::from(USAGE_ERROR);
-    }
-    if !args.stdio {
-        eprintln!(
-            "tidewire serve: say how to serve: `--stdio` serves one client over stdin and \
-             stdout, `--bind ADDR` (e.g. 127.0.0.1:3000) serves over HTTP."
-        );
-        return ExitCode::from(USAGE_ERROR);
-    }
-    serve_stdio(args)
-}
-
-fn serve_stdio(args: &ServeArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("tidewire serve: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let codec = Codec::new(args.max_message_size);
-    let grace = Duration::from_millis(args.eof_grace_ms);
-    let result = runtime.block_on(async move {
-        // When stdin ends, requests still running get `grace` to finish and answer.
-        let server = tidewire_demo::demo_builder()
-            .session_options(SessionOptions::default().drain_timeout(grace))
-            .build();
-        let (_peer, driver) = server.serve(tidewire_stdio::server::transport_with(codec));
-        tracing::info!(
-            max_message_size = codec.max_message_size(),
-            "serving the tidewire demo server over stdio"
-        );
-        driver.await
-    });
-    // Normally stdin has ended by now. If the session ended another way (say stdout was
-    // closed), Tokio's blocking stdin read cannot be interrupted: do not wait for it.
-    runtime.shutdown_background();
-    match result {
-        Ok(()) => {
-            tracing::info!("the client closed the connection; exiting");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            tracing::error!(%error, "the stdio connection failed");
-            eprintln!("tidewire serve: the stdio connection failed: {error}");
-            ExitCode::FAILURE
-        }
-    }
 }

@@ -1,0 +1,205 @@
+//! `tidewire call TARGET TOOL [JSON-ARGS]`: one tool call with live progress, log notifications
+//! above the bar, and Ctrl-C to cancel.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use futures::StreamExt;
+use tidewire_client::schema::{CallToolResult, LoggingMessageParams, ServerNotification};
+use tidewire_client::{ClientError, NotificationStream, ToolCall, ToolProgress};
+
+use super::{OutputArgs, TargetArgs, json_object};
+use crate::connect::{Connection, connect};
+use crate::error::{CANCELLED, CliError, Outcome, describe};
+use crate::output::{self, Saver};
+use crate::target::{Operands, looks_like_json_object};
+use crate::ui::{ProgressView, Ui, dim};
+
+/// How long to wait for the server to stop after a Ctrl-C, before exiting anyway.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
+const OPERANDS: Operands = Operands {
+    required: 1,
+    optional: Some(looks_like_json_object),
+    usage: "TOOL [JSON-ARGS]",
+};
+
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+
+    #[command(flatten)]
+    output: OutputArgs,
+
+    /// Give up after this many seconds without a result (the server is told to stop). By
+    /// default the call waits as long as it takes.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+
+    /// Where images, audio and other binary content are saved (default: the system's temporary
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
+}
+
+impl CallArgs {
+    pub(crate) fn quiet(&self) -> bool {
+        self.output.quiet
+    }
+}
+
+/// How the wait for the result ended.
+enum Ending {
+    Done(Result<CallToolResult, ClientError>),
+    Interrupted,
+}
+
+pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
+    let (target, operands) = args.target.split(OPERANDS)?;
+    let tool = operands.first().cloned().unwrap_or_default();
+    let arguments = json_object(operands.get(1), "JSON-ARGS")?;
+    let timeout = match args.timeout {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(CliError::new(format!(
+                "--timeout {s}: give a positive number of seconds"
+            )));
+        }
+        None => None,
+    };
+    let connection = connect(&target, &args.target.connect, &ui).await?;
+    // Subscribed before the call, so no log of the call is missed.
+    let notifications = connection.client.notifications();
+    let (builder, progress) = connection
+        .client
+        .call_tool(&tool, arguments)
+        .progress_stream();
+    let builder = match timeout {
+        Some(timeout) => builder.timeout(timeout),
+        None => builder.no_timeout(),
+    };
+    let call = match builder.send().await {
+        Ok(call) => call,
+        Err(e) => {
+            connection.close().await;
+            return Err(CliError::new(format!(
+                "calling `{tool}` failed: {}",
+                describe(&e)
+            )));
+        }
+    };
+    let mut view = ui.progress(&tool, 0);
+    let started = Instant::now();
+    let cancel = call.cancel_handle();
+    let ending = wait(call, progress, notifications, &mut view, &ui).await;
+    match ending {
+        Ending::Interrupted => {
+            cancel.cancel("the user pressed Ctrl-C");
+            let position = view.position();
+            view.finish(&format!("cancelled at {position}"));
+            stop(connection).await;
+            ui.line(&format!(
+                "tidewire: cancelled after {position} ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            ));
+            Ok(Outcome::Cancelled)
+        }
+        Ending::Done(result) => {
+            view.clear();
+            let outcome = match result {
+                Ok(result) => print_result(&result, &args, &tool),
+                Err(e) if e.is_timeout() => Err(CliError::new(format!(
+                    "`{tool}` gave no result in time ({}); the server was told to stop",
+                    describe(&e)
+                ))),
+                Err(e) => Err(CliError::new(format!(
+                    "calling `{tool}` failed: {}",
+                    describe(&e)
+                ))),
+            };
+            connection.close().await;
+            outcome
+        }
+    }
+}
+
+/// Shows progress and logs until the result arrives or the user presses Ctrl-C.
+async fn wait(
+    mut call: ToolCall,
+    mut progress: ToolProgress,
+    mut notifications: NotificationStream,
+    view: &mut ProgressView,
+    ui: &Ui,
+) -> Ending {
+    let mut progress_open = true;
+    let mut notifications_open = true;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut ctrl_c => return Ending::Interrupted,
+            report = progress.next(), if progress_open => match report {
+                Some(report) => view.update(&report),
+                None => progress_open = false,
+            },
+            note = notifications.next(), if notifications_open => match note {
+                Some(Ok(ServerNotification::LoggingMessage(log))) => ui.note(&log_line(&log)),
+                Some(_) => {}
+                None => notifications_open = false,
+            },
+            result = &mut call => {
+                // Reports that came before the result are shown first.
+                while let Some(Some(report)) = futures::FutureExt::now_or_never(progress.next()) {
+                    view.update(&report);
+                }
+                return Ending::Done(result);
+            }
+        }
+    }
+}
+
+/// After Ctrl-C: closes the connection and waits briefly for the server to stop; a second
+/// Ctrl-C exits at once.
+async fn stop(connection: Connection) {
+    let kill = connection.kill_switch();
+    tokio::select! {
+        _ = tokio::time::timeout(STOP_WAIT, connection.close()) => {}
+        _ = tokio::signal::ctrl_c() => {
+            kill();
+            eprintln!("tidewire: interrupted again; exiting at once");
+            #[allow(clippy::exit, reason = "a second Ctrl-C must not wait for anything")]
+            std::process::exit(i32::from(CANCELLED));
+        }
+    }
+}
+
+/// A log notification as one line: `[level logger] message`.
+fn log_line(log: &LoggingMessageParams) -> String {
+    let text = match &log.data {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let source = match &log.logger {
+        Some(logger) => format!("{} {logger}", log.level),
+        None => log.level.to_string(),
+    };
+    format!("{} {text}", dim(&format!("[{source}]")))
+}
+
+fn print_result(result: &CallToolResult, args: &CallArgs, tool: &str) -> Result<Outcome, CliError> {
+    if args.output.json {
+        output::json(result)?;
+    } else {
+        let saver = Saver::new(args.save_dir.clone(), tool);
+        output::content(&result.content, result.structured_content.as_ref(), &saver)?;
+    }
+    if result.is_error() {
+        eprintln!("tidewire: the tool `{tool}` reported an error");
+        Ok(Outcome::ToolError)
+    } else {
+        Ok(Outcome::Success)
+    }
+}

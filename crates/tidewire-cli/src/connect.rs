@@ -1,0 +1,316 @@
+//! Connecting to a [`Target`]: Streamable HTTP (falling back to legacy HTTP+SSE when the server
+//! refuses it), WebSocket, or a server process over stdio. A new transport is one more arm in
+//! [`connect_observed`].
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use clap::Args;
+use tidewire_client::schema::Implementation;
+use tidewire_client::{Client, ClientError};
+use tidewire_core::jsonrpc::Message;
+use tidewire_core::transport::{Envelope, Transport, TransportError, TransportReceiver};
+use tidewire_http::client::StreamableHttpClient;
+use tidewire_sse::client::SseClient;
+use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioClient};
+use tidewire_ws::client::WsClient;
+
+use crate::error::{CliError, describe};
+use crate::target::Target;
+use crate::ui::Ui;
+
+/// How long the `initialize` handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long closing may take before the program gives up waiting (per step).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Options for reaching a server, shared by `call`, `list`, `read` and `prompt`.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ConnectArgs {
+    /// HTTP targets: send this header with every request, as NAME:VALUE (repeatable).
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub(crate) headers: Vec<String>,
+
+    /// HTTP targets: send `Authorization: Bearer TOKEN` with every request.
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) bearer: Option<String>,
+
+    /// Stdio targets: show the server's stderr (dimmed on a terminal). Hidden otherwise, but
+    /// its last line is quoted if the connection fails.
+    #[arg(long)]
+    pub(crate) show_stderr: bool,
+}
+
+/// A connected client, and the server process behind it for stdio targets.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub(crate) client: Client,
+    child: Option<ChildHandle>,
+}
+
+impl Connection {
+    fn remote(client: Client) -> Self {
+        Self {
+            client,
+            child: None,
+        }
+    }
+
+    /// Closes the session and, for stdio, waits (briefly) for the server process to exit.
+    pub(crate) async fn close(self) {
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, self.client.close()).await;
+        if let Some(child) = self.child {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT * 2, child.shutdown()).await;
+        }
+    }
+
+    /// Something that kills the server process at once (stdio targets), for a second Ctrl-C
+    /// while the connection closes.
+    pub(crate) fn kill_switch(&self) -> impl Fn() + use<> {
+        let child = self.child.clone();
+        move || {
+            if let Some(child) = &child {
+                let _ = child.kill();
+            }
+        }
+    }
+}
+
+/// The last line the server wrote on stderr.
+type Tail = Arc<Mutex<Option<String>>>;
+
+/// Sees each message from the server as it arrives, before the session does.
+pub(crate) type Observer = Arc<dyn Fn(&Message) + Send + Sync>;
+
+/// Connects to `target` and completes the handshake.
+pub(crate) async fn connect(
+    target: &Target,
+    args: &ConnectArgs,
+    ui: &Ui,
+) -> Result<Connection, CliError> {
+    connect_observed(target, args, ui, None).await
+}
+
+/// [`connect`], with an observer of every message that arrives.
+pub(crate) async fn connect_observed(
+    target: &Target,
+    args: &ConnectArgs,
+    ui: &Ui,
+    observer: Option<Observer>,
+) -> Result<Connection, CliError> {
+    match target {
+        Target::Http(url) => {
+            let transport = http_transport(url, args)?;
+            match handshake(tap(transport, observer.clone()), target, None).await {
+                Ok(client) => Ok(Connection::remote(client)),
+                Err(failure) => match refused_status(&failure) {
+                    // Not a Streamable HTTP endpoint: an older server may serve legacy SSE here.
+                    Some(status) => legacy_sse(url, args, observer, target, status).await,
+                    None => Err(failure.error),
+                },
+            }
+        }
+        Target::WebSocket(url) => {
+            let mut builder = WsClient::new(url);
+            for (name, value) in headers(args)? {
+                builder = builder.header(name, value);
+            }
+            if let Some(token) = &args.bearer {
+                builder = builder.bearer(token);
+            }
+            let transport = builder
+                .connect()
+                .await
+                .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))?;
+            let client = handshake(tap(transport, observer), target, None)
+                .await
+                .map_err(|f| f.error)?;
+            Ok(Connection::remote(client))
+        }
+        Target::Stdio {
+            program,
+            args: argv,
+        } => {
+            let tail = Tail::default();
+            let transport = StdioClient::command(program)
+                .args(argv)
+                .stderr(stderr_mode(args.show_stderr, ui.clone(), tail.clone()))
+                .shutdown_timeouts(ShutdownTimeouts::new(CLOSE_TIMEOUT, CLOSE_TIMEOUT))
+                .spawn()
+                .map_err(|e| CliError::new(describe(&e)))?;
+            let child = transport.handle();
+            match handshake(tap(transport, observer), target, Some(&tail)).await {
+                Ok(client) => Ok(Connection {
+                    client,
+                    child: Some(child),
+                }),
+                Err(failure) => {
+                    let _ = child.kill();
+                    Err(failure.error)
+                }
+            }
+        }
+    }
+}
+
+/// The fallback of MCP 2025-03-26: the server refused the `initialize` POST, so open a legacy
+/// SSE stream (GET) at the same URL and connect over that.
+async fn legacy_sse(
+    url: &str,
+    args: &ConnectArgs,
+    observer: Option<Observer>,
+    target: &Target,
+    status: u64,
+) -> Result<Connection, CliError> {
+    let mut builder = SseClient::new(url);
+    for (name, value) in headers(args)? {
+        builder = builder.header(name, value);
+    }
+    if let Some(token) = &args.bearer {
+        builder = builder.bearer(token);
+    }
+    let transport = builder.connect().await.map_err(|e| {
+        CliError::new(format!(
+            "cannot connect to {url}: it refused Streamable HTTP (HTTP {status} to the \
+             initialize POST), and legacy HTTP+SSE failed too: {}",
+            describe(&e)
+        ))
+    })?;
+    let client = handshake(tap(transport, observer), target, None)
+        .await
+        .map_err(|f| f.error)?;
+    Ok(Connection::remote(client))
+}
+
+/// The `--header NAME:VALUE` options, split.
+fn headers(args: &ConnectArgs) -> Result<Vec<(&str, &str)>, CliError> {
+    args.headers
+        .iter()
+        .map(|header| match header.split_once(':') {
+            Some((name, value)) => Ok((name.trim(), value.trim())),
+            None => Err(CliError::new(format!(
+                "--header {header:?}: write it as NAME:VALUE, e.g. --header 'X-Api-Key: abc'"
+            ))),
+        })
+        .collect()
+}
+
+/// The HTTP status of a refused `initialize` POST when it means "not a Streamable HTTP endpoint"
+/// (400, 404, 405); the Streamable HTTP transport puts it in the error's data as `httpStatus`.
+fn refused_status(failure: &Failure) -> Option<u64> {
+    let status = failure
+        .cause
+        .as_ref()?
+        .remote()?
+        .data
+        .as_ref()?
+        .get("httpStatus")?
+        .as_u64()?;
+    matches!(status, 400 | 404 | 405).then_some(status)
+}
+
+fn http_transport(
+    url: &str,
+    args: &ConnectArgs,
+) -> Result<tidewire_http::client::HttpClientTransport, CliError> {
+    if !cfg!(feature = "tls") && url.to_ascii_lowercase().starts_with("https://") {
+        return Err(CliError::new(format!(
+            "cannot connect to {url}: this build of tidewire has no TLS; build it with \
+             `--features tls` for https:// targets"
+        )));
+    }
+    let mut builder = StreamableHttpClient::new(url);
+    for (name, value) in headers(args)? {
+        builder = builder.header(name, value);
+    }
+    if let Some(token) = &args.bearer {
+        builder = builder.bearer(token);
+    }
+    builder
+        .connect()
+        .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
+}
+
+/// Hands the server's stderr to the screen (dimmed, above the bar) or keeps only its last line.
+fn stderr_mode(show: bool, ui: Ui, tail: Tail) -> StderrMode {
+    StderrMode::callback(move |line: String| {
+        if show {
+            ui.dim_note(&line);
+        }
+        if !line.trim().is_empty() {
+            *tail.lock().unwrap_or_else(PoisonError::into_inner) = Some(line);
+        }
+    })
+}
+
+/// A failed handshake: the line to print, and the client error behind it.
+struct Failure {
+    error: CliError,
+    cause: Option<ClientError>,
+}
+
+async fn handshake(
+    transport: impl Transport,
+    target: &Target,
+    tail: Option<&Tail>,
+) -> Result<Client, Failure> {
+    Client::builder(Implementation::new("tidewire", env!("CARGO_PKG_VERSION")))
+        .handshake_timeout(HANDSHAKE_TIMEOUT)
+        .connect(transport)
+        .await
+        .map_err(|e| {
+            let mut message = format!(
+                "cannot connect to {}: {}",
+                target.describe(),
+                client_error(&e)
+            );
+            let last = tail.and_then(|t| t.lock().unwrap_or_else(PoisonError::into_inner).clone());
+            if let Some(last) = last {
+                message.push_str(&format!(" (its last words on stderr: {})", last.trim()));
+            }
+            Failure {
+                error: CliError::new(message),
+                cause: Some(e),
+            }
+        })
+}
+
+/// A client error as one line; an error answer reads as what the server (or the transport on
+/// its behalf) said.
+pub(crate) fn client_error(error: &ClientError) -> String {
+    match error.remote() {
+        Some(remote) => format!(
+            "{} (error {})",
+            remote.message.trim_end_matches([':', ' ']),
+            remote.code
+        ),
+        None => describe(error),
+    }
+}
+
+/// The receiving half of a transport, with an observer.
+struct Tapped<R> {
+    inner: R,
+    observer: Option<Observer>,
+}
+
+impl<R: TransportReceiver> TransportReceiver for Tapped<R> {
+    async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
+        let item = self.inner.recv().await;
+        if let (Some(observer), Some(Ok(envelope))) = (&self.observer, &item) {
+            observer(&envelope.message);
+        }
+        item
+    }
+}
+
+fn tap<T: Transport>(transport: T, observer: Option<Observer>) -> (T::Sender, Tapped<T::Receiver>) {
+    let (sender, receiver) = transport.split();
+    (
+        sender,
+        Tapped {
+            inner: receiver,
+            observer,
+        },
+    )
+}
