@@ -615,3 +615,334 @@ mod http {
         .await;
     }
 }
+
+/// Polls the demo's `crawl_status` until the latest crawl has stopped; returns it.
+async fn crawl_stopped(client: &tidewire_client::Client) -> serde_json::Value {
+    tokio::time::timeout(LIMIT, async {
+        loop {
+            let text = text_of(client, "crawl_status", json!({}))
+                .await
+                .expect("crawl_status");
+            let status: serde_json::Value = serde_json::from_str(&text).expect("JSON status");
+            if status["finished"] == json!(true) {
+                return status;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the crawl stopped in time")
+}
+
+/// Legacy HTTP+SSE: the stream is the session.
+mod legacy_sse_cases {
+    use super::*;
+    use tidewire_core::schema::Implementation;
+    use tidewire_sse::client::SseClient;
+    use tidewire_sse::server::SseConfig;
+
+    /// The server drops the stream under a running call: the call fails with an error that says
+    /// so, the old session is gone (404), and connecting again gives a new session.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropped_stream_fails_clearly_and_a_reconnect_gets_a_new_session() {
+        tokio::time::timeout(LIMIT, async {
+            let (url, _server, sse) = harness::start_sse(SseConfig::default()).await;
+            let transport = SseClient::new(&url).connect().await.expect("stream");
+            let old_endpoint = transport.endpoint().to_owned();
+            let client = tidewire_client::Client::builder(Implementation::new("t", "1"))
+                .connect(transport)
+                .await
+                .expect("connect");
+            let slow =
+                json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 10_000});
+            let call = client.call_tool("crawl", slow).send().await.expect("sent");
+            let status = text_of(&client, "crawl_status", json!({}))
+                .await
+                .expect("status");
+            assert!(status.contains("\"finished\":false"), "{status}");
+            assert_eq!(sse.session_count(), 1);
+            sse.close_all();
+            let err = call.await.expect_err("the stream is gone");
+            let text = err.to_string();
+            assert!(text.contains("SSE stream"), "a clear error: {text}");
+            // The old session is gone on the server.
+            let answer = reqwest::Client::new()
+                .post(&old_endpoint)
+                .header("content-type", "application/json")
+                .body(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                .send()
+                .await
+                .expect("POST");
+            assert_eq!(answer.status().as_u16(), 404);
+            // Connecting again opens a new session.
+            let transport = SseClient::new(&url).connect().await.expect("stream again");
+            assert_ne!(transport.endpoint(), old_endpoint);
+            let again = tidewire_client::Client::builder(Implementation::new("t", "1"))
+                .connect(transport)
+                .await
+                .expect("reconnect");
+            let echo = text_of(&again, "echo", json!({"text": "back"}))
+                .await
+                .expect("echo");
+            assert_eq!(echo, "back");
+            assert_eq!(sse.session_count(), 1);
+            again.close().await;
+        })
+        .await
+        .expect("in time");
+    }
+
+    /// A client that goes away mid-call ends its session, and the server cancels the call.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn client_gone_mid_call_cancels_its_work() {
+        tokio::time::timeout(LIMIT, async {
+            let (url, _server, sse) = harness::start_sse(SseConfig::default()).await;
+            let connect = || async {
+                let transport = SseClient::new(&url).connect().await.expect("stream");
+                tidewire_client::Client::builder(Implementation::new("t", "1"))
+                    .connect(transport)
+                    .await
+                    .expect("connect")
+            };
+            let leaving = connect().await;
+            let slow =
+                json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 10_000});
+            let call = leaving.call_tool("crawl", slow).send().await.expect("sent");
+            let status = text_of(&leaving, "crawl_status", json!({}))
+                .await
+                .expect("status");
+            assert!(status.contains("\"finished\":false"), "{status}");
+            leaving.close().await;
+            drop(call);
+            let observer = connect().await;
+            let status = crawl_stopped(&observer).await;
+            assert_eq!(status["cancelled"], json!(true), "{status}");
+            assert_eq!(status["completed"], json!(0), "{status}");
+            assert_eq!(
+                sse.session_count(),
+                1,
+                "only the observer's session is left"
+            );
+            observer.close().await;
+        })
+        .await
+        .expect("in time");
+    }
+}
+
+/// WebSocket: bad frames, and peers that vanish.
+mod websocket_cases {
+    use super::*;
+    use futures::SinkExt;
+    use tidewire_core::schema::Implementation;
+    use tidewire_ws::client::WsClient;
+    use tidewire_ws::server::WsConfig;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    type Raw = tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >;
+
+    /// A raw WebSocket peer, subprotocol `mcp`, already past `initialize`.
+    async fn raw_peer(url: &str) -> Raw {
+        let mut request = url.into_client_request().expect("request");
+        request
+            .headers_mut()
+            .insert("sec-websocket-protocol", "mcp".parse().expect("value"));
+        let (mut socket, response) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("upgrade");
+        assert_eq!(
+            response
+                .headers()
+                .get("sec-websocket-protocol")
+                .and_then(|v| v.to_str().ok()),
+            Some("mcp")
+        );
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}});
+        socket
+            .send(Message::text(init.to_string()))
+            .await
+            .expect("send");
+        let answer = next_json(&mut socket).await;
+        assert_eq!(answer["id"], json!(0), "{answer}");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        socket
+            .send(Message::text(initialized.to_string()))
+            .await
+            .expect("send");
+        socket
+    }
+
+    /// The next text frame, as JSON.
+    async fn next_json(socket: &mut Raw) -> serde_json::Value {
+        loop {
+            match socket.next().await.expect("a frame").expect("a good frame") {
+                Message::Text(text) => return serde_json::from_str(text.as_str()).expect("JSON"),
+                Message::Close(frame) => panic!("closed: {frame:?}"),
+                _ => {}
+            }
+        }
+    }
+
+    /// The close frame the server ends with: (code, reason).
+    async fn close_frame(socket: &mut Raw) -> (u16, String) {
+        while let Some(frame) = socket.next().await {
+            if let Ok(Message::Close(Some(frame))) = frame {
+                return (u16::from(frame.code), frame.reason.as_str().to_owned());
+            }
+        }
+        panic!("the connection ended without a close frame");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn garbage_is_answered_and_the_connection_goes_on() {
+        tokio::time::timeout(LIMIT, async {
+            let (url, _server, _ws) = harness::start_ws(WsConfig::default()).await;
+            let mut socket = raw_peer(&url).await;
+            socket
+                .send(Message::text("this is not JSON"))
+                .await
+                .expect("send");
+            let answer = next_json(&mut socket).await;
+            assert_eq!(answer["error"]["code"], json!(-32700), "{answer}");
+            socket
+                .send(Message::text(r#"{"jsonrpc":"2.0","id":"x","nope":1}"#))
+                .await
+                .expect("send");
+            let answer = next_json(&mut socket).await;
+            assert_eq!(answer["error"]["code"], json!(-32600), "{answer}");
+            let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+            socket
+                .send(Message::text(ping.to_string()))
+                .await
+                .expect("send");
+            let answer = next_json(&mut socket).await;
+            assert_eq!(answer["id"], json!(7), "{answer}");
+            assert!(answer.get("result").is_some(), "{answer}");
+        })
+        .await
+        .expect("in time");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_binary_frame_closes_with_1003() {
+        tokio::time::timeout(LIMIT, async {
+            let (url, _server, _ws) = harness::start_ws(WsConfig::default()).await;
+            let mut socket = raw_peer(&url).await;
+            socket
+                .send(Message::binary(b"{\"jsonrpc\":\"2.0\"}".to_vec()))
+                .await
+                .expect("send");
+            let (code, reason) = close_frame(&mut socket).await;
+            assert_eq!(code, tidewire_ws::close_code::UNSUPPORTED_DATA);
+            assert!(reason.contains("binary"), "{reason}");
+        })
+        .await
+        .expect("in time");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_oversized_message_closes_with_1009() {
+        tokio::time::timeout(LIMIT, async {
+            let config = WsConfig::default().max_message_size(4096);
+            let (url, _server, _ws) = harness::start_ws(config).await;
+            let mut socket = raw_peer(&url).await;
+            let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "y".repeat(10_000)}});
+            socket.send(Message::text(big.to_string())).await.expect("send");
+            let (code, reason) = close_frame(&mut socket).await;
+            assert_eq!(code, tidewire_ws::close_code::TOO_BIG);
+            assert!(reason.contains("4096"), "{reason}");
+        })
+        .await
+        .expect("in time");
+    }
+
+    /// A peer that vanishes mid-call (no close frame, the TCP connection just ends): the server
+    /// cancels the call's work and forgets the connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_peer_that_vanishes_mid_call_has_its_work_cancelled() {
+        tokio::time::timeout(LIMIT, async {
+            let (url, _server, ws) = harness::start_ws(WsConfig::default()).await;
+            let mut socket = raw_peer(&url).await;
+            let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "crawl",
+                "arguments": {"urls": ["https://a.example", "https://b.example", "https://c.example"], "delay_ms": 300},
+                "_meta": {"progressToken": "p"}}});
+            socket.send(Message::text(call.to_string())).await.expect("send");
+            let progress = next_json(&mut socket).await;
+            assert_eq!(progress["method"], json!("notifications/progress"), "{progress}");
+            drop(socket);
+            let observer = tidewire_client::Client::builder(Implementation::new("t", "1"))
+                .connect(WsClient::new(&url).connect().await.expect("ws"))
+                .await
+                .expect("connect");
+            let status = crawl_stopped(&observer).await;
+            assert_eq!(status["cancelled"], json!(true), "{status}");
+            assert!(status["completed"].as_u64().is_some_and(|n| n < 3), "{status}");
+            tokio::time::timeout(LIMIT, async {
+                while ws.connection_count() != 1 {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .expect("the vanished connection is dropped");
+            observer.close().await;
+        })
+        .await
+        .expect("in time");
+    }
+
+    /// A peer that stops answering pings is dropped; a client whose server went silent fails its
+    /// calls with a clear error.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_silent_peer_is_dropped() {
+        tokio::time::timeout(LIMIT, async {
+            let config = WsConfig::default()
+                .ping_interval(Duration::from_millis(50))
+                .pong_timeout(Duration::from_millis(50));
+            let (url, _server, ws) = harness::start_ws(config).await;
+            // Never read: pings stay unanswered.
+            let _socket = raw_peer(&url).await;
+            assert_eq!(ws.connection_count(), 1);
+            tokio::time::timeout(LIMIT, async {
+                while ws.connection_count() != 0 {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .expect("the silent peer is dropped");
+        })
+        .await
+        .expect("in time");
+    }
+
+    /// The server closes the connection under a call: the call fails with an error naming why.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_connection_fails_calls_in_flight() {
+        tokio::time::timeout(LIMIT, async {
+            let config = WsConfig::default().max_message_size(64 * 1024);
+            let (url, _server, _ws) = harness::start_ws(config).await;
+            let client = tidewire_client::Client::builder(Implementation::new("t", "1"))
+                .connect(WsClient::new(&url).connect().await.expect("ws"))
+                .await
+                .expect("connect");
+            let slow = json!({"urls": ["https://a.example"], "delay_ms": 10_000});
+            let call = client.call_tool("crawl", slow).send().await.expect("sent");
+            // A message over the server's limit makes it close the connection (1009).
+            let big = "z".repeat(100 * 1024);
+            let err = text_of(&client, "echo", json!({"text": big}))
+                .await
+                .expect_err("the connection closes");
+            let err2 = call.await.expect_err("the connection is gone");
+            for text in [err.clone(), err2.to_string()] {
+                assert!(text.contains("WebSocket"), "a clear error: {text}");
+            }
+        })
+        .await
+        .expect("in time");
+    }
+}
