@@ -17,7 +17,7 @@
 //! |------------|---------|--------------------------------------------------------------------|
 //! | `server`   | yes     | [`server`], [`guard`]                                              |
 //! | `client`   | yes     | [`client`]                                                         |
-//! | `fallback` | no      | `client::connect_with_fallback` (needs tidewire-client and -http)  |
+//! | `fallback` | yes     | `client::connect_with_fallback` (needs tidewire-client and -http)  |
 //!
 //! ## Cancel safety
 //! Dropping a request future on the client cancels the request as on every transport (the

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! - The upgrade is checked first: `Host` and `Origin` (loopback only by default, see
-//!   [`HostPolicy`](tidewire_sse::guard::HostPolicy)) → 403; past
+//!   [`tidewire_sse::guard::HostPolicy`]) → 403; past
 //!   [`WsConfig::max_connections`] → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
 //! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
