@@ -66,6 +66,18 @@ fn session_not_found(id: &str) -> Response {
     )
 }
 
+fn sessions_full(max: usize) -> Response {
+    let mut response = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode(-32000),
+        format!("Service Unavailable: the server holds its maximum of {max} sessions; retry later"),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
 fn method_not_allowed(what: &str) -> Response {
     let mut response = error(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -150,18 +162,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         },
         None if is_initialize => {
             if state.sessions().len() >= state.config.max_sessions {
-                let mut response = error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    ErrorCode(-32000),
-                    format!(
-                        "Service Unavailable: the server holds its maximum of {} sessions; retry later",
-                        state.config.max_sessions
-                    ),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-                return response;
+                return sessions_full(state.config.max_sessions);
             }
             let Some(id) = new_session_id() else {
                 return error(
@@ -171,7 +172,19 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
                 );
             };
             let session = state.start_session(id.clone());
-            state.sessions().insert(id, session.clone());
+            // Checked again under the lock: two initializes racing for the last slot.
+            let admitted = {
+                let mut sessions = state.sessions();
+                let room = sessions.len() < state.config.max_sessions;
+                if room {
+                    sessions.insert(id, session.clone());
+                }
+                room
+            };
+            if !admitted {
+                session.close();
+                return sessions_full(state.config.max_sessions);
+            }
             state.start_reaper();
             (session, true)
         }
