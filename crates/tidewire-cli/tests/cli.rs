@@ -1,0 +1,394 @@
+//! `tidewire call`, `list`, `read`, `prompt` and `demo` as a script meets them: exit codes,
+//! `--json` output, plain progress lines without a terminal, and one-line errors. Against the
+//! demo server over stdio and over HTTP (Streamable HTTP, legacy SSE, WebSocket), and against
+//! the Python SDK's peer server when it is installed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::Output;
+
+use serde_json::Value;
+use support::{BIN, HttpServer, LIMIT, crawl_args, stdio_server};
+use tidewire_tests::external::python_peers;
+
+/// `tidewire ARGS…`, bounded in time.
+fn tidewire(args: &[String]) -> Output {
+    assert_cmd::Command::new(BIN)
+        .args(args)
+        .timeout(LIMIT)
+        .output()
+        .expect("run tidewire")
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// `ARGS… -- <tidewire> serve --stdio OPERANDS…`
+fn over_stdio(args: &[&str], operands: &[&str]) -> Vec<String> {
+    let mut all = strings(args);
+    all.extend(stdio_server());
+    all.extend(strings(operands));
+    all
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Exit status 2, nothing on stdout, and exactly one line on stderr; returns that line.
+fn one_line_error(output: &Output) -> String {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(2), "stderr: {err}");
+    assert!(output.stdout.is_empty(), "stdout: {}", stdout(output));
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected:\n{err}");
+    assert!(lines[0].starts_with("tidewire: "), "{err}");
+    lines[0].to_owned()
+}
+
+#[test]
+fn call_over_stdio_prints_the_text_and_exits_0() {
+    let output = tidewire(&over_stdio(&["call"], &["echo", r#"{"text":"héllo 🌊"}"#]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "héllo 🌊\n");
+
+    // The operands may also come before `--`.
+    let mut args = strings(&["call", "echo", r#"{"text":"before"}"#]);
+    args.extend(stdio_server());
+    let output = tidewire(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "before\n");
+}
+
+#[test]
+fn without_a_terminal_progress_is_plain_lines_and_quiet_silences_it() {
+    let args = crawl_args(3, 1);
+    let output = tidewire(&over_stdio(&["call", "--json"], &["crawl", &args]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).expect("--json prints JSON");
+    assert_eq!(result["content"][0]["text"], "Crawled 3 URLs");
+    let err = stderr(&output);
+    for step in 1..=3 {
+        let line =
+            format!("crawl: progress {step}/3 Fetching https://example.com/page/{step} ({step}/3)");
+        assert!(err.contains(&line), "`{line}` missing from:\n{err}");
+    }
+    assert!(
+        !err.contains('\u{1b}'),
+        "no escape codes without a terminal:\n{err:?}"
+    );
+
+    let output = tidewire(&over_stdio(&["call", "--quiet"], &["crawl", &args]));
+    assert!(output.status.success());
+    assert_eq!(stdout(&output), "Crawled 3 URLs\n");
+    assert!(output.stderr.is_empty(), "{}", stderr(&output));
+}
+
+#[test]
+fn logs_print_on_stderr_and_the_result_on_stdout() {
+    let output = tidewire(&over_stdio(&["call"], &["test_tool_with_logging"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Tool with logging executed successfully\n");
+    let err = stderr(&output);
+    assert!(err.contains("[info] Tool execution started"), "{err}");
+    assert!(err.contains("[info] Tool execution completed"), "{err}");
+}
+
+#[test]
+fn a_tool_error_exits_1_and_json_shows_is_error() {
+    let output = tidewire(&over_stdio(&["call", "--json"], &["test_error_handling"]));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(result["isError"], true);
+    assert!(stderr(&output).contains("the tool `test_error_handling` reported an error"));
+}
+
+#[test]
+fn images_are_saved_to_files_whose_paths_are_printed() {
+    let dir = std::env::temp_dir().join(format!("tidewire-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let save = format!("--save-dir={}", dir.display());
+    let output = tidewire(&over_stdio(&["call", &save], &["test_image_content"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let path = text
+        .trim()
+        .strip_prefix("[image image/png saved to ")
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("unexpected output: {text}"));
+    let bytes = std::fs::read(path).expect("the saved file");
+    assert_eq!(&bytes[..4], b"\x89PNG", "a PNG file");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn errors_exit_2_with_one_clear_line() {
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            over_stdio(&["call"], &["no_such_tool"]),
+            "unknown tool: no_such_tool",
+        ),
+        (
+            over_stdio(&["call"], &["echo", "{\"text\":"]),
+            "JSON-ARGS is not valid JSON",
+        ),
+        (
+            strings(&["call", "http://127.0.0.1:1/mcp", "echo", "[1]"]),
+            "must be a JSON object",
+        ),
+        (
+            strings(&["call", "--", "/no/such/server", "echo"]),
+            "could not start the server program `/no/such/server`",
+        ),
+        (
+            strings(&["call", "http://127.0.0.1:1/mcp", "echo"]),
+            "Connection refused",
+        ),
+        (
+            strings(&["call", "ftp://example.com", "echo"]),
+            "is not a target",
+        ),
+        (strings(&["call", "http://127.0.0.1:1/mcp"]), "missing TOOL"),
+        (
+            strings(&["list", "http://127.0.0.1:1/mcp", "widgets"]),
+            "cannot list `widgets`: choose tools, resources or prompts",
+        ),
+        (
+            strings(&[
+                "call",
+                "--header",
+                "no-colon",
+                "http://127.0.0.1:1/mcp",
+                "echo",
+            ]),
+            "NAME:VALUE",
+        ),
+        (
+            strings(&["call", "http://127.0.0.1:1/mcp", "echo", "{}", "extra"]),
+            "too many arguments",
+        ),
+        // The server process exits at once: the handshake fails and says so.
+        (
+            strings(&[
+                "call",
+                "--",
+                "sh",
+                "-c",
+                "echo the server broke >&2; exit 3",
+                "echo",
+            ]),
+            "cannot connect to the server `sh`",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let output = tidewire(&args);
+        let line = one_line_error(&output);
+        assert!(
+            line.contains(wanted),
+            "{args:?}: `{wanted}` missing from: {line}"
+        );
+    }
+}
+
+#[test]
+fn list_read_and_prompt_over_stdio() {
+    let output = tidewire(&over_stdio(&["list", "--json"], &["tools"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let listed: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for wanted in [
+        "echo",
+        "crawl",
+        "crawl_status",
+        "test_simple_text",
+        "json_schema_2020_12_tool",
+    ] {
+        assert!(names.contains(&wanted), "{wanted} missing from {names:?}");
+    }
+
+    let output = tidewire(&over_stdio(&["list"], &[]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    let header = table.lines().next().unwrap();
+    for column in ["NAME", "TITLE", "DESCRIPTION", "ARGUMENTS"] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("crawl ") && l.contains("delay_ms*, urls*")),
+        "{table}"
+    );
+    assert!(
+        table
+            .trim_end()
+            .ends_with(&format!("{} tools", names.len())),
+        "{table}"
+    );
+
+    let output = tidewire(&over_stdio(&["list"], &["resources"]));
+    assert!(
+        stdout(&output).contains("test://template/{id}/data"),
+        "{}",
+        stdout(&output)
+    );
+
+    let output = tidewire(&over_stdio(&["read"], &["test://static-text"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "This is the content of the static text resource.\n"
+    );
+
+    let output = tidewire(&over_stdio(
+        &["prompt", "--json"],
+        &["test_prompt_with_arguments", r#"{"arg1":"a","arg2":"b"}"#],
+    ));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let prompt: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"],
+        "Prompt with arguments: arg1='a', arg2='b'"
+    );
+
+    let output = tidewire(&over_stdio(&["read"], &["test://nothing-here"]));
+    let line = one_line_error(&output);
+    assert!(
+        line.contains("reading test://nothing-here failed"),
+        "{line}"
+    );
+}
+
+#[test]
+fn every_http_transport_of_tidewire_serve() {
+    let server = HttpServer::start();
+    // Streamable HTTP; legacy SSE through the fallback (the /sse URL refuses the POST); WebSocket.
+    for url in [server.url.clone(), server.sse_url(), server.ws_url()] {
+        let output = tidewire(&strings(&[
+            "call",
+            "--json",
+            &url,
+            "crawl",
+            &crawl_args(2, 1),
+        ]));
+        assert!(output.status.success(), "{url}: {}", stderr(&output));
+        let result: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+        assert_eq!(result["content"][0]["text"], "Crawled 2 URLs", "{url}");
+        assert!(
+            stderr(&output).contains("crawl: progress 2/2"),
+            "{url}: {}",
+            stderr(&output)
+        );
+
+        let output = tidewire(&strings(&["list", &url, "prompts"]));
+        assert!(output.status.success(), "{url}: {}", stderr(&output));
+        assert!(stdout(&output).contains("test_simple_prompt"), "{url}");
+    }
+    let output = tidewire(&strings(&[
+        "call",
+        "--header",
+        "X-Test: yes",
+        "--bearer",
+        "not-checked",
+        &server.url,
+        "echo",
+        r#"{"text":"with headers"}"#,
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "with headers\n");
+
+    let missing = format!("{}/nothing-here", server.base());
+    let line = one_line_error(&tidewire(&strings(&["call", &missing, "echo"])));
+    assert!(
+        line.contains("HTTP 404") && line.contains("legacy HTTP+SSE failed too"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_demo_runs_every_transport_and_exits_0() {
+    let started = std::time::Instant::now();
+    let output = tidewire(&strings(&["demo"]));
+    let table = stdout(&output);
+    assert!(output.status.success(), "{table}\n{}", stderr(&output));
+    for transport in ["stdio", "Streamable HTTP", "legacy HTTP+SSE", "WebSocket"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(transport))
+            .unwrap_or_else(|| panic!("no row for {transport}:\n{table}"));
+        assert!(row.contains("3 received"), "{row}");
+        assert!(row.contains("in URL 4/10 (3 done)"), "{row}");
+        assert!(row.contains("nothing"), "{row}");
+        assert!(row.trim_end().ends_with("ok"), "{row}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn the_python_peer_server_over_stdio() {
+    let Some(peers) = python_peers() else { return };
+    let server = [
+        "--".to_owned(),
+        peers.python.display().to_string(),
+        peers.server_script().display().to_string(),
+        "stdio".to_owned(),
+    ];
+    let mut args = strings(&["call", "--json"]);
+    args.extend(server.iter().cloned());
+    args.extend([String::from("crawl"), crawl_args(3, 1)]);
+    let output = tidewire(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(result["content"][0]["text"], "Crawled 3 URLs");
+    assert!(
+        stderr(&output).contains("crawl: progress 3/3"),
+        "{}",
+        stderr(&output)
+    );
+    // The peer server logs to its stderr; without --show-stderr none of it shows.
+    assert!(
+        !stderr(&output).contains("[py-server]"),
+        "{}",
+        stderr(&output)
+    );
+
+    let mut args = strings(&["list"]);
+    args.extend(server.iter().cloned());
+    args.push("tools".to_owned());
+    let output = tidewire(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output)
+            .lines()
+            .any(|l| l.starts_with("crawl_status")),
+        "{}",
+        stdout(&output)
+    );
+
+    let mut args = strings(&["call"]);
+    args.extend(server.iter().cloned());
+    args.push("no_such_tool".to_owned());
+    let output = tidewire(&args);
+    let code = output.status.code();
+    // The Python SDK reports an unknown tool as a tool error (isError), not a protocol error.
+    assert!(
+        code == Some(1) || code == Some(2),
+        "{code:?}: {}",
+        stderr(&output)
+    );
+}

@@ -1,0 +1,87 @@
+//! What the CLI tests share: the binary, the demo server over HTTP, crawl arguments.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The `tidewire` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_tidewire");
+
+/// The longest any one CLI run may take in these tests.
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+/// `-- <tidewire> serve --stdio`: the demo server as a stdio target.
+pub fn stdio_server() -> Vec<String> {
+    vec![
+        "--".to_owned(),
+        BIN.to_owned(),
+        "serve".to_owned(),
+        "--stdio".to_owned(),
+    ]
+}
+
+/// Arguments for `crawl`: `count` URLs, `delay_ms` each.
+pub fn crawl_args(count: usize, delay_ms: u64) -> String {
+    let urls: Vec<String> = (1..=count)
+        .map(|i| format!("https://example.com/page/{i}"))
+        .collect();
+    serde_json::json!({ "urls": urls, "delay_ms": delay_ms }).to_string()
+}
+
+/// `tidewire serve --bind 127.0.0.1:0`, killed when dropped.
+pub struct HttpServer {
+    child: Child,
+    /// The Streamable HTTP URL (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+}
+
+impl HttpServer {
+    pub fn start() -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tidewire serve --bind");
+        let stdout = child.stdout.take().expect("stdout");
+        // The first line is the URL; read it on a thread so a silent server cannot hang the test.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let url = rx
+            .recv_timeout(LIMIT)
+            .expect("the server prints its URL in time")
+            .trim()
+            .to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        Self { child, url }
+    }
+
+    /// The server's base, `http://127.0.0.1:PORT`.
+    pub fn base(&self) -> &str {
+        self.url.trim_end_matches("/mcp")
+    }
+
+    /// The legacy HTTP+SSE URL.
+    pub fn sse_url(&self) -> String {
+        format!("{}/sse", self.base())
+    }
+
+    /// The WebSocket URL.
+    pub fn ws_url(&self) -> String {
+        format!("{}/ws", self.base().replacen("http://", "ws://", 1))
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
