@@ -74,3 +74,65 @@ pub fn python_peers() -> Option<PythonPeers> {
         }
     }
 }
+
+/// The Python peer server on a free loopback port, killed when dropped.
+#[derive(Debug)]
+pub struct PythonPeerServer {
+    child: tokio::process::Child,
+    /// The port it listens on.
+    pub port: u16,
+}
+
+impl PythonPeerServer {
+    /// Starts `peer_server.py TRANSPORT --port P` (`sse`, `streamable-http` or `websocket`) and
+    /// waits, within 30 s, until the port accepts connections.
+    ///
+    /// # Panics
+    /// When the server cannot start or does not listen in time (a test failure).
+    pub async fn start(peers: &PythonPeers, transport: &str) -> Self {
+        let port = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+            probe.local_addr().expect("local addr").port()
+        };
+        let mut child = tokio::process::Command::new(&peers.python)
+            .arg(peers.server_script())
+            .args([transport, "--port", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the Python peer server");
+        let limit = std::time::Duration::from_secs(30);
+        let started = std::time::Instant::now();
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the Python peer server ({transport}) exited at startup: {status}");
+            }
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the Python peer server ({transport}) did not listen on port {port} within {limit:?}"
+            );
+            // Nothing announces readiness but the port itself; poll it.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Self { child, port }
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for PythonPeerServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
