@@ -5,53 +5,16 @@
 //! The peers are found through `TIDEWIRE_PY_PYTHON` and `TIDEWIRE_PY_PEERS_DIR`; without them the
 //! test skips with a printed reason (`TIDEWIRE_REQUIRE_EXTERNAL=1` makes that a failure).
 
-use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tidewire_tests::external::{PythonPeers, python_peers};
+use tidewire_tests::external::{PythonPeerServer, python_peers};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
 use tidewire_tests::scenarios::{PEER_SCENARIOS, run_peer_scenario};
 use tidewire_ws::client::WsClient;
-use tokio::process::{Child, Command};
 use tokio::time::timeout;
 
 const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
-const STARTUP_LIMIT: Duration = Duration::from_secs(30);
-
-/// Starts `peer_server.py websocket` on a free port; returns the child (killed on drop) and
-/// its URL once the port accepts connections.
-async fn start(peers: &PythonPeers) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let mut child = Command::new(&peers.python)
-        .arg(peers.server_script())
-        .args(["websocket", "--port", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the Python peer server");
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the Python peer server exited at startup: {status}");
-        }
-        assert!(
-            started.elapsed() < STARTUP_LIMIT,
-            "the Python peer server did not listen on {port} within {STARTUP_LIMIT:?}"
-        );
-        // Polling a port that is not open yet: there is no event to wait for.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (child, format!("ws://127.0.0.1:{port}/ws"))
-}
 
 async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
     let transport = WsClient::new(url)
@@ -79,9 +42,8 @@ async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_websocket() {
     let Some(peers) = python_peers() else { return };
-    let (mut child, url) = timeout(STARTUP_LIMIT * 2, start(&peers))
-        .await
-        .expect("the Python peer server starts");
+    let server = PythonPeerServer::start(&peers, "websocket").await;
+    let url = format!("ws://127.0.0.1:{}/ws", server.port);
     let mut failures = Vec::new();
     for scenario in PEER_SCENARIOS {
         match timeout(SCENARIO_LIMIT, run_one(&url, scenario)).await {
@@ -90,8 +52,7 @@ async fn tidewire_client_against_python_server_websocket() {
             Err(_) => failures.push(format!("{scenario}: did not finish in {SCENARIO_LIMIT:?}")),
         }
     }
-    let _ = child.start_kill();
-    let _ = child.wait().await;
+    drop(server);
     assert!(
         failures.is_empty(),
         "failed scenarios:\n{}",
