@@ -1,0 +1,106 @@
+//! The WebSocket upgrade's checks, and the client's handshake refusals.
+
+use std::time::Duration;
+
+use tidewire_tests::harness::start_ws;
+use tidewire_ws::client::{WsClient, WsClientError};
+use tidewire_ws::server::WsConfig;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Tries an upgrade with these headers; the HTTP status of a refusal, or 101.
+async fn upgrade_status(url: &str, headers: &[(&'static str, &str)]) -> u16 {
+    let mut request = url.into_client_request().expect("request");
+    for (name, value) in headers {
+        request
+            .headers_mut()
+            .insert(*name, value.parse().expect("header value"));
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((_socket, response)) => response.status().as_u16(),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+        Err(other) => panic!("unexpected failure: {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upgrade_is_checked() {
+    tokio::time::timeout(LIMIT, async {
+        let (url, _server, ws) = start_ws(WsConfig::default().max_connections(1)).await;
+        let mcp = ("sec-websocket-protocol", "mcp");
+        assert_eq!(
+            upgrade_status(&url, &[mcp, ("origin", "https://evil.example")]).await,
+            403
+        );
+        assert_eq!(
+            upgrade_status(&url, &[mcp, ("host", "evil.example")]).await,
+            403
+        );
+        assert_eq!(
+            upgrade_status(&url, &[("sec-websocket-protocol", "graphql-ws")]).await,
+            400
+        );
+        let plain = reqwest::get(url.replace("ws://", "http://"))
+            .await
+            .expect("GET");
+        assert!(plain.status().is_client_error(), "{}", plain.status());
+        // One connection fills the table; the next upgrade is told to come back later.
+        let first = WsClient::new(&url).connect().await.expect("first");
+        tokio::time::timeout(LIMIT, async {
+            while ws.connection_count() != 1 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("counted");
+        assert_eq!(upgrade_status(&url, &[mcp]).await, 503);
+        drop(first);
+        // A client that offers no subprotocol is served too.
+        tokio::time::timeout(LIMIT, async {
+            while ws.connection_count() != 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the first connection ends");
+        assert_eq!(upgrade_status(&url, &[]).await, 101);
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_refuses_what_is_not_an_mcp_websocket() {
+    tokio::time::timeout(LIMIT, async {
+        // A WebSocket server that does not choose the subprotocol.
+        let app = axum::Router::new().route(
+            "/ws",
+            axum::routing::get(|ws: axum::extract::ws::WebSocketUpgrade| async move {
+                ws.on_upgrade(|_socket| async {})
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let err = WsClient::new(format!("ws://{addr}/ws"))
+            .connect()
+            .await
+            .expect_err("no subprotocol chosen");
+        assert!(matches!(err, WsClientError::Handshake { .. }), "{err}");
+        let err = WsClient::new(format!("ws://{addr}/elsewhere"))
+            .connect()
+            .await
+            .expect_err("404");
+        assert!(err.to_string().contains("404"), "{err}");
+        let err = WsClient::new(format!("http://{addr}/ws"))
+            .connect()
+            .await
+            .expect_err("not ws://");
+        assert!(matches!(err, WsClientError::InvalidUrl { .. }), "{err}");
+    })
+    .await
+    .expect("in time");
+}
