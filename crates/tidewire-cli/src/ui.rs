@@ -109,15 +109,15 @@ pub(crate) fn bold(text: &str) -> String {
 }
 
 fn spinner_style() -> ProgressStyle {
-    ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {pos:>3} {wide_msg}")
+    ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {pos:>3} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
 fn bar_style(integral: bool) -> ProgressStyle {
     let template = if integral {
-        "{spinner:.cyan} {prefix:.bold} [{bar:30.cyan/blue}] {pos}/{len} ETA {eta} {wide_msg}"
+        "{spinner:.cyan} {prefix:.bold} [{bar:30.cyan/blue}] {pos}/{len} ETA {eta} {msg}"
     } else {
-        "{spinner:.cyan} {prefix:.bold} [{bar:30.cyan/blue}] {percent:>3}% ETA {eta} {wide_msg}"
+        "{spinner:.cyan} {prefix:.bold} [{bar:30.cyan/blue}] {percent:>3}% ETA {eta} {msg}"
     };
     ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -152,7 +152,7 @@ impl ProgressView {
                 }
                 _ => bar.set_position(to_units(progress.progress, 1.0)),
             }
-            bar.set_message(message);
+            bar.set_message(fit(&message, self.label.chars().count()));
         } else if self.ui.mode == Mode::Plain {
             eprintln!(
                 "{}: progress {} {}",
@@ -169,12 +169,20 @@ impl ProgressView {
         fraction(self.last.as_ref())
     }
 
+    /// After Ctrl-C: the terminal echoed `^C` past the end of the bar's full-width line, onto a
+    /// line of its own; put the bar back where it was before it is finished.
+    pub(crate) fn interrupted(&self) {
+        if let Some(bar) = &self.bar {
+            bar.suspend(|| eprint!("\x1b[1A\r\x1b[2K"));
+        }
+    }
+
     /// Leaves the bar on screen with a closing message.
     pub(crate) fn finish(&mut self, message: &str) {
         if let Some(bar) = self.bar.take() {
             if bar.length().is_some() {
                 let style = ProgressStyle::with_template(
-                    "  {prefix:.bold} [{bar:30.cyan/blue}] {pos}/{len} {wide_msg}",
+                    "  {prefix:.bold} [{bar:30.cyan/blue}] {pos}/{len} {msg}",
                 );
                 if let Ok(style) = style {
                     bar.set_style(style.progress_chars("=> "));
@@ -212,6 +220,17 @@ impl Drop for ProgressView {
 )]
 fn to_units(value: f64, scale: f64) -> u64 {
     (value * scale).round().max(0.0) as u64
+}
+
+/// The message cut to what is left of the terminal's width beside the bar, so the line never
+/// wraps (a wrapped bar leaves copies of itself behind when something else writes, like the
+/// terminal echoing `^C`).
+fn fit(message: &str, label_width: usize) -> String {
+    // Spinner, label, `[bar]`, `pos/len`, `ETA 10s` and the spaces between.
+    const BESIDE_THE_BAR: usize = 56;
+    let width = usize::from(console::Term::stderr().size().1);
+    let room = width.saturating_sub(label_width + BESIDE_THE_BAR);
+    crate::output::cut(message, room)
 }
 
 /// `3/10`, `3` (no total) or `0` (no report).

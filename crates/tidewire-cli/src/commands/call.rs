@@ -97,6 +97,7 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
     match ending {
         Ending::Interrupted => {
             cancel.cancel("the user pressed Ctrl-C");
+            view.interrupted();
             let position = view.position();
             view.finish(&format!("cancelled at {position}"));
             stop(connection).await;
