@@ -118,10 +118,12 @@ pub(crate) async fn connect_observed(
             if let Some(token) = &args.bearer {
                 builder = builder.bearer(token);
             }
-            let transport = builder
-                .connect()
-                .await
-                .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))?;
+            let transport = builder.connect().await.map_err(|e| {
+                CliError::new(format!(
+                    "cannot connect to {url}: {}",
+                    plainly(describe(&e))
+                ))
+            })?;
             let client = handshake(tap(transport, observer), target, None)
                 .await
                 .map_err(|f| f.error)?;
@@ -262,7 +264,7 @@ async fn handshake(
             let mut message = format!(
                 "cannot connect to {}: {}",
                 target.describe(),
-                client_error(&e)
+                plainly(client_error(&e))
             );
             let last = tail.and_then(|t| t.lock().unwrap_or_else(PoisonError::into_inner).clone());
             if let Some(last) = last {
@@ -273,6 +275,15 @@ async fn handshake(
                 cause: Some(e),
             }
         })
+}
+
+/// The usual reason to fail, said plainly: nothing listens at that address.
+fn plainly(reason: String) -> String {
+    if reason.contains("Connection refused") {
+        "the connection was refused: is the server running, and at this address?".to_owned()
+    } else {
+        reason
+    }
 }
 
 /// A client error as one line; an error answer reads as what the server (or the transport on

@@ -148,7 +148,7 @@ fn errors_exit_2_with_one_clear_line() {
         ),
         (
             strings(&["call", "http://127.0.0.1:1/mcp", "echo"]),
-            "Connection refused",
+            "the connection was refused",
         ),
         (
             strings(&["call", "ftp://example.com", "echo"]),
