@@ -207,7 +207,9 @@ async fn python_client_over_legacy_sse() {
     let Some(peers) = python_peers() else { return };
     let server = HttpServer::start(&[]).await;
     let url = sibling(&server.url, "http", "/sse");
-    run_scenarios(&peers, "sse", &url, "auto").await;
+    for mode in ["auto", "legacy"] {
+        run_scenarios(&peers, "sse", &url, mode).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,5 +217,7 @@ async fn python_client_over_websocket() {
     let Some(peers) = python_peers() else { return };
     let server = HttpServer::start(&[]).await;
     let url = sibling(&server.url, "ws", "/ws");
-    run_scenarios(&peers, "websocket", &url, "auto").await;
+    for mode in ["auto", "legacy"] {
+        run_scenarios(&peers, "websocket", &url, mode).await;
+    }
 }
