@@ -115,7 +115,7 @@ pub struct Harness {
     pub transport: &'static str,
     /// What the client's handlers were asked.
     pub counters: Arc<Counters>,
-    /// The in-process server, on the memory transport.
+    /// The in-process server (memory, Streamable HTTP, legacy SSE, WebSocket).
     pub server: Option<tidewire_server::Server>,
     /// The child process, on stdio.
     pub child: Option<ChildHandle>,
