@@ -110,6 +110,16 @@ fn a_tool_error_exits_1_and_json_shows_is_error() {
 }
 
 #[test]
+fn a_timeout_gives_up_with_one_line_and_exit_2() {
+    let output = tidewire(&over_stdio(
+        &["call", "--timeout", "0.3"],
+        &["crawl", &crawl_args(5, 1000)],
+    ));
+    let line = one_line_error(&output);
+    assert!(line.contains("`crawl` gave no result in time"), "{line}");
+}
+
+#[test]
 fn images_are_saved_to_files_whose_paths_are_printed() {
     let dir = std::env::temp_dir().join(format!("tidewire-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -319,7 +329,9 @@ fn every_http_transport_of_tidewire_serve() {
 #[test]
 fn the_demo_runs_every_transport_and_exits_0() {
     let started = std::time::Instant::now();
-    let output = tidewire(&strings(&["demo"]));
+    // Slower URLs than the default leave a loaded machine more room between the cancel and the
+    // end of the URL in flight.
+    let output = tidewire(&strings(&["demo", "--delay-ms", "400"]));
     let table = stdout(&output);
     assert!(output.status.success(), "{table}\n{}", stderr(&output));
     for transport in ["stdio", "Streamable HTTP", "legacy HTTP+SSE", "WebSocket"] {

@@ -106,9 +106,46 @@ fn ctrl_c_cancels_a_call_to_the_python_peer_server() {
 }
 
 #[test]
+fn a_second_ctrl_c_exits_at_once() {
+    // A server that outlives its stdin by ten seconds: the wait after the first Ctrl-C would
+    // last its full two seconds.
+    let script = format!("'{BIN}' serve --stdio; sleep 10");
+    let mut command = Command::new(BIN);
+    command.args([
+        "call",
+        "--",
+        "sh",
+        "-c",
+        &script,
+        "crawl",
+        &crawl_args(10, 300),
+    ]);
+    let mut session = terminal(command);
+    session
+        .expect("(2/10)")
+        .unwrap_or_else(|e| panic!("no progress message for URL 2: {e}"));
+    session.send("\x03").expect("send Ctrl-C");
+    session
+        .expect("cancelled at")
+        .unwrap_or_else(|e| panic!("the bar did not show the cancel: {e}"));
+    let pressed = Instant::now();
+    session.send("\x03").expect("send the second Ctrl-C");
+    session
+        .expect("interrupted again")
+        .unwrap_or_else(|e| panic!("no word about the second Ctrl-C: {e}"));
+    let status = session.get_process().wait().expect("wait for tidewire");
+    assert!(matches!(status, WaitStatus::Exited(_, 130)), "{status:?}");
+    let took = pressed.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "took {took:?} after the second Ctrl-C"
+    );
+}
+
+#[test]
 fn the_demo_shows_a_bar_per_transport() {
     let mut command = Command::new(BIN);
-    command.arg("demo");
+    command.args(["demo", "--delay-ms", "400"]);
     let mut session = terminal(command);
     for transport in ["stdio", "Streamable HTTP", "legacy HTTP+SSE", "WebSocket"] {
         session
