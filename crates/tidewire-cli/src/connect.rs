@@ -27,11 +27,12 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Options for reaching a server, shared by `call`, `list`, `read` and `prompt`.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ConnectArgs {
-    /// HTTP targets: send this header with every request, as NAME:VALUE (repeatable).
+    /// HTTP and WebSocket targets: send this header with every request, as NAME:VALUE
+    /// (repeatable).
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub(crate) headers: Vec<String>,
 
-    /// HTTP targets: send `Authorization: Bearer TOKEN` with every request.
+    /// HTTP and WebSocket targets: send `Authorization: Bearer TOKEN` with every request.
     #[arg(long, value_name = "TOKEN")]
     pub(crate) bearer: Option<String>,
 

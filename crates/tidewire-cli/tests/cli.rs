@@ -101,6 +101,37 @@ fn logs_print_on_stderr_and_the_result_on_stdout() {
 }
 
 #[test]
+fn the_servers_stderr_shows_only_on_request() {
+    // The line is written before the server starts, so it is read long before the call ends.
+    let script = format!("echo hello from the server >&2; exec '{BIN}' serve --stdio");
+    let args = |show: bool| {
+        let mut args = strings(&["call"]);
+        if show {
+            args.push("--show-stderr".to_owned());
+        }
+        args.extend(strings(&[
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "echo",
+            r#"{"text":"x"}"#,
+        ]));
+        args
+    };
+    let shown = tidewire(&args(true));
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stderr(&shown).contains("hello from the server"),
+        "{}",
+        stderr(&shown)
+    );
+    let hidden = tidewire(&args(false));
+    assert!(hidden.status.success(), "{}", stderr(&hidden));
+    assert!(hidden.stderr.is_empty(), "{}", stderr(&hidden));
+}
+
+#[test]
 fn a_tool_error_exits_1_and_json_shows_is_error() {
     let output = tidewire(&over_stdio(&["call", "--json"], &["test_error_handling"]));
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
