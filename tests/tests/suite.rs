@@ -616,6 +616,24 @@ mod http {
     }
 }
 
+/// SSE polling end to end: the server closes the POST stream mid-call, our client waits the
+/// `retry` it was told, resumes with `Last-Event-ID`, and gets the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sse_polling_round_trip() {
+    run(
+        TransportUnderTest::Http(HttpMode::Sse),
+        Needs::Session,
+        |h| async move {
+            let text = text_of(&h.client, "test_reconnection", json!({}))
+                .await
+                .expect("resumed");
+            assert!(text.starts_with("Reconnection test completed"), "{text}");
+            h
+        },
+    )
+    .await;
+}
+
 /// Polls the demo's `crawl_status` until the latest crawl has stopped; returns it.
 async fn crawl_stopped(client: &tidewire_client::Client) -> serde_json::Value {
     tokio::time::timeout(LIMIT, async {
