@@ -1,0 +1,483 @@
+//! The load generator: starts each peer server in turn (tidewire, rmcp, the ceiling; several
+//! rounds, alternating), drives it over raw HTTP and over a pipe, and prints a table of medians
+//! with min–max and the ratio of tidewire to rmcp and to the ceiling.
+//!
+//! ```sh
+//! cargo build --release -p tidewire-bench && target/release/bench --quick
+//! ```
+//!
+//! Options: `--quick` (3 short rounds, memory at 1,000 sessions: under 2 minutes on 2 cores),
+//! `--json` (machine-readable output), `--rounds N`, `--window SECS` (measured seconds per
+//! cell), `--only sse,json,progress,stdio,memory`, `--sessions 1000,10000`, `--no-pin`.
+//! Progress goes to stderr, the table to stdout. See `docs/performance.md`.
+
+mod http;
+mod proc;
+mod stdio;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use tidewire_bench::report::{self, Better, Peer, Row};
+use tidewire_bench::stats::percentile;
+use tokio::process::Child;
+
+use crate::http::{Conn, Session, Target};
+use crate::proc::{Placement, cpu_micros, rss_kib};
+
+/// The size of the `progress` call.
+const PROGRESS_N: u64 = 10_000;
+
+#[derive(Debug, Clone)]
+struct Options {
+    quick: bool,
+    json: bool,
+    rounds: usize,
+    warm: Duration,
+    window: Duration,
+    groups: Vec<String>,
+    sessions: Vec<usize>,
+    no_pin: bool,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> anyhow::Result<Self> {
+        let quick = args.iter().any(|a| a == "--quick");
+        let mut options = Options {
+            quick,
+            json: false,
+            rounds: if quick { 3 } else { 5 },
+            warm: Duration::from_millis(if quick { 300 } else { 500 }),
+            window: Duration::from_secs_f64(if quick { 1.0 } else { 3.0 }),
+            groups: ["sse", "json", "progress", "stdio", "memory"]
+                .map(str::to_owned)
+                .to_vec(),
+            sessions: if quick {
+                vec![1_000]
+            } else {
+                vec![1_000, 10_000]
+            },
+            no_pin: false,
+        };
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            let mut value = || it.next().with_context(|| format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--quick" | "--full" => {}
+                "--json" => options.json = true,
+                "--no-pin" => options.no_pin = true,
+                "--rounds" => options.rounds = value()?.parse()?,
+                "--window" => options.window = Duration::from_secs_f64(value()?.parse()?),
+                "--only" => {
+                    options.groups = value()?.split(',').map(str::to_owned).collect();
+                }
+                "--sessions" => {
+                    options.sessions = value()?
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()?;
+                }
+                "-h" | "--help" => {
+                    println!(
+                        "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
+                         [--only sse,json,progress,stdio,memory] [--sessions 1000,10000] [--no-pin]"
+                    );
+                    std::process::exit(0);
+                }
+                other => bail!("unknown argument {other} (try --help)"),
+            }
+        }
+        if options.rounds == 0 {
+            bail!("--rounds must be at least 1");
+        }
+        Ok(options)
+    }
+
+    fn has(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+/// The table being filled, in display order.
+struct Rows(Vec<Row>);
+
+impl Rows {
+    fn row(&mut self, key: &str, label: &str, unit: &str, better: Better) -> &mut Row {
+        if let Some(i) = self.0.iter().position(|r| r.key == key) {
+            return &mut self.0[i];
+        }
+        self.0.push(Row::new(key, label, unit, better));
+        let last = self.0.len() - 1;
+        &mut self.0[last]
+    }
+}
+
+/// What one echo cell measured.
+struct Echo {
+    rps: f64,
+    p50_us: f64,
+    p99_us: f64,
+    cpu_us: f64,
+}
+
+/// Echo round trips on `sessions` sessions (one connection each), each keeping one call in
+/// flight: warm up, then measure for `window`.
+async fn echo_cell(
+    target: &Arc<Target>,
+    pid: u32,
+    sessions: usize,
+    warm: Duration,
+    window: Duration,
+) -> anyhow::Result<Echo> {
+    let mut opened = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        opened.push(Session::open(target.clone()).await?);
+    }
+    let start = Instant::now() + warm;
+    let end = start + window;
+    let mut tasks = Vec::with_capacity(sessions);
+    for mut session in opened {
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let t = Instant::now();
+                if t >= end {
+                    break;
+                }
+                session.echo().await?;
+                let done = Instant::now();
+                if t >= start && done <= end {
+                    latencies.push((done - t).as_nanos() as u64);
+                }
+            }
+            anyhow::Ok(latencies)
+        }));
+    }
+    tokio::time::sleep_until(start.into()).await;
+    let cpu0 = cpu_micros(pid)?;
+    tokio::time::sleep_until(end.into()).await;
+    let cpu1 = cpu_micros(pid)?;
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await??);
+    }
+    if all.is_empty() {
+        bail!("no echo round trip completed in the window");
+    }
+    all.sort_unstable();
+    let us = |p| percentile(&all, p).map_or(f64::NAN, |ns| ns as f64 / 1000.0);
+    Ok(Echo {
+        rps: all.len() as f64 / window.as_secs_f64(),
+        p50_us: us(50.0),
+        p99_us: us(99.0),
+        cpu_us: cpu1.saturating_sub(cpu0) as f64 / all.len() as f64,
+    })
+}
+
+/// Notifications per second for one `progress(PROGRESS_N)` call, after a smaller warm-up call.
+async fn progress_cell(target: &Arc<Target>) -> anyhow::Result<f64> {
+    let mut session = Session::open(target.clone()).await?;
+    session.progress(PROGRESS_N / 10).await?;
+    let t = Instant::now();
+    let got = session.progress(PROGRESS_N).await?;
+    let elapsed = t.elapsed();
+    if got as u64 != PROGRESS_N {
+        eprintln!("  warning: {got} of {PROGRESS_N} progress notifications arrived");
+    }
+    Ok(got as f64 / elapsed.as_secs_f64())
+}
+
+/// Server memory per idle session with an open GET stream: RSS growth over `sessions`
+/// sessions, after a warm-up session. The server is killed before the client lets go, so no
+/// client socket lingers in TIME_WAIT.
+async fn memory_cell(placement: &Placement, peer: Peer, sessions: usize) -> anyhow::Result<f64> {
+    let (mut child, url) = placement.start_http(peer, false).await?;
+    let pid = child.id().context("no pid")?;
+    let target = Target::from_url(&url)?;
+    let mut conn = Conn::open(&target).await?;
+    let warm_id = http::initialize(&mut conn, &target).await?;
+    let warm = http::open_get_stream(&target, warm_id.as_ref()).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = rss_kib(pid)?;
+
+    const WORKERS: usize = 8;
+    let mut tasks = Vec::new();
+    for w in 0..WORKERS {
+        let target = target.clone();
+        let count = sessions / WORKERS + usize::from(w < sessions % WORKERS);
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::open(&target).await?;
+            let mut held = Vec::with_capacity(count);
+            for _ in 0..count {
+                let id = http::initialize(&mut conn, &target).await?;
+                held.push(http::open_get_stream(&target, id.as_ref()).await?);
+            }
+            anyhow::Ok((conn, held))
+        }));
+    }
+    let mut held = Vec::new();
+    for task in tasks {
+        held.push(task.await??);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let during = rss_kib(pid)?;
+    stop(&mut child).await;
+    drop(held);
+    drop(warm);
+    Ok(during.saturating_sub(before) as f64 / sessions as f64)
+}
+
+async fn stop(child: &mut Child) {
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+async fn run(options: &Options, placement: &Placement, rows: &mut Rows) -> anyhow::Result<()> {
+    let (warm, window) = (options.warm, options.window);
+    for round in 0..options.rounds {
+        // A B C, then C B A: no peer always runs first.
+        let mut order = Peer::ALL.to_vec();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        eprintln!(
+            "round {}/{} (load average {})",
+            round + 1,
+            options.rounds,
+            loadavg()
+        );
+        for (mode, json) in [("sse", false), ("json", true)] {
+            let progress = !json && options.has("progress");
+            if !options.has(mode) && !progress {
+                continue;
+            }
+            let upper = mode.to_uppercase();
+            for &peer in &order {
+                let (mut child, url) = placement.start_http(peer, json).await?;
+                let pid = child.id().context("no pid")?;
+                let target = Target::from_url(&url)?;
+                if options.has(mode) {
+                    for sessions in [1, 32] {
+                        let e = echo_cell(&target, pid, sessions, warm, window)
+                            .await
+                            .with_context(|| format!("{} echo {mode} c{sessions}", peer.name()))?;
+                        eprintln!(
+                            "  {:8} echo {upper:4} c={sessions:<2}: {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>7.1} µs  cpu {:>5.1} µs/req",
+                            peer.name(),
+                            e.rps,
+                            e.p50_us,
+                            e.p99_us,
+                            e.cpu_us
+                        );
+                        let s = if sessions == 1 {
+                            "1 session".to_owned()
+                        } else {
+                            format!("{sessions} sessions")
+                        };
+                        let k = format!("echo_{mode}_c{sessions}");
+                        rows.row(
+                            &format!("{k}_rps"),
+                            &format!("echo, {upper}, {s}: throughput"),
+                            "req/s",
+                            Better::Higher,
+                        )
+                        .push(peer, e.rps);
+                        rows.row(
+                            &format!("{k}_p50_us"),
+                            &format!("echo, {upper}, {s}: p50 latency"),
+                            "µs",
+                            Better::Lower,
+                        )
+                        .push(peer, e.p50_us);
+                        rows.row(
+                            &format!("{k}_p99_us"),
+                            &format!("echo, {upper}, {s}: p99 latency"),
+                            "µs",
+                            Better::Lower,
+                        )
+                        .push(peer, e.p99_us);
+                        rows.row(
+                            &format!("{k}_cpu_us"),
+                            &format!("echo, {upper}, {s}: server CPU per request"),
+                            "µs",
+                            Better::Lower,
+                        )
+                        .push(peer, e.cpu_us);
+                    }
+                }
+                if progress {
+                    let rate = progress_cell(&target)
+                        .await
+                        .with_context(|| format!("{} progress", peer.name()))?;
+                    eprintln!(
+                        "  {:8} progress({PROGRESS_N}) over SSE: {rate:>9.0} notifications/s",
+                        peer.name()
+                    );
+                    rows.row(
+                        "progress_sse_per_s",
+                        &format!("progress({PROGRESS_N}), SSE: notifications"),
+                        "per s",
+                        Better::Higher,
+                    )
+                    .push(peer, rate);
+                }
+                stop(&mut child).await;
+            }
+        }
+        if options.has("stdio") {
+            for in_flight in [1, 32] {
+                for &peer in &order {
+                    let child = placement.start_stdio(peer)?;
+                    let r = stdio::run(child, in_flight, warm, window)
+                        .await
+                        .with_context(|| format!("{} stdio c{in_flight}", peer.name()))?;
+                    eprintln!(
+                        "  {:8} stdio {in_flight:>2} in flight: {:>9.0} req/s  cpu {:>5.1} µs/req",
+                        peer.name(),
+                        r.rps,
+                        r.cpu_us
+                    );
+                    rows.row(
+                        &format!("stdio_c{in_flight}_rps"),
+                        &format!("echo, stdio, {in_flight} in flight: throughput"),
+                        "req/s",
+                        Better::Higher,
+                    )
+                    .push(peer, r.rps);
+                    rows.row(
+                        &format!("stdio_c{in_flight}_cpu_us"),
+                        &format!("echo, stdio, {in_flight} in flight: server CPU per request"),
+                        "µs",
+                        Better::Lower,
+                    )
+                    .push(peer, r.cpu_us);
+                }
+            }
+        }
+        if options.has("memory") {
+            for &sessions in &options.sessions {
+                for &peer in &order {
+                    let kib = memory_cell(placement, peer, sessions)
+                        .await
+                        .with_context(|| format!("{} memory at {sessions}", peer.name()))?;
+                    eprintln!(
+                        "  {:8} memory, {sessions} idle sessions with a GET stream: {kib:>6.1} KiB/session",
+                        peer.name()
+                    );
+                    rows.row(
+                        &format!("memory_{sessions}_kib"),
+                        &format!(
+                            "idle session with a GET stream, {sessions} sessions: server memory"
+                        ),
+                        "KiB/session",
+                        Better::Lower,
+                    )
+                    .push(peer, kib);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = Options::parse(&args)?;
+    // Pin before the runtime starts its threads, so they all inherit core 1.
+    let placement = Placement::detect(options.no_pin)?;
+    placement.check()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let started = Instant::now();
+    let load_before = loadavg();
+    let mut rows = Rows(Vec::new());
+    let result = runtime.block_on(run(&options, &placement, &mut rows));
+    let elapsed = started.elapsed();
+    let meta = serde_json::json!({
+        "mode": if options.quick { "quick" } else { "full" },
+        "rounds": options.rounds,
+        "window_s": options.window.as_secs_f64(),
+        "warm_s": options.warm.as_secs_f64(),
+        "pinned": placement.pinned,
+        "cores": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "load_average_before": load_before,
+        "load_average_after": loadavg(),
+        "elapsed_s": elapsed.as_secs_f64(),
+        "protocol_version": http::PROTOCOL_VERSION,
+        "progress_n": PROGRESS_N,
+    });
+    if options.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::json(&rows.0, meta))?
+        );
+    } else {
+        println!(
+            "{} mode, {} rounds, {:.1} s per cell, {} (load average {} before, {} after), {:.0} s\n",
+            if options.quick { "quick" } else { "full" },
+            options.rounds,
+            options.window.as_secs_f64(),
+            if placement.pinned {
+                "servers on core 0, load on core 1"
+            } else {
+                "not pinned"
+            },
+            load_before,
+            loadavg(),
+            elapsed.as_secs_f64()
+        );
+        print!("{}", report::markdown(&rows.0));
+        println!(
+            "\nMedian (min–max) over the rounds. Ratios are tidewire ÷ peer: above 1 is better \
+             for ↑ rows, below 1 for ↓ rows."
+        );
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn quick_and_full_modes() {
+        let quick = Options::parse(&args("--quick")).expect("quick");
+        assert!(quick.quick && quick.rounds == 3 && quick.sessions == [1_000]);
+        let full = Options::parse(&[]).expect("full");
+        assert!(!full.quick && full.rounds == 5 && full.sessions == [1_000, 10_000]);
+        assert!(full.has("memory") && full.has("stdio"));
+        let some = Options::parse(&args("--only sse,stdio --rounds 2 --window 0.5 --json"))
+            .expect("options");
+        assert!(some.has("sse") && !some.has("memory") && some.json);
+        assert_eq!((some.rounds, some.window), (2, Duration::from_millis(500)));
+        assert!(Options::parse(&args("--rounds 0")).is_err());
+        assert!(Options::parse(&args("--rounds")).is_err());
+        assert!(Options::parse(&args("--bogus")).is_err());
+    }
+
+    #[test]
+    fn rows_keep_their_first_order() {
+        let mut rows = Rows(Vec::new());
+        rows.row("b", "b", "u", Better::Higher)
+            .push(Peer::Rmcp, 1.0);
+        rows.row("a", "a", "u", Better::Higher)
+            .push(Peer::Rmcp, 1.0);
+        rows.row("b", "b", "u", Better::Higher)
+            .push(Peer::Rmcp, 2.0);
+        let keys: Vec<&str> = rows.0.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["b", "a"]);
+        assert_eq!(rows.0[0].values[&Peer::Rmcp], [1.0, 2.0]);
+    }
+}
