@@ -8,14 +8,15 @@
 //!   stream.
 //! - [`client`]: a reqwest client transport, and (feature `fallback`)
 //!   [`client::connect_with_fallback`], which tries Streamable HTTP first.
-//! - [`guard`]: the `Host`/`Origin` rules shared with the WebSocket server.
+//! - The `Host`/`Origin` rules are `tidewire_core::transport::HostPolicy`, shared by every
+//!   tidewire HTTP transport.
 //!
 //! Both sides are adapters over [`tidewire_core::transport`]: requests, progress,
 //! cancellation and timeouts behave as on every other transport.
 //!
 //! | feature    | default | what it brings                                                     |
 //! |------------|---------|--------------------------------------------------------------------|
-//! | `server`   | yes     | [`server`], [`guard`]                                              |
+//! | `server`   | yes     | [`server`]                                                         |
 //! | `client`   | yes     | [`client`]                                                         |
 //! | `fallback` | yes     | `client::connect_with_fallback` (needs tidewire-client and -http)  |
 //!
@@ -23,9 +24,6 @@
 //! Dropping a request future on the client cancels the request as on every transport (the
 //! engine POSTs `notifications/cancelled`). Closing the client closes the stream, and the
 //! server then ends the session and cancels whatever it was still running for it.
-
-#[cfg(feature = "server")]
-pub mod guard;
 
 #[cfg(feature = "server")]
 pub mod server;

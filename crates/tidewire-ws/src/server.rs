@@ -14,7 +14,7 @@
 //! ```
 //!
 //! - The upgrade is checked first: `Host` and `Origin` (loopback only by default, see
-//!   [`tidewire_sse::guard::HostPolicy`]) → 403; past
+//!   [`tidewire_core::transport::HostPolicy`]) → 403; past
 //!   [`WsConfig::max_connections`] → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
 //! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
@@ -32,8 +32,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use tidewire_core::session::Driver;
+use tidewire_core::transport::HostPolicy;
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
-use tidewire_sse::guard::HostPolicy;
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};

@@ -14,6 +14,7 @@ mod codec;
 mod envelope;
 mod error;
 pub mod framed;
+mod host_policy;
 mod limits;
 pub mod memory;
 pub mod sink_stream;
@@ -23,6 +24,7 @@ use std::future::Future;
 pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
+pub use host_policy::{HostPolicy, HostRefused};
 pub use limits::{RequestLimits, StreamCloser};
 
 /// The sending half of a connection.

@@ -38,66 +38,16 @@ pub(crate) fn error_for(status: StatusCode, id: Option<RequestId>, error: ErrorO
         .into_response()
 }
 
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest
-            .split(']')
-            .next()
-            .map(|h| format!("[{h}]"))
-            .unwrap_or_default(),
-        None => host.split(':').next().unwrap_or_default().to_owned(),
-    };
-    matches!(name.as_str(), "localhost" | "127.0.0.1" | "[::1]")
-}
-
-fn host_without_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
-    }
-    host.split(':').next().unwrap_or(host)
-}
-
-/// DNS-rebinding protection (H2): `Host` must be allowed, and `Origin`, when present, too.
+/// DNS-rebinding protection (H2): `Host` must be allowed, and `Origin`, when present, too;
+/// the rule is the one every tidewire HTTP transport shares (`HostPolicy`).
 pub(crate) fn check_origin_and_host(
     headers: &HeaderMap,
     config: &HttpConfig,
 ) -> Result<(), Response> {
-    if !config.allow_any_host {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        let allowed = is_loopback_host(&host)
-            || config
-                .allowed_hosts
-                .iter()
-                .any(|a| *a == host || a == host_without_port(&host));
-        if !allowed {
-            return Err(error(
-                StatusCode::FORBIDDEN,
-                ErrorCode::INVALID_REQUEST,
-                format!("Forbidden: Host {host:?} is not allowed (DNS rebinding protection)"),
-            ));
-        }
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
-        let authority = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-            .unwrap_or_default();
-        let allowed = (!authority.is_empty() && is_loopback_host(authority))
-            || config.allowed_origins.contains(&origin);
-        if !allowed {
-            return Err(error(
-                StatusCode::FORBIDDEN,
-                ErrorCode::INVALID_REQUEST,
-                format!("Forbidden: Origin {origin:?} is not allowed"),
-            ));
-        }
-    }
-    Ok(())
+    config
+        .hosts
+        .check(headers)
+        .map_err(|refused| error(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0))
 }
 
 fn accepts(headers: &HeaderMap, media: &str) -> bool {

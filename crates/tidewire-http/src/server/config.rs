@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
+use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, HostPolicy};
 
 /// How POST requests are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,9 +43,7 @@ pub struct HttpConfig {
     pub(crate) stream_capacity: usize,
     pub(crate) stream_patience: Duration,
     pub(crate) inbound_queue: usize,
-    pub(crate) allowed_hosts: Vec<String>,
-    pub(crate) allowed_origins: Vec<String>,
-    pub(crate) allow_any_host: bool,
+    pub(crate) hosts: HostPolicy,
     pub(crate) event_store: Option<std::sync::Arc<dyn super::EventStore>>,
 }
 
@@ -63,9 +61,7 @@ impl Default for HttpConfig {
             stream_capacity: 16_384,
             stream_patience: Duration::from_secs(10),
             inbound_queue: 64,
-            allowed_hosts: Vec::new(),
-            allowed_origins: Vec::new(),
-            allow_any_host: false,
+            hosts: HostPolicy::default(),
             event_store: None,
         }
     }
@@ -173,14 +169,14 @@ impl HttpConfig {
     /// protects local servers against DNS rebinding.
     #[must_use]
     pub fn allow_host(mut self, host: impl Into<String>) -> Self {
-        self.allowed_hosts.push(host.into().to_ascii_lowercase());
+        self.hosts = self.hosts.allow_host(host);
         self
     }
 
     /// Allows any `Host` (for servers behind a proxy that checks it). `Origin` is still checked.
     #[must_use]
     pub fn allow_any_host(mut self) -> Self {
-        self.allow_any_host = true;
+        self.hosts = self.hosts.allow_any_host();
         self
     }
 
@@ -188,8 +184,14 @@ impl HttpConfig {
     /// loopback origins are allowed; requests without `Origin` (non-browser clients) always are.
     #[must_use]
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
-        self.allowed_origins
-            .push(origin.into().to_ascii_lowercase());
+        self.hosts = self.hosts.allow_origin(origin);
+        self
+    }
+
+    /// Replaces the `Host`/`Origin` rules at once.
+    #[must_use]
+    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
+        self.hosts = policy;
         self
     }
 }

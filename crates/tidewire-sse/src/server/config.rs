@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
-use crate::guard::HostPolicy;
+use tidewire_core::transport::HostPolicy;
 
 /// Settings of a [`LegacySse`](super::LegacySse) server. Every table and queue has a limit.
 ///

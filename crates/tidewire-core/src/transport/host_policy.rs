@@ -1,7 +1,6 @@
 //! Which `Host` and `Origin` headers a local HTTP server accepts: the DNS-rebinding protection
-//! every tidewire HTTP transport applies before anything else.
-//!
-//! Shared by the legacy HTTP+SSE server here and the WebSocket server in `tidewire-ws`.
+//! every tidewire HTTP transport (Streamable HTTP, legacy HTTP+SSE, WebSocket) applies before
+//! anything else. It lives here, beside the message-stream trait, so the three share one rule.
 
 use http::{HeaderMap, header};
 
@@ -12,7 +11,7 @@ use http::{HeaderMap, header};
 /// origin rule. Add names for a server reached under another name.
 ///
 /// ```
-/// use tidewire_sse::guard::HostPolicy;
+/// use tidewire_core::transport::HostPolicy;
 ///
 /// let policy = HostPolicy::default()
 ///     .allow_host("mcp.example.com")
@@ -27,9 +26,9 @@ pub struct HostPolicy {
 
 /// Why a request was refused: a sentence for the response body (the status is always 403).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused(pub String);
+pub struct HostRefused(pub String);
 
-impl std::fmt::Display for Refused {
+impl std::fmt::Display for HostRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
@@ -60,14 +59,14 @@ impl HostPolicy {
     /// Applies both rules to a request's headers.
     ///
     /// # Errors
-    /// [`Refused`] naming the header that failed.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
+    /// [`HostRefused`] naming the header that failed.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), HostRefused> {
         if !self.any_host {
             let host = header_text(headers, header::HOST);
             let name = strip_port(&host);
             let listed = self.hosts.iter().any(|h| *h == host || h == name);
             if !(is_loopback(name) || listed) {
-                return Err(Refused(format!(
+                return Err(HostRefused(format!(
                     "Forbidden: Host {host:?} is not accepted by this server (DNS rebinding protection)"
                 )));
             }
@@ -79,7 +78,7 @@ impl HostPolicy {
                 .or_else(|| origin.strip_prefix("https://"));
             let loopback = authority.is_some_and(|a| !a.is_empty() && is_loopback(strip_port(a)));
             if !(loopback || self.origins.contains(&origin)) {
-                return Err(Refused(format!(
+                return Err(HostRefused(format!(
                     "Forbidden: Origin {origin:?} is not accepted by this server"
                 )));
             }
