@@ -124,6 +124,18 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// A harness around a client connected elsewhere (to a peer of another SDK, say).
+    pub fn for_client(client: Client, transport: &'static str, counters: Arc<Counters>) -> Self {
+        Self {
+            client,
+            transport,
+            counters,
+            server: None,
+            child: None,
+            http: None,
+        }
+    }
+
     /// Closes the client and, on stdio, shuts the child down.
     pub async fn finish(self) {
         self.client.close().await;

@@ -377,3 +377,28 @@ async fn subscribe(c: &Client) -> Result<String, String> {
     );
     Ok(String::new())
 }
+
+/// Runs every peer scenario through `one` (which connects, runs one scenario and reports),
+/// each within `limit`, printing what passed; then fails with every failure listed together.
+///
+/// # Panics
+/// When any scenario failed or did not finish in time.
+pub async fn run_all_peer_scenarios<F, Fut>(label: &str, limit: Duration, mut one: F)
+where
+    F: FnMut(&'static str) -> Fut,
+    Fut: std::future::Future<Output = Result<String, String>>,
+{
+    let mut failures = Vec::new();
+    for scenario in PEER_SCENARIOS {
+        match tokio::time::timeout(limit, one(scenario)).await {
+            Ok(Ok(report)) => println!("[{label}] PASS {scenario} {report}"),
+            Ok(Err(e)) => failures.push(format!("{scenario}: {e}")),
+            Err(_) => failures.push(format!("{scenario}: did not finish in {limit:?}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "[{label}] failed scenarios:\n{}",
+        failures.join("\n")
+    );
+}

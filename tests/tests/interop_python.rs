@@ -8,34 +8,19 @@
 use std::time::Duration;
 
 use tidewire_tests::external::python_peers;
-use tidewire_tests::scenarios::{self, PEER_SCENARIOS};
-use tokio::time::timeout;
+use tidewire_tests::scenarios;
 
 const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_stdio() {
     let Some(peers) = python_peers() else { return };
-    let mut failures = Vec::new();
-    for scenario in PEER_SCENARIOS {
-        let command = scenarios::PeerCommand {
-            program: peers.python.clone().into_os_string(),
-            args: vec![peers.server_script().into_os_string(), "stdio".into()],
-        };
-        let outcome = timeout(
-            SCENARIO_LIMIT,
-            scenarios::run_peer_scenario_over_stdio(&command, scenario),
-        )
-        .await;
-        match outcome {
-            Ok(Ok(report)) => println!("[python server] PASS {scenario} {report}"),
-            Ok(Err(e)) => failures.push(format!("{scenario}: {e}")),
-            Err(_) => failures.push(format!("{scenario}: did not finish in {SCENARIO_LIMIT:?}")),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "failed scenarios:\n{}",
-        failures.join("\n")
-    );
+    let command = scenarios::PeerCommand {
+        program: peers.python.clone().into_os_string(),
+        args: vec![peers.server_script().into_os_string(), "stdio".into()],
+    };
+    scenarios::run_all_peer_scenarios("python server, stdio", SCENARIO_LIMIT, |scenario| {
+        scenarios::run_peer_scenario_over_stdio(&command, scenario)
+    })
+    .await;
 }

@@ -5,68 +5,15 @@
 //! The peers are found through `TIDEWIRE_PY_PYTHON` and `TIDEWIRE_PY_PEERS_DIR`; without them the
 //! test skips with a printed reason (`TIDEWIRE_REQUIRE_EXTERNAL=1` makes that a failure).
 
-use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tidewire_http::client::StreamableHttpClient;
-use tidewire_tests::external::{PythonPeers, python_peers};
+use tidewire_tests::external::{PythonPeerServer, python_peers};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
-use tidewire_tests::scenarios::{PEER_SCENARIOS, run_peer_scenario};
-use tokio::process::{Child, Command};
-use tokio::time::timeout;
+use tidewire_tests::scenarios::{run_all_peer_scenarios, run_peer_scenario};
 
 const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
-const STARTUP_LIMIT: Duration = Duration::from_secs(30);
-
-/// The Python peer server, killed when dropped.
-struct PeerServer {
-    child: Child,
-    url: String,
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
-}
-
-/// Starts the peer server and waits, within [`STARTUP_LIMIT`], until its port accepts
-/// connections.
-async fn start(peers: &PythonPeers) -> PeerServer {
-    let port = free_port();
-    let mut child = Command::new(&peers.python)
-        .arg(peers.server_script())
-        .args(["streamable-http", "--port", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the Python peer server");
-    let started = Instant::now();
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the Python peer server exited at startup: {status}");
-        }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        assert!(
-            started.elapsed() < STARTUP_LIMIT,
-            "the Python peer server did not listen on port {port} within {STARTUP_LIMIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    PeerServer {
-        child,
-        url: format!("http://127.0.0.1:{port}/mcp"),
-    }
-}
-
 /// Connects the standard peer client over Streamable HTTP and runs one scenario on a session of
 /// its own.
 async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
@@ -82,14 +29,7 @@ async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
     if handle.session_id().is_none() {
         return Err("the Python server issued no session id".into());
     }
-    let harness = Harness {
-        client,
-        transport: "streamable-http",
-        counters,
-        server: None,
-        child: None,
-        http: None,
-    };
+    let harness = Harness::for_client(client, "streamable-http", counters);
     let outcome = run_peer_scenario(&harness, scenario).await;
     harness.finish().await;
     if handle.reinitializations() != 0 {
@@ -101,22 +41,12 @@ async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_streamable_http() {
     let Some(peers) = python_peers() else { return };
-    let mut server = timeout(STARTUP_LIMIT * 2, start(&peers))
-        .await
-        .expect("the Python peer server starts");
-    let mut failures = Vec::new();
-    for scenario in PEER_SCENARIOS {
-        match timeout(SCENARIO_LIMIT, run_one(&server.url, scenario)).await {
-            Ok(Ok(report)) => println!("[python server, streamable-http] PASS {scenario} {report}"),
-            Ok(Err(e)) => failures.push(format!("{scenario}: {e}")),
-            Err(_) => failures.push(format!("{scenario}: did not finish in {SCENARIO_LIMIT:?}")),
-        }
-    }
-    let _ = server.child.start_kill();
-    let _ = server.child.wait().await;
-    assert!(
-        failures.is_empty(),
-        "failed scenarios:\n{}",
-        failures.join("\n")
-    );
+    let server = PythonPeerServer::start(&peers, "streamable-http").await;
+    let url = server.url("/mcp");
+    run_all_peer_scenarios(
+        "python server, streamable-http",
+        SCENARIO_LIMIT,
+        |scenario| run_one(&url, scenario),
+    )
+    .await;
 }

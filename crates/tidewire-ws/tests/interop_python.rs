@@ -10,9 +10,8 @@ use std::time::Duration;
 
 use tidewire_tests::external::{PythonPeerServer, python_peers};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
-use tidewire_tests::scenarios::{PEER_SCENARIOS, run_peer_scenario};
+use tidewire_tests::scenarios::{run_all_peer_scenarios, run_peer_scenario};
 use tidewire_ws::client::WsClient;
-use tokio::time::timeout;
 
 const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
 
@@ -26,14 +25,7 @@ async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
         .connect(transport)
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let harness = Harness {
-        client,
-        transport: "websocket",
-        counters,
-        server: None,
-        child: None,
-        http: None,
-    };
+    let harness = Harness::for_client(client, "websocket", counters);
     let outcome = run_peer_scenario(&harness, scenario).await;
     harness.finish().await;
     outcome
@@ -44,18 +36,9 @@ async fn tidewire_client_against_python_server_websocket() {
     let Some(peers) = python_peers() else { return };
     let server = PythonPeerServer::start(&peers, "websocket").await;
     let url = format!("ws://127.0.0.1:{}/ws", server.port);
-    let mut failures = Vec::new();
-    for scenario in PEER_SCENARIOS {
-        match timeout(SCENARIO_LIMIT, run_one(&url, scenario)).await {
-            Ok(Ok(report)) => println!("[python server, websocket] PASS {scenario} {report}"),
-            Ok(Err(e)) => failures.push(format!("{scenario}: {e}")),
-            Err(_) => failures.push(format!("{scenario}: did not finish in {SCENARIO_LIMIT:?}")),
-        }
-    }
+    run_all_peer_scenarios("python server, websocket", SCENARIO_LIMIT, |scenario| {
+        run_one(&url, scenario)
+    })
+    .await;
     drop(server);
-    assert!(
-        failures.is_empty(),
-        "failed scenarios:\n{}",
-        failures.join("\n")
-    );
 }
