@@ -10,6 +10,9 @@
 //! | `server` | yes     | [`server`]: tools, resources, prompts, completion       |
 //! | `client` | yes     | [`client`]: a typed client session                      |
 //! | `stdio`  | yes     | [`stdio`]: serve over stdin/stdout, or spawn a server   |
+//! | `http`   | no      | `http`: Streamable HTTP, axum server and reqwest client |
+//! | `sse`    | no      | `sse`: legacy HTTP+SSE, and the fallback to it          |
+//! | `ws`     | no      | `ws`: WebSocket (a custom transport), server and client |
 //!
 //! The core ([`core`]: JSON-RPC, the schema, transports, the session engine) is always there.
 //!
@@ -36,3 +39,10 @@ pub use tidewire_client as client;
 pub use tidewire_server as server;
 #[cfg(feature = "stdio")]
 pub use tidewire_stdio as stdio;
+
+#[cfg(feature = "http")]
+pub use tidewire_http as http;
+#[cfg(feature = "sse")]
+pub use tidewire_sse as sse;
+#[cfg(feature = "ws")]
+pub use tidewire_ws as ws;
