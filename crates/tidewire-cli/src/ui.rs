@@ -81,7 +81,7 @@ impl Ui {
     pub(crate) fn progress(&self, label: &str, width: usize) -> ProgressView {
         let bar = (self.mode == Mode::Bars).then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            bar.set_style(spinner_style());
+            bar.set_style(spinner_style(false));
             bar.set_prefix(format!("{label:<width$}"));
             bar.set_message("waiting for progress");
             bar.enable_steady_tick(Duration::from_millis(100));
@@ -108,9 +108,14 @@ pub(crate) fn bold(text: &str) -> String {
     console::style(text).for_stderr().bold().to_string()
 }
 
-fn spinner_style() -> ProgressStyle {
-    ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {pos:>3} {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+/// A spinner, with the progress number once the server has reported one.
+fn spinner_style(with_position: bool) -> ProgressStyle {
+    let template = if with_position {
+        "{spinner:.cyan} {prefix:.bold} {pos} {msg}"
+    } else {
+        "{spinner:.cyan} {prefix:.bold} {msg}"
+    };
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
 fn bar_style(integral: bool) -> ProgressStyle {
@@ -150,23 +155,28 @@ impl ProgressView {
                     bar.set_length(to_units(total, self.scale));
                     bar.set_position(to_units(progress.progress, self.scale));
                 }
-                _ => bar.set_position(to_units(progress.progress, 1.0)),
+                _ => {
+                    if self.last.is_none() {
+                        bar.set_style(spinner_style(true));
+                    }
+                    bar.set_position(to_units(progress.progress, 1.0));
+                }
             }
             bar.set_message(fit(&message, self.label.chars().count()));
         } else if self.ui.mode == Mode::Plain {
             eprintln!(
                 "{}: progress {} {}",
                 self.label,
-                fraction(Some(progress)),
+                fraction(progress),
                 message
             );
         }
         self.last = Some(progress.clone());
     }
 
-    /// Where the progress stands, like `3/10`, `3` or `0`.
-    pub(crate) fn position(&self) -> String {
-        fraction(self.last.as_ref())
+    /// Where the progress stands, like `3/10` or `3`; `None` before any report.
+    pub(crate) fn position(&self) -> Option<String> {
+        self.last.as_ref().map(fraction)
     }
 
     /// After Ctrl-C: the terminal echoed `^C` past the end of the bar's full-width line, onto a
@@ -233,14 +243,11 @@ fn fit(message: &str, label_width: usize) -> String {
     crate::output::cut(message, room)
 }
 
-/// `3/10`, `3` (no total) or `0` (no report).
-pub(crate) fn fraction(progress: Option<&Progress>) -> String {
-    match progress {
-        None => "0".to_owned(),
-        Some(p) => match p.total {
-            Some(total) => format!("{}/{}", number(p.progress), number(total)),
-            None => number(p.progress),
-        },
+/// `3/10`, or `3` without a total.
+pub(crate) fn fraction(progress: &Progress) -> String {
+    match progress.total {
+        Some(total) => format!("{}/{}", number(progress.progress), number(total)),
+        None => number(progress.progress),
     }
 }
 
@@ -259,13 +266,12 @@ mod tests {
 
     #[test]
     fn fractions_read_naturally() {
-        assert_eq!(fraction(None), "0");
         let mut p = Progress::new(3.0);
-        assert_eq!(fraction(Some(&p)), "3");
+        assert_eq!(fraction(&p), "3");
         p.total = Some(10.0);
-        assert_eq!(fraction(Some(&p)), "3/10");
+        assert_eq!(fraction(&p), "3/10");
         p.progress = 0.5;
         p.total = Some(1.0);
-        assert_eq!(fraction(Some(&p)), "0.5/1");
+        assert_eq!(fraction(&p), "0.5/1");
     }
 }

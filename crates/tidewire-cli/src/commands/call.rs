@@ -98,11 +98,17 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
         Ending::Interrupted => {
             cancel.cancel("the user pressed Ctrl-C");
             view.interrupted();
-            let position = view.position();
-            view.finish(&format!("cancelled at {position}"));
+            let (at, after) = match view.position() {
+                Some(position) => (format!("at {position}"), format!("after {position}")),
+                None => (
+                    "before any progress".to_owned(),
+                    "before any progress".to_owned(),
+                ),
+            };
+            view.finish(&format!("cancelled {at}"));
             stop(connection).await;
             ui.line(&format!(
-                "tidewire: cancelled after {position} ({:.1} s)",
+                "tidewire: cancelled {after} ({:.1} s)",
                 started.elapsed().as_secs_f64()
             ));
             Ok(Outcome::Cancelled)
