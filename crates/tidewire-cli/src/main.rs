@@ -34,8 +34,9 @@ use crate::commands::read::ReadArgs;
 use crate::ui::Ui;
 
 const TARGETS: &str = "TARGET is an http(s):// URL (Streamable HTTP, falling back to legacy \
-                       HTTP+SSE when the server refuses it), a ws(s):// URL (WebSocket, \
-                       subprotocol mcp), or `-- COMMAND ARGS…`: a server program to start and \
+                       HTTP+SSE when the server refuses it; https:// needs a build with \
+                       `--features tls`), a ws:// URL (WebSocket, subprotocol mcp; no wss:// \
+                       yet), or `-- COMMAND ARGS…`: a server program to start and \
                        talk to over its stdin and stdout. With `--`, put the command's own \
                        arguments before `--` or at the very end. Options go before `--`.";
 
