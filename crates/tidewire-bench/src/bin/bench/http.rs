@@ -12,8 +12,20 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-/// The protocol revision every peer is spoken to in.
+/// The protocol revision every peer is spoken to in, unless `--protocol` says otherwise.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+static PROTOCOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the revision to speak (once, before any session opens).
+pub fn set_protocol_version(version: &str) {
+    let _ = PROTOCOL.set(version.to_owned());
+}
+
+/// The revision spoken.
+pub fn protocol_version() -> &'static str {
+    PROTOCOL.get().map_or(PROTOCOL_VERSION, String::as_str)
+}
 
 /// Where a server listens.
 #[derive(Debug)]
@@ -81,7 +93,7 @@ fn request(
         .uri("/mcp")
         .header(http::header::HOST, target.host.clone())
         .header(http::header::ACCEPT, "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
+        .header("mcp-protocol-version", protocol_version());
     if !body.is_empty() {
         builder = builder.header(http::header::CONTENT_TYPE, "application/json");
     }
@@ -114,8 +126,9 @@ pub async fn post(
 /// `initialize`, then `notifications/initialized`, on `conn`. Returns the session id (none from
 /// a stateless server).
 pub async fn initialize(conn: &mut Conn, target: &Target) -> anyhow::Result<Option<HeaderValue>> {
+    let version = protocol_version();
     let init = format!(
-        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{PROTOCOL_VERSION}","capabilities":{{}},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#
     );
     let reply = post(conn, target, None, Bytes::from(init)).await?;
     ensure!(
@@ -209,7 +222,7 @@ pub async fn open_get_stream(
         .uri("/mcp")
         .header(http::header::HOST, target.host.clone())
         .header(http::header::ACCEPT, "text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
+        .header("mcp-protocol-version", protocol_version());
     if let Some(session) = session {
         get = get.header("mcp-session-id", session.clone());
     }

@@ -8,7 +8,8 @@
 //!
 //! Options: `--quick` (3 short rounds, memory at 1,000 sessions: under 2 minutes on 2 cores),
 //! `--json` (machine-readable output), `--rounds N`, `--window SECS` (measured seconds per
-//! cell), `--only sse,json,progress,stdio,memory`, `--sessions 1000,10000`, `--no-pin`.
+//! cell), `--only sse,json,progress,stdio,memory`, `--sessions 1000,10000`, `--no-pin`,
+//! `--protocol VERSION` (default 2025-11-25).
 //! Progress goes to stderr, the table to stdout. See `docs/performance.md`.
 
 mod http;
@@ -67,6 +68,7 @@ impl Options {
                 "--quick" | "--full" => {}
                 "--json" => options.json = true,
                 "--no-pin" => options.no_pin = true,
+                "--protocol" => http::set_protocol_version(value()?),
                 "--rounds" => options.rounds = value()?.parse()?,
                 "--window" => options.window = Duration::from_secs_f64(value()?.parse()?),
                 "--only" => {
@@ -81,7 +83,8 @@ impl Options {
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
-                         [--only sse,json,progress,stdio,memory] [--sessions 1000,10000] [--no-pin]"
+                         [--only sse,json,progress,stdio,memory] [--sessions 1000,10000] [--no-pin] \
+                         [--protocol VERSION]"
                     );
                     std::process::exit(0);
                 }
@@ -411,7 +414,7 @@ fn main() -> anyhow::Result<()> {
         "load_average_before": load_before,
         "load_average_after": loadavg(),
         "elapsed_s": elapsed.as_secs_f64(),
-        "protocol_version": http::PROTOCOL_VERSION,
+        "protocol_version": http::protocol_version(),
         "progress_n": PROGRESS_N,
     });
     if options.json {

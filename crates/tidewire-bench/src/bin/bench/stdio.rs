@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Child;
 use tokio::sync::Semaphore;
 
-use crate::http::{PROTOCOL_VERSION, contains};
+use crate::http::{contains, protocol_version};
 use crate::proc::cpu_micros;
 
 /// What one stdio cell measured.
@@ -33,8 +33,9 @@ pub async fn run(
     let stdout = child.stdout.take().context("no stdout")?;
     let mut lines = BufReader::with_capacity(64 * 1024, stdout).lines();
 
+    let version = protocol_version();
     let init = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"bench\",\"version\":\"1\"}}}}}}\n"
+        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"{version}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"bench\",\"version\":\"1\"}}}}}}\n"
     );
     stdin.write_all(init.as_bytes()).await?;
     let first = lines.next_line().await?.context("no initialize answer")?;
