@@ -141,17 +141,27 @@ pub(crate) async fn connect_observed(
                 .shutdown_timeouts(ShutdownTimeouts::new(CLOSE_TIMEOUT, CLOSE_TIMEOUT))
                 .spawn()
                 .map_err(|e| CliError::new(describe(&e)))?;
-            let child = transport.handle();
-            match handshake(tap(transport, observer), target, Some(&tail)).await {
-                Ok(client) => Ok(Connection {
-                    client,
-                    child: Some(child),
-                }),
-                Err(failure) => {
-                    let _ = child.kill();
-                    Err(failure.error)
-                }
-            }
+            // Kills the server if the handshake fails or is abandoned (Ctrl-C drops this
+            // future), at once rather than from a task that may never run again.
+            let mut guard = KillOnDrop(Some(transport.handle()));
+            let client = handshake(tap(transport, observer), target, Some(&tail))
+                .await
+                .map_err(|f| f.error)?;
+            Ok(Connection {
+                client,
+                child: guard.0.take(),
+            })
+        }
+    }
+}
+
+/// Kills a server process when dropped, unless taken out first.
+struct KillOnDrop(Option<ChildHandle>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            let _ = child.kill();
         }
     }
 }

@@ -143,6 +143,31 @@ fn a_second_ctrl_c_exits_at_once() {
 }
 
 #[test]
+fn ctrl_c_while_connecting_exits_130() {
+    // A "server" that never answers the handshake; it says when it has started.
+    let mut command = Command::new(BIN);
+    command.args([
+        "call",
+        "--show-stderr",
+        "--",
+        "sh",
+        "-c",
+        "echo the server started >&2; exec sleep 60",
+        "echo",
+    ]);
+    let mut session = terminal(command);
+    session
+        .expect("the server started")
+        .unwrap_or_else(|e| panic!("the server did not start: {e}"));
+    session.send("\x03").expect("send Ctrl-C");
+    session
+        .expect("tidewire: cancelled while connecting")
+        .unwrap_or_else(|e| panic!("no word about the cancel: {e}"));
+    let status = session.get_process().wait().expect("wait for tidewire");
+    assert!(matches!(status, WaitStatus::Exited(_, 130)), "{status:?}");
+}
+
+#[test]
 fn the_demo_shows_a_bar_per_transport() {
     let mut command = Command::new(BIN);
     command.args(["demo", "--delay-ms", "400"]);

@@ -8,6 +8,7 @@ use clap::Args;
 use futures::StreamExt;
 use tidewire_client::schema::{CallToolResult, LoggingMessageParams, ServerNotification};
 use tidewire_client::{ClientError, NotificationStream, ToolCall, ToolProgress};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::{OutputArgs, TargetArgs, json_object};
 use crate::connect::{Connection, connect};
@@ -69,7 +70,20 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
         }
         None => None,
     };
-    let connection = connect(&target, &args.target.connect, &ui).await?;
+    // One listener for both presses: a second Ctrl-C that comes before the wait after the first
+    // has started listening is still seen.
+    let mut interrupts = signal(SignalKind::interrupt())
+        .map_err(|e| CliError::new(format!("cannot listen for Ctrl-C: {e}")))?;
+    let connection = tokio::select! {
+        connection = connect(&target, &args.target.connect, &ui) => connection?,
+        // Dropping the half-made connection stops a server process it started.
+        _ = interrupts.recv() => {
+            // On a terminal, `\r` writes over the `^C` the terminal echoed.
+            let start = if ui.is_interactive() { "\r" } else { "" };
+            ui.line(&format!("{start}tidewire: cancelled while connecting"));
+            return Ok(Outcome::Cancelled);
+        }
+    };
     // Subscribed before the call, so no log of the call is missed.
     let notifications = connection.client.notifications();
     let (builder, progress) = connection
@@ -93,7 +107,15 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
     let mut view = ui.progress(&tool, 0);
     let started = Instant::now();
     let cancel = call.cancel_handle();
-    let ending = wait(call, progress, notifications, &mut view, &ui).await;
+    let ending = wait(
+        call,
+        progress,
+        notifications,
+        &mut view,
+        &ui,
+        &mut interrupts,
+    )
+    .await;
     match ending {
         Ending::Interrupted => {
             cancel.cancel("the user pressed Ctrl-C");
@@ -106,7 +128,7 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
                 ),
             };
             view.finish(&format!("cancelled {at}"));
-            stop(connection).await;
+            stop(connection, &mut interrupts).await;
             ui.line(&format!(
                 "tidewire: cancelled {after} ({:.1} s)",
                 started.elapsed().as_secs_f64()
@@ -139,15 +161,14 @@ async fn wait(
     mut notifications: NotificationStream,
     view: &mut ProgressView,
     ui: &Ui,
+    interrupts: &mut Signal,
 ) -> Ending {
     let mut progress_open = true;
     let mut notifications_open = true;
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
     loop {
         tokio::select! {
             biased;
-            _ = &mut ctrl_c => return Ending::Interrupted,
+            _ = interrupts.recv() => return Ending::Interrupted,
             report = progress.next(), if progress_open => match report {
                 Some(report) => view.update(&report),
                 None => progress_open = false,
@@ -170,11 +191,11 @@ async fn wait(
 
 /// After Ctrl-C: closes the connection and waits briefly for the server to stop; a second
 /// Ctrl-C exits at once.
-async fn stop(connection: Connection) {
+async fn stop(connection: Connection, interrupts: &mut Signal) {
     let kill = connection.kill_switch();
     tokio::select! {
         _ = tokio::time::timeout(STOP_WAIT, connection.close()) => {}
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupts.recv() => {
             kill();
             eprintln!("tidewire: interrupted again; exiting at once");
             #[allow(clippy::exit, reason = "a second Ctrl-C must not wait for anything")]
