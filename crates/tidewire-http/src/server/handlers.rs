@@ -25,7 +25,7 @@ use super::checks::{
 };
 use super::event_store::StoredEvent;
 use super::session::{HttpSession, ReplyTarget};
-use super::streams::{STANDALONE, StreamId, event_id, parse_event_id};
+use super::streams::{STANDALONE, StreamId, parse_event_id};
 use super::{HttpRequestInfo, ResponseMode, State, new_session_id};
 
 type Shared = Arc<State>;
@@ -578,23 +578,24 @@ fn sse(
     response
 }
 
-/// One SSE event in wire form. `data` never holds a newline (messages are compact JSON).
-fn frame(id: &str, data: &str, retry: Option<Duration>) -> Bytes {
-    let mut out = String::with_capacity(data.len() + id.len() + 32);
+/// Appends one SSE event in wire form to `out`. `data` never holds a newline (messages are
+/// compact JSON).
+fn push_frame(out: &mut Vec<u8>, stream: StreamId, seq: u64, data: &str, retry: Option<Duration>) {
+    use std::io::Write as _;
     if retry.is_none() {
-        out.push_str("event: message\n");
+        out.extend_from_slice(b"event: message\n");
     }
-    out.push_str("id: ");
-    out.push_str(id);
-    out.push('\n');
+    let _ = write!(out, "id: {stream}-{seq}\n");
     if let Some(retry) = retry {
-        out.push_str(&format!("retry: {}\n", retry.as_millis()));
+        let _ = write!(out, "retry: {}\n", retry.as_millis());
     }
-    out.push_str("data: ");
-    out.push_str(data);
-    out.push_str("\n\n");
-    Bytes::from(out)
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(b"\n\n");
 }
+
+/// Events handed to the body in one chunk at most (a burst of progress goes out in few writes).
+const EVENTS_PER_CHUNK: usize = 64;
 
 /// Reads one stream of a session into SSE frames; detaches when dropped.
 struct Reader {
@@ -612,14 +613,23 @@ impl Reader {
     async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
         if let Some(retry) = self.priming.take() {
             // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data.
-            let priming = frame(&event_id(self.stream, 0), "", Some(retry));
-            return Some((Ok(priming), self));
+            let mut priming = Vec::with_capacity(48);
+            push_frame(&mut priming, self.stream, 0, "", Some(retry));
+            return Some((Ok(Bytes::from(priming)), self));
         }
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                self.done |= event.last;
-                let bytes = frame(&event_id(self.stream, event.seq), &event.data, None);
-                return Some((Ok(bytes), self));
+            if !self.pending.is_empty() {
+                // Everything already taken goes out in one chunk (up to a bound), so a burst of
+                // progress costs few writes.
+                let mut chunk = Vec::new();
+                for event in self
+                    .pending
+                    .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
+                {
+                    self.done |= event.last;
+                    push_frame(&mut chunk, self.stream, event.seq, &event.data, None);
+                }
+                return Some((Ok(Bytes::from(chunk)), self));
             }
             if self.done || self.session.streams.take_interrupt(self.stream) {
                 return None;

@@ -286,7 +286,8 @@ pub(crate) fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }
 
-/// Formats an event id.
+/// Formats an event id (the SSE writer formats them in place).
+#[cfg(test)]
 pub(crate) fn event_id(stream: StreamId, seq: u64) -> String {
     format!("{stream}-{seq}")
 }
