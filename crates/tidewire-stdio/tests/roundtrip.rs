@@ -38,8 +38,9 @@ fn main() {
 
 /// Answers each request with its method and params; logs to stderr; stops at end-of-file.
 async fn echo_server() {
-    eprintln!("echo server: ready");
-    let (mut tx, mut rx) = tidewire_stdio::server::transport().split();
+    let transport = tidewire_stdio::server::transport();
+    eprintln!("echo server: ready (pipes: {})", transport.uses_pipes());
+    let (mut tx, mut rx) = transport.split();
     while let Some(item) = rx.recv().await {
         let reply = match item {
             Ok(envelope) => match envelope.message {
@@ -99,7 +100,14 @@ async fn requests_are_answered_and_stdin_eof_ends_the_server() {
     while let Some(line) = lines.recv().await {
         got.push(line);
     }
-    assert_eq!(got, ["echo server: ready", "echo server: stdin closed"]);
+    assert_eq!(
+        got,
+        [
+            "echo server: ready (pipes: true)",
+            "echo server: stdin closed"
+        ],
+        "spawned with pipes, the server reads and writes them without helper threads"
+    );
 }
 
 async fn bad_lines_get_an_error_answer_and_serving_goes_on() {

@@ -37,6 +37,20 @@ pub struct FramedReceiver<R> {
     inner: FramedRead<R, LineCodec>,
 }
 
+impl<W> FramedSender<W> {
+    /// The underlying writer.
+    pub fn get_ref(&self) -> &W {
+        self.inner.get_ref()
+    }
+}
+
+impl<R> FramedReceiver<R> {
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        self.inner.get_ref()
+    }
+}
+
 impl<W: AsyncWrite + Send + Unpin + 'static> TransportSender for FramedSender<W> {
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed {
