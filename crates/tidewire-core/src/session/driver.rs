@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::context::RequestContext;
-use super::peer::{Peer, Shared};
+use super::peer::{Peer, Queued, Shared};
 use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
@@ -51,7 +51,7 @@ pub(crate) fn driver<T: Transport, H: Handler>(
     transport: T,
     handler: Arc<H>,
     shared: Arc<Shared>,
-    outbound: mpsc::Receiver<Envelope>,
+    outbound: mpsc::Receiver<Queued>,
 ) -> Driver {
     Driver {
         future: Box::pin(run(transport, handler, shared, outbound)),
@@ -62,7 +62,7 @@ async fn run<T: Transport, H: Handler>(
     transport: T,
     handler: Arc<H>,
     shared: Arc<Shared>,
-    outbound: mpsc::Receiver<Envelope>,
+    outbound: mpsc::Receiver<Queued>,
 ) -> Result<(), TransportError> {
     let (sender, receiver) = transport.split();
     let peer = Peer {
@@ -173,7 +173,7 @@ fn finish(shared: &Shared, reason: &str) {
 async fn write_loop<S: TransportSender>(
     mut sender: S,
     shared: Arc<Shared>,
-    mut outbound: mpsc::Receiver<Envelope>,
+    mut outbound: mpsc::Receiver<Queued>,
 ) -> Result<(), TransportError> {
     let written = write_all(&mut sender, &shared, &mut outbound).await;
     // Closed however the writing ended, so a transport can say goodbye (Streamable HTTP sends
@@ -185,7 +185,7 @@ async fn write_loop<S: TransportSender>(
 async fn write_all<S: TransportSender>(
     sender: &mut S,
     shared: &Shared,
-    outbound: &mut mpsc::Receiver<Envelope>,
+    outbound: &mut mpsc::Receiver<Queued>,
 ) -> Result<(), TransportError> {
     loop {
         let envelope = tokio::select! {
@@ -194,11 +194,11 @@ async fn write_all<S: TransportSender>(
             () = shared.closing.cancelled() => break,
         };
         let Some(envelope) = envelope else { break };
-        write_one(sender, shared, envelope).await?;
+        write_one(sender, shared, *envelope).await?;
     }
     // Closing: flush what was queued before the close.
     while let Ok(envelope) = outbound.try_recv() {
-        if write_one(sender, shared, envelope).await.is_err() {
+        if write_one(sender, shared, *envelope).await.is_err() {
             break;
         }
     }

@@ -26,9 +26,13 @@ use crate::progress::Progress;
 use crate::schema::{NotificationType, RequestType};
 use crate::transport::{Envelope, Route};
 
+/// An envelope waiting for the writer. Boxed so the queue's slots stay small: a session's
+/// queue allocates its first block of slots up front, and an idle session should cost little.
+pub(crate) type Queued = Box<Envelope>;
+
 /// What a connection shares between its peer handles, its driver and its handler tasks.
 pub(crate) struct Shared {
-    pub(crate) outbound: mpsc::Sender<Envelope>,
+    pub(crate) outbound: mpsc::Sender<Queued>,
     pub(crate) state: Mutex<State>,
     pub(crate) options: SessionOptions,
     /// Asks the driver to stop.
@@ -46,7 +50,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(outbound: mpsc::Sender<Envelope>, options: SessionOptions) -> Self {
+    pub(crate) fn new(outbound: mpsc::Sender<Queued>, options: SessionOptions) -> Self {
         Self {
             outbound,
             state: Mutex::new(State::new(
@@ -93,7 +97,7 @@ impl Shared {
     /// Queues a message without waiting (for use in `Drop`). Falls back to a spawned send when the
     /// queue is full; drops the message only when no runtime is running.
     pub(crate) fn enqueue_nowait(&self, envelope: Envelope) {
-        match self.outbound.try_send(envelope) {
+        match self.outbound.try_send(Box::new(envelope)) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(envelope)) => {
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -223,7 +227,7 @@ impl Peer {
         }
         self.shared
             .outbound
-            .send(envelope)
+            .send(Box::new(envelope))
             .await
             .map_err(|_| SessionError::Closed(self.shared.close_reason()))
     }

@@ -308,7 +308,7 @@ async fn deliver_batch(
             route: Default::default(),
             extensions: extensions.clone(),
         };
-        if session.inbound.send(envelope).await.is_err() {
+        if session.inbound.send(Box::new(envelope)).await.is_err() {
             return session_not_found(&session.id);
         }
     }
@@ -388,7 +388,7 @@ async fn deliver(
     };
     let Some(id) = id else {
         // A notification or a response: accepted, nothing to answer (H7).
-        return match session.inbound.send(envelope).await {
+        return match session.inbound.send(Box::new(envelope)).await {
             Ok(()) => StatusCode::ACCEPTED.into_response(),
             Err(_) => session_not_found(&session.id),
         };
@@ -407,7 +407,7 @@ async fn deliver(
                 id: id.clone(),
                 close: one_shot,
             };
-            if session.inbound.send(envelope).await.is_err() {
+            if session.inbound.send(Box::new(envelope)).await.is_err() {
                 return session_not_found(&session.id);
             }
             let reply = tokio::select! {
@@ -450,7 +450,7 @@ async fn deliver(
                     }
                 }));
             }
-            if session.inbound.send(envelope).await.is_err() {
+            if session.inbound.send(Box::new(envelope)).await.is_err() {
                 session.forget(&id);
                 return session_not_found(&session.id);
             }

@@ -32,8 +32,9 @@ pub(crate) enum ReplyTarget {
 pub(crate) struct HttpSession {
     /// The `Mcp-Session-Id` (empty in stateless mode).
     pub(crate) id: String,
-    /// Messages from the client, to the engine.
-    pub(crate) inbound: mpsc::Sender<Envelope>,
+    /// Messages from the client, to the engine (boxed: the queue allocates its first block of
+    /// slots up front, and an idle session should cost little).
+    pub(crate) inbound: mpsc::Sender<Box<Envelope>>,
     pub(crate) streams: Streams,
     routes: Mutex<HashMap<RequestId, ReplyTarget>>,
     last_active: Mutex<Instant>,
@@ -50,7 +51,7 @@ pub(crate) struct DuplicateId;
 impl HttpSession {
     pub(crate) fn new(
         id: String,
-        inbound: mpsc::Sender<Envelope>,
+        inbound: mpsc::Sender<Box<Envelope>>,
         store: Arc<dyn EventStore>,
         stream_capacity: usize,
         patience: Duration,
@@ -190,7 +191,7 @@ pub struct HttpSender {
 /// The engine's receiving half: the messages clients POST to this session.
 #[derive(Debug)]
 pub struct HttpReceiver {
-    pub(crate) rx: mpsc::Receiver<Envelope>,
+    pub(crate) rx: mpsc::Receiver<Box<Envelope>>,
     pub(crate) closed: CancellationToken,
 }
 
@@ -212,7 +213,7 @@ impl TransportReceiver for HttpReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
         tokio::select! {
             biased;
-            envelope = self.rx.recv() => envelope.map(Ok),
+            envelope = self.rx.recv() => envelope.map(|e| Ok(*e)),
             () = self.closed.cancelled() => None,
         }
     }
