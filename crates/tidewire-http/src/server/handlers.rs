@@ -585,9 +585,9 @@ fn push_frame(out: &mut Vec<u8>, stream: StreamId, seq: u64, data: &str, retry: 
     if retry.is_none() {
         out.extend_from_slice(b"event: message\n");
     }
-    let _ = write!(out, "id: {stream}-{seq}\n");
+    let _ = writeln!(out, "id: {stream}-{seq}");
     if let Some(retry) = retry {
-        let _ = write!(out, "retry: {}\n", retry.as_millis());
+        let _ = writeln!(out, "retry: {}", retry.as_millis());
     }
     out.extend_from_slice(b"data: ");
     out.extend_from_slice(data.as_bytes());
