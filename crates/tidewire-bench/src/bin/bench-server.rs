@@ -20,22 +20,9 @@ fn main() -> anyhow::Result<()> {
         .context("cannot start the runtime")?;
     if args.iter().any(|a| a == "--stdio") {
         return runtime.block_on(async {
-            let driver = if std::env::var_os("TIDEWIRE_BENCH_STDIO_PIPES").is_some() {
-                // An experiment, not tidewire's stdio transport: the same framing over stdin and
-                // stdout opened as non-blocking pipes, to measure what tokio's blocking-thread
-                // stdin/stdout cost (see docs/performance.md).
-                let (reader, writer) = pipes()?;
-                let transport = tidewire_core::transport::framed::transport(
-                    reader,
-                    writer,
-                    tidewire_core::transport::Codec::default(),
-                );
-                tidewire_server().serve(transport).1
-            } else {
-                tidewire_server()
-                    .serve(tidewire_stdio::server::transport())
-                    .1
-            };
+            let driver = tidewire_server()
+                .serve(tidewire_stdio::server::transport())
+                .1;
             driver.await.context("the stdio session failed")
         });
     }
@@ -68,18 +55,4 @@ async fn serve(bind: &str, json: bool) -> anyhow::Result<()> {
     });
     axum::serve(listener, mcp.router("/mcp")).await?;
     Ok(())
-}
-
-/// stdin and stdout as non-blocking pipes (fails when they are not pipes).
-fn pipes() -> anyhow::Result<(
-    tokio::net::unix::pipe::Receiver,
-    tokio::net::unix::pipe::Sender,
-)> {
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
-    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
-    Ok((
-        tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?,
-        tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?,
-    ))
 }
