@@ -45,6 +45,7 @@ pub struct HttpConfig {
     pub(crate) inbound_queue: usize,
     pub(crate) hosts: HostPolicy,
     pub(crate) event_store: Option<std::sync::Arc<dyn super::EventStore>>,
+    pub(crate) first_event_wait: Duration,
 }
 
 impl Default for HttpConfig {
@@ -63,6 +64,7 @@ impl Default for HttpConfig {
             inbound_queue: 64,
             hosts: HostPolicy::default(),
             event_store: None,
+            first_event_wait: Duration::from_millis(2),
         }
     }
 }
@@ -185,6 +187,15 @@ impl HttpConfig {
     #[must_use]
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.hosts = self.hosts.allow_origin(origin);
+        self
+    }
+
+    /// How long a POST's SSE reply waits for its first event before its head is sent (default
+    /// 2 ms). A quick answer then leaves with the head in one write instead of two; a slow one
+    /// starts its stream after this wait.
+    #[must_use]
+    pub fn first_event_wait(mut self, wait: Duration) -> Self {
+        self.first_event_wait = wait;
         self
     }
 

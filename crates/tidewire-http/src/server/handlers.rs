@@ -455,6 +455,11 @@ async fn deliver(
                 return session_not_found(&session.id);
             }
             let cursor = session.streams.attach(stream, None).unwrap_or(0);
+            // A quick answer then leaves with the response head in one write.
+            session
+                .streams
+                .wait_for_event(stream, cursor, state.config.first_event_wait)
+                .await;
             let retry = priming.then_some(state.config.retry);
             sse(state, session.clone(), stream, cursor, retry, one_shot)
         }
@@ -612,10 +617,22 @@ struct Reader {
 impl Reader {
     async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
         if let Some(retry) = self.priming.take() {
-            // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data.
-            let mut priming = Vec::with_capacity(48);
-            push_frame(&mut priming, self.stream, 0, "", Some(retry));
-            return Some((Ok(Bytes::from(priming)), self));
+            // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data; with
+            // whatever is already there, in one chunk.
+            let mut chunk = Vec::with_capacity(256);
+            push_frame(&mut chunk, self.stream, 0, "", Some(retry));
+            if let Some(events) = self.session.streams.take(self.stream, self.cursor).await {
+                self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                self.pending.extend(events);
+            }
+            for event in self
+                .pending
+                .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
+            {
+                self.done |= event.last;
+                push_frame(&mut chunk, self.stream, event.seq, &event.data, None);
+            }
+            return Some((Ok(Bytes::from(chunk)), self));
         }
         loop {
             if !self.pending.is_empty() {

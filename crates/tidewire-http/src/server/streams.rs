@@ -258,6 +258,31 @@ impl Streams {
             .is_some_and(|s| std::mem::take(&mut s.interrupted))
     }
 
+    /// Waits, at most `max`, until `stream` has an event after `cursor` (or is gone). Lets a
+    /// reply that is ready at once leave with its response head in one write.
+    pub(crate) async fn wait_for_event(&self, stream: StreamId, cursor: u64, max: Duration) {
+        let deadline = tokio::time::Instant::now() + max;
+        loop {
+            let Some(changed) = self.notifier(stream) else {
+                return;
+            };
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let ready = self
+                .lock()
+                .get(&stream)
+                .is_none_or(|s| s.next_seq - 1 > cursor);
+            if ready {
+                return;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+
     /// Whether the stream exists.
     pub(crate) fn exists(&self, stream: StreamId) -> bool {
         self.lock().contains_key(&stream)
