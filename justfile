@@ -22,3 +22,7 @@ test:
 # The full CI script, with the Python peers and the official schemas from ../shared.
 ci-full:
     bash .ci/run
+
+# The quick benchmark comparison (tidewire, rmcp and the raw-HTTP ceiling; see docs/performance.md).
+bench:
+    cargo build --release -p tidewire-bench && target/release/bench --quick
