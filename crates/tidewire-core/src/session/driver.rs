@@ -75,8 +75,10 @@ async fn run<T: Transport, H: Handler>(
         read = &mut reader => {
             if read.is_ok() && !shared.closing.is_cancelled() {
                 // The peer closed its side: let running handlers finish and answer first.
+                // Boxed: the drain runs once per connection, so its state need not sit in every
+                // idle connection's driver.
                 tokio::select! {
-                    () = drain(&shared) => {}
+                    () = Box::pin(drain(&shared)) => {}
                     written = &mut writer => {
                         finish(&shared, &describe_write(&written));
                         return read.and(written);

@@ -55,6 +55,16 @@ impl Stream {
     }
 }
 
+/// Whether a stream has room for one more event.
+enum Admit {
+    /// The stream is gone.
+    Gone,
+    /// Numbered and ready to store.
+    Event(StoredEvent),
+    /// A full window ahead of its reader; the data comes back.
+    Full(Arc<str>),
+}
+
 /// Every stream of one session.
 pub(crate) struct Streams {
     session: String,
@@ -127,50 +137,75 @@ impl Streams {
     /// window ahead of its reader. A `response` counts down the responses the stream awaits; the
     /// last one completes it. Returns false when the stream no longer exists.
     pub(crate) async fn push(&self, stream: StreamId, data: Arc<str>, response: bool) -> bool {
-        let deadline = tokio::time::Instant::now() + self.patience;
-        let event = loop {
-            let Some(changed) = self.notifier(stream) else {
-                return false;
-            };
-            // Registered before the check, so a reader taking events in between still wakes us.
-            let notified = changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut streams = self.lock();
-                let Some(s) = streams.get_mut(&stream) else {
-                    return false;
-                };
-                let patient = tokio::time::Instant::now() < deadline;
-                if s.unread() < self.window || !patient {
-                    if s.unread() >= self.window {
-                        tracing::warn!(
-                            stream,
-                            "an SSE stream is a full window ahead of its reader (or has none); going on"
-                        );
-                    }
-                    let last = response && {
-                        s.awaiting = s.awaiting.saturating_sub(1);
-                        s.awaiting == 0
-                    };
-                    let seq = s.next_seq;
-                    s.next_seq += 1;
-                    if last {
-                        s.last = Some(seq);
-                    }
-                    break StoredEvent { seq, data, last };
-                }
-            }
-            tokio::select! {
-                () = &mut notified => {}
-                () = tokio::time::sleep_until(deadline) => {}
-            }
+        let event = match self.admit(stream, data, response, false) {
+            Admit::Gone => return false,
+            Admit::Event(event) => event,
+            // The slow path, boxed so its timer does not sit in every session's writer.
+            Admit::Full(data) => match Box::pin(self.wait_for_room(stream, data, response)).await {
+                Some(event) => event,
+                None => return false,
+            },
         };
         self.store.append(&self.session, stream, event).await;
         if let Some(changed) = self.notifier(stream) {
             changed.notify_waiters();
         }
         true
+    }
+
+    /// Numbers the next event of `stream` if the window has room (or `force`).
+    fn admit(&self, stream: StreamId, data: Arc<str>, response: bool, force: bool) -> Admit {
+        let mut streams = self.lock();
+        let Some(s) = streams.get_mut(&stream) else {
+            return Admit::Gone;
+        };
+        if s.unread() >= self.window && !force {
+            return Admit::Full(data);
+        }
+        if s.unread() >= self.window {
+            tracing::warn!(
+                stream,
+                "an SSE stream is a full window ahead of its reader (or has none); going on"
+            );
+        }
+        let last = response && {
+            s.awaiting = s.awaiting.saturating_sub(1);
+            s.awaiting == 0
+        };
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        if last {
+            s.last = Some(seq);
+        }
+        Admit::Event(StoredEvent { seq, data, last })
+    }
+
+    /// Waits (within the patience) for the reader to make room, then numbers the event.
+    async fn wait_for_room(
+        &self,
+        stream: StreamId,
+        data: Arc<str>,
+        response: bool,
+    ) -> Option<StoredEvent> {
+        let deadline = tokio::time::Instant::now() + self.patience;
+        let mut data = data;
+        loop {
+            let changed = self.notifier(stream)?;
+            // Registered before the check, so a reader taking events in between still wakes us.
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let out_of_patience = tokio::time::Instant::now() >= deadline;
+            match self.admit(stream, data, response, out_of_patience) {
+                Admit::Gone => return None,
+                Admit::Event(event) => return Some(event),
+                Admit::Full(back) => data = back,
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
     }
 
     /// Attaches a reader (one at a time per stream). Returns the cursor to start from: after
