@@ -92,11 +92,14 @@ impl EventStore for MemoryEventStore {
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
         let mut all = self.lock();
-        let events = all
-            .entry(session.to_owned())
-            .or_default()
-            .entry(stream)
-            .or_default();
+        // The session's key is allocated once, not per event.
+        if !all.contains_key(session) {
+            all.insert(session.to_owned(), HashMap::new());
+        }
+        let Some(streams) = all.get_mut(session) else {
+            return Box::pin(std::future::ready(()));
+        };
+        let events = streams.entry(stream).or_default();
         while events.len() >= self.per_stream {
             events.pop_front();
         }

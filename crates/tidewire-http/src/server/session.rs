@@ -144,7 +144,11 @@ impl HttpSession {
     async fn route(&self, envelope: Envelope, codec: &Codec) -> Result<(), TransportError> {
         self.note_version(&envelope.message);
         let bytes = codec.encode(&envelope.message)?;
-        let data: Arc<str> = String::from_utf8_lossy(&bytes).into();
+        // The codec writes JSON, which is UTF-8; the lossy path is never taken in practice.
+        let data: Arc<str> = match String::from_utf8(bytes) {
+            Ok(text) => text.into(),
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into(),
+        };
         let (stream, response) = match (&envelope.message, &envelope.route) {
             (Message::Response(r), _) => {
                 let target = r.id.as_ref().and_then(|id| self.routes().remove(id));
