@@ -19,7 +19,6 @@ use tidewire_core::schema::{
 use tidewire_core::session::{Handler, Peer, RequestContext};
 
 use crate::context::Context;
-use crate::registry::page;
 use crate::server::{Inner, Server};
 
 /// The server side of one connection.
@@ -198,15 +197,13 @@ impl Connection {
     }
 
     fn list_tools(&self, params: &PaginatedParams) -> Result<ListToolsResult, ErrorObject> {
-        let all: Vec<_> = self
-            .server
-            .tools
-            .snapshot()
-            .iter()
-            .map(|e| e.tool.clone())
-            .collect();
-        let (tools, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
-        let mut result = ListToolsResult::new(tools);
+        let (items, next) =
+            self.server
+                .tools
+                .page(params.cursor.as_deref(), self.server.page_size, |e| {
+                    e.tool.clone()
+                })?;
+        let mut result = ListToolsResult::new(items);
         result.next_cursor = next;
         Ok(result)
     }
@@ -233,40 +230,34 @@ impl Connection {
     }
 
     fn list_resources(&self, params: &PaginatedParams) -> Result<ListResourcesResult, ErrorObject> {
-        let all: Vec<_> = self
-            .server
-            .resources
-            .snapshot()
-            .iter()
-            .map(|e| e.resource.clone())
-            .collect();
-        let (resources, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
-        let mut result = ListResourcesResult {
-            resources,
+        let (items, next) =
+            self.server
+                .resources
+                .page(params.cursor.as_deref(), self.server.page_size, |e| {
+                    e.resource.clone()
+                })?;
+        Ok(ListResourcesResult {
+            resources: items,
+            next_cursor: next,
             ..Default::default()
-        };
-        result.next_cursor = next;
-        Ok(result)
+        })
     }
 
     fn list_templates(
         &self,
         params: &PaginatedParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
-        let all: Vec<_> = self
-            .server
-            .templates
-            .snapshot()
-            .iter()
-            .map(|e| e.template.clone())
-            .collect();
-        let (templates, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
-        let mut result = ListResourceTemplatesResult {
-            resource_templates: templates,
+        let (items, next) =
+            self.server
+                .templates
+                .page(params.cursor.as_deref(), self.server.page_size, |e| {
+                    e.template.clone()
+                })?;
+        Ok(ListResourceTemplatesResult {
+            resource_templates: items,
+            next_cursor: next,
             ..Default::default()
-        };
-        result.next_cursor = next;
-        Ok(result)
+        })
     }
 
     async fn read_resource(
@@ -301,20 +292,17 @@ impl Connection {
     }
 
     fn list_prompts(&self, params: &PaginatedParams) -> Result<ListPromptsResult, ErrorObject> {
-        let all: Vec<_> = self
-            .server
-            .prompts
-            .snapshot()
-            .iter()
-            .map(|e| e.prompt.clone())
-            .collect();
-        let (prompts, next) = page(&all, params.cursor.as_deref(), self.server.page_size)?;
-        let mut result = ListPromptsResult {
-            prompts,
+        let (items, next) =
+            self.server
+                .prompts
+                .page(params.cursor.as_deref(), self.server.page_size, |e| {
+                    e.prompt.clone()
+                })?;
+        Ok(ListPromptsResult {
+            prompts: items,
+            next_cursor: next,
             ..Default::default()
-        };
-        result.next_cursor = next;
-        Ok(result)
+        })
     }
 
     async fn get_prompt(

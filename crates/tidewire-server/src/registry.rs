@@ -103,6 +103,16 @@ impl<T> Registry<T> {
         self.read().iter().find(|e| (self.key)(e) == key).cloned()
     }
 
+    /// One page of the entries, mapped by `map` (only the page is mapped), and the next cursor.
+    pub(crate) fn page<U>(
+        &self,
+        cursor: Option<&str>,
+        page_size: usize,
+        map: impl Fn(&T) -> U,
+    ) -> Result<(Vec<U>, Option<String>), ErrorObject> {
+        page(&self.read(), cursor, page_size, |entry| map(entry))
+    }
+
     pub(crate) fn snapshot(&self) -> Vec<Arc<T>> {
         self.read().clone()
     }
@@ -130,11 +140,12 @@ where
 ///
 /// # Errors
 /// `-32602` for a cursor this server did not issue.
-pub(crate) fn page<T: Clone>(
+pub(crate) fn page<T, U>(
     items: &[T],
     cursor: Option<&str>,
     page_size: usize,
-) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+    map: impl Fn(&T) -> U,
+) -> Result<(Vec<U>, Option<String>), ErrorObject> {
     let start = match cursor {
         None => 0,
         Some(c) => c
@@ -145,7 +156,7 @@ pub(crate) fn page<T: Clone>(
     };
     let end = start.saturating_add(page_size).min(items.len());
     let next = (end < items.len()).then(|| format!("p{end}"));
-    Ok((items[start..end].to_vec(), next))
+    Ok((items[start..end].iter().map(map).collect(), next))
 }
 
 #[cfg(test)]
@@ -155,15 +166,15 @@ mod tests {
     #[test]
     fn pages_walk_to_the_end_and_reject_foreign_cursors() {
         let items: Vec<u32> = (0..7).collect();
-        let (a, next) = page(&items, None, 3).expect("first");
+        let (a, next) = page(&items, None, 3, Clone::clone).expect("first");
         assert_eq!(a, vec![0, 1, 2]);
-        let (b, next) = page(&items, next.as_deref(), 3).expect("second");
+        let (b, next) = page(&items, next.as_deref(), 3, Clone::clone).expect("second");
         assert_eq!(b, vec![3, 4, 5]);
-        let (c, next) = page(&items, next.as_deref(), 3).expect("third");
+        let (c, next) = page(&items, next.as_deref(), 3, Clone::clone).expect("third");
         assert_eq!(c, vec![6]);
         assert!(next.is_none());
-        assert!(page(&items, Some("p99"), 3).is_err());
-        assert!(page(&items, Some("garbage"), 3).is_err());
+        assert!(page(&items, Some("p99"), 3, Clone::clone).is_err());
+        assert!(page(&items, Some("garbage"), 3, Clone::clone).is_err());
     }
 
     #[test]
