@@ -207,33 +207,55 @@ async fn write_all<S: TransportSender>(
     Ok(())
 }
 
+/// What a failed send needs to know about the message it lost (kept instead of a copy of the
+/// whole message, which would cost a deep clone per message sent).
+enum Sent {
+    Response(RequestId),
+    Request(RequestId),
+    Other(&'static str),
+}
+
+impl Sent {
+    fn of(message: &Message) -> Self {
+        match message {
+            Message::Response(Response { id: Some(id), .. }) => Sent::Response(id.clone()),
+            Message::Request(Request { id, .. }) => Sent::Request(id.clone()),
+            Message::Response(_) => Sent::Other("an error response without an id"),
+            Message::Notification(_) => Sent::Other("a notification"),
+        }
+    }
+}
+
 async fn write_one<S: TransportSender>(
     sender: &mut S,
     shared: &Shared,
     envelope: Envelope,
 ) -> Result<(), TransportError> {
-    let route = envelope.route.clone();
-    let message = envelope.message.clone();
+    let sent = Sent::of(&envelope.message);
+    let route = match sent {
+        Sent::Response(_) => Some(envelope.route.clone()),
+        _ => None,
+    };
     match sender.send(envelope).await {
         Ok(()) => Ok(()),
         Err(e) if e.is_recoverable() => {
             // This one message could not go out (too large); tell whoever waits for it.
-            match message {
-                Message::Response(Response { id: Some(id), .. }) => {
+            match sent {
+                Sent::Response(id) => {
                     let error =
                         ErrorObject::internal(format!("the response could not be sent: {e}"));
-                    let fallback =
-                        Envelope::new(Response::error(Some(id), error)).with_route(route);
+                    let fallback = Envelope::new(Response::error(Some(id), error))
+                        .with_route(route.unwrap_or_default());
                     sender.send(fallback).await
                 }
-                Message::Request(Request { id, .. }) => {
+                Sent::Request(id) => {
                     if let Some(p) = shared.state().take_pending(&id) {
                         let _ = p.responder.send(Err(SessionError::Transport(e)));
                     }
                     Ok(())
                 }
-                other => {
-                    tracing::warn!(method = other.method(), error = %e, "dropped an outbound message");
+                Sent::Other(what) => {
+                    tracing::warn!(error = %e, "dropped {what} that could not be sent");
                     Ok(())
                 }
             }

@@ -1,7 +1,9 @@
 //! Where the events of SSE streams are kept, so a client that lost a stream can resume it.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
 
 use futures::future::BoxFuture;
 
@@ -13,8 +15,8 @@ pub type StreamId = u64;
 pub struct StoredEvent {
     /// The event's number in its stream; its SSE id is `<stream>-<seq>`.
     pub seq: u64,
-    /// The message, compact JSON.
-    pub data: Arc<str>,
+    /// The message, compact JSON (UTF-8, one line).
+    pub data: Bytes,
     /// The response that completes a POST stream.
     pub last: bool,
 }
@@ -117,7 +119,11 @@ impl EventStore for MemoryEventStore {
             .lock()
             .get(session)
             .and_then(|s| s.get(&stream))
-            .map(|events| events.iter().filter(|e| e.seq > after).cloned().collect())
+            .map(|events| {
+                // Kept in `seq` order: find the first newer one instead of scanning them all.
+                let start = events.partition_point(|e| e.seq <= after);
+                events.range(start..).cloned().collect()
+            })
             .unwrap_or_default();
         Box::pin(std::future::ready(found))
     }
@@ -148,7 +154,7 @@ mod tests {
     fn event(seq: u64) -> StoredEvent {
         StoredEvent {
             seq,
-            data: Arc::from(format!("{seq}")),
+            data: Bytes::from(format!("{seq}")),
             last: false,
         }
     }

@@ -324,11 +324,7 @@ async fn deliver_batch(
         all = futures::future::join_all(replies) => all,
         () = session.closed.cancelled() => Vec::new(),
     };
-    let bodies: Vec<String> = all
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|b| b.to_string())
-        .collect();
+    let bodies: Vec<Bytes> = all.into_iter().filter_map(Result::ok).collect();
     if bodies.len() != ids.len() {
         return error(
             StatusCode::NOT_FOUND,
@@ -342,7 +338,7 @@ async fn deliver_batch(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        format!("[{}]", bodies.join(",")),
+        Body::from(json_array(&bodies)),
     )
         .into_response()
 }
@@ -422,7 +418,7 @@ async fn deliver(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
                     )],
-                    body.to_string(),
+                    Body::from(body),
                 )
                     .into_response(),
                 None => error_for(
@@ -585,18 +581,38 @@ fn sse(
 
 /// Appends one SSE event in wire form to `out`. `data` never holds a newline (messages are
 /// compact JSON).
-fn push_frame(out: &mut Vec<u8>, stream: StreamId, seq: u64, data: &str, retry: Option<Duration>) {
-    use std::io::Write as _;
+fn push_frame(out: &mut Vec<u8>, stream: StreamId, seq: u64, data: &[u8], retry: Option<Duration>) {
+    let mut number = itoa::Buffer::new();
     if retry.is_none() {
         out.extend_from_slice(b"event: message\n");
     }
-    let _ = writeln!(out, "id: {stream}-{seq}");
+    out.extend_from_slice(b"id: ");
+    out.extend_from_slice(number.format(stream).as_bytes());
+    out.push(b'-');
+    out.extend_from_slice(number.format(seq).as_bytes());
+    out.push(b'\n');
     if let Some(retry) = retry {
-        let _ = writeln!(out, "retry: {}", retry.as_millis());
+        out.extend_from_slice(b"retry: ");
+        out.extend_from_slice(number.format(retry.as_millis()).as_bytes());
+        out.push(b'\n');
     }
     out.extend_from_slice(b"data: ");
-    out.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(data);
     out.extend_from_slice(b"\n\n");
+}
+
+/// The responses of a batch as one JSON array.
+fn json_array(bodies: &[Bytes]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 1);
+    out.push(b'[');
+    for (i, body) in bodies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(body);
+    }
+    out.push(b']');
+    out
 }
 
 /// Events handed to the body in one chunk at most (a burst of progress goes out in few writes).
@@ -620,7 +636,7 @@ impl Reader {
             // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data; with
             // whatever is already there, in one chunk.
             let mut chunk = Vec::with_capacity(256);
-            push_frame(&mut chunk, self.stream, 0, "", Some(retry));
+            push_frame(&mut chunk, self.stream, 0, b"", Some(retry));
             if let Some(events) = self.session.streams.take(self.stream, self.cursor).await {
                 self.cursor = events.last().map_or(self.cursor, |e| e.seq);
                 self.pending.extend(events);
@@ -648,7 +664,11 @@ impl Reader {
                 }
                 return Some((Ok(Bytes::from(chunk)), self));
             }
-            if self.done || self.session.streams.take_interrupt(self.stream) {
+            if self.done {
+                self.session.streams.finish(self.stream).await;
+                return None;
+            }
+            if self.session.streams.take_interrupt(self.stream) {
                 return None;
             }
             let changed = self.session.streams.notifier(self.stream)?;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::transport::{
@@ -24,7 +25,7 @@ pub(crate) enum ReplyTarget {
     /// An SSE stream (the POST's reply, resumable).
     Stream(StreamId),
     /// A JSON body: the POST handler waits on this.
-    Json(oneshot::Sender<Arc<str>>),
+    Json(oneshot::Sender<Bytes>),
 }
 
 /// The session state shared by the HTTP handlers and the engine's transport.
@@ -143,12 +144,8 @@ impl HttpSession {
     /// the standalone stream. Each message goes to exactly one stream (H17).
     async fn route(&self, envelope: Envelope, codec: &Codec) -> Result<(), TransportError> {
         self.note_version(&envelope.message);
-        let bytes = codec.encode(&envelope.message)?;
-        // The codec writes JSON, which is UTF-8; the lossy path is never taken in practice.
-        let data: Arc<str> = match String::from_utf8(bytes) {
-            Ok(text) => text.into(),
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into(),
-        };
+        // Encoded once; every stream, the store and the JSON body share these bytes.
+        let data = Bytes::from(codec.encode(&envelope.message)?);
         let (stream, response) = match (&envelope.message, &envelope.route) {
             (Message::Response(r), _) => {
                 let target = r.id.as_ref().and_then(|id| self.routes().remove(id));

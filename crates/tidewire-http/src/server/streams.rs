@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::Notify;
 
 pub(crate) use super::event_store::StreamId;
@@ -62,7 +63,7 @@ enum Admit {
     /// Numbered and ready to store.
     Event(StoredEvent),
     /// A full window ahead of its reader; the data comes back.
-    Full(Arc<str>),
+    Full(Bytes),
 }
 
 /// Every stream of one session.
@@ -136,7 +137,7 @@ impl Streams {
     /// Appends a message to a stream, first waiting (within the patience) while it is a full
     /// window ahead of its reader. A `response` counts down the responses the stream awaits; the
     /// last one completes it. Returns false when the stream no longer exists.
-    pub(crate) async fn push(&self, stream: StreamId, data: Arc<str>, response: bool) -> bool {
+    pub(crate) async fn push(&self, stream: StreamId, data: Bytes, response: bool) -> bool {
         let event = match self.admit(stream, data, response, false) {
             Admit::Gone => return false,
             Admit::Event(event) => event,
@@ -154,7 +155,7 @@ impl Streams {
     }
 
     /// Numbers the next event of `stream` if the window has room (or `force`).
-    fn admit(&self, stream: StreamId, data: Arc<str>, response: bool, force: bool) -> Admit {
+    fn admit(&self, stream: StreamId, data: Bytes, response: bool, force: bool) -> Admit {
         let mut streams = self.lock();
         let Some(s) = streams.get_mut(&stream) else {
             return Admit::Gone;
@@ -184,7 +185,7 @@ impl Streams {
     async fn wait_for_room(
         &self,
         stream: StreamId,
-        data: Arc<str>,
+        data: Bytes,
         response: bool,
     ) -> Option<StoredEvent> {
         let deadline = tokio::time::Instant::now() + self.patience;
@@ -241,6 +242,25 @@ impl Streams {
         };
         if finished {
             self.forget_later(Some(stream));
+        }
+    }
+
+    /// Ends a POST stream whose reader has taken its response: forgets it here and, without a
+    /// task of its own, in the store. The reader's detach then finds nothing left to do.
+    pub(crate) async fn finish(&self, stream: StreamId) {
+        let finished = {
+            let mut streams = self.lock();
+            let finished = stream != STANDALONE
+                && streams
+                    .get(&stream)
+                    .is_some_and(|s| s.last.is_some_and(|last| s.delivered >= last));
+            if finished {
+                streams.remove(&stream);
+            }
+            finished
+        };
+        if finished {
+            self.store.forget(&self.session, Some(stream)).await;
         }
     }
 
@@ -357,8 +377,8 @@ mod tests {
     use super::super::event_store::MemoryEventStore;
     use super::*;
 
-    fn data(s: &str) -> Arc<str> {
-        Arc::from(s)
+    fn data(s: &'static str) -> Bytes {
+        Bytes::from_static(s.as_bytes())
     }
 
     fn streams(window: usize, patience: Duration) -> (Streams, Arc<MemoryEventStore>) {

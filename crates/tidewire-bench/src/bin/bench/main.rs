@@ -9,7 +9,8 @@
 //! Options: `--quick` (3 short rounds, memory at 1,000 sessions: under 2 minutes on 2 cores),
 //! `--json` (machine-readable output), `--rounds N`, `--window SECS` (measured seconds per
 //! cell), `--only sse,json,progress,stdio,memory`, `--sessions 1000,10000`, `--no-pin`,
-//! `--protocol VERSION` (default 2025-11-25).
+//! `--protocol VERSION` (default 2025-11-25), `--peers tidewire,rmcp,ceiling` (a subset, e.g.
+//! to profile one server).
 //! Progress goes to stderr, the table to stdout. See `docs/performance.md`.
 
 mod http;
@@ -40,6 +41,8 @@ struct Options {
     groups: Vec<String>,
     sessions: Vec<usize>,
     no_pin: bool,
+    /// The peers to run, in the first round's order (all three unless `--peers` narrows it).
+    peers: Vec<Peer>,
 }
 
 impl Options {
@@ -60,6 +63,7 @@ impl Options {
                 vec![1_000, 10_000]
             },
             no_pin: false,
+            peers: Peer::ALL.to_vec(),
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -74,6 +78,19 @@ impl Options {
                 "--only" => {
                     options.groups = value()?.split(',').map(str::to_owned).collect();
                 }
+                "--peers" => {
+                    options.peers = value()?
+                        .split(',')
+                        .map(|name| {
+                            Peer::ALL
+                                .into_iter()
+                                .find(|p| p.name() == name)
+                                .with_context(|| {
+                                    format!("unknown peer {name} (tidewire, rmcp, ceiling)")
+                                })
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
                 "--sessions" => {
                     options.sessions = value()?
                         .split(',')
@@ -84,12 +101,15 @@ impl Options {
                     println!(
                         "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
                          [--only sse,json,progress,stdio,memory] [--sessions 1000,10000] [--no-pin] \
-                         [--protocol VERSION]"
+                         [--protocol VERSION] [--peers tidewire,rmcp,ceiling]"
                     );
                     std::process::exit(0);
                 }
                 other => bail!("unknown argument {other} (try --help)"),
             }
+        }
+        if options.peers.is_empty() {
+            bail!("--peers needs at least one peer");
         }
         if options.rounds == 0 {
             bail!("--rounds must be at least 1");
@@ -246,7 +266,7 @@ async fn run(options: &Options, placement: &Placement, rows: &mut Rows) -> anyho
     let (warm, window) = (options.warm, options.window);
     for round in 0..options.rounds {
         // A B C, then C B A: no peer always runs first.
-        let mut order = Peer::ALL.to_vec();
+        let mut order = options.peers.clone();
         if round % 2 == 1 {
             order.reverse();
         }
