@@ -590,6 +590,41 @@ async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
 }
 
 #[tokio::test]
+async fn concurrent_stateless_requests_keep_their_streams_apart() {
+    let (url, _mcp) = start(HttpConfig::default().stateless(true)).await;
+    let raw = Raw::new(&url);
+    let mut crawl = tool_call(
+        1,
+        "crawl",
+        json!({"urls": ["https://a", "https://b", "https://c"], "delay_ms": 20}),
+    );
+    crawl["params"]["_meta"] = json!({"progressToken": "p"});
+    let echoes = (0..5).map(|i| {
+        let raw = raw.clone();
+        async move {
+            raw.call(&tool_call(
+                10 + i,
+                "echo",
+                json!({"text": format!("echo {i}")}),
+            ))
+            .await
+        }
+    });
+    let (crawled, echoed) = tokio::join!(raw.call(&crawl), futures::future::join_all(echoes));
+    // Every one-shot session numbers its streams from 1; none may read another's events.
+    for (i, reply) in (10..).zip(&echoed) {
+        assert_eq!(reply.len(), 1, "only its own response: {reply:?}");
+        assert_eq!(reply[0]["id"], i);
+    }
+    let (progress, rest): (Vec<_>, Vec<_>) = crawled
+        .iter()
+        .partition(|m| m["method"] == "notifications/progress");
+    assert_eq!(progress.len(), 3, "{crawled:?}");
+    assert_eq!(rest.len(), 1, "{crawled:?}");
+    assert_eq!(rest[0]["id"], 1);
+}
+
+#[tokio::test]
 async fn batches_are_served_on_2025_03_26_only() {
     for mode in [ResponseMode::Sse, ResponseMode::Json] {
         let (url, _mcp) = start(HttpConfig::default().response_mode(mode)).await;

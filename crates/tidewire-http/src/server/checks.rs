@@ -55,7 +55,12 @@ fn accepts(headers: &HeaderMap, media: &str) -> bool {
     headers.get_all(header::ACCEPT).iter().any(|value| {
         value.to_str().unwrap_or_default().split(',').any(|item| {
             let item = item.split(';').next().unwrap_or_default().trim();
-            item == media || item == "*/*" || item == format!("{kind}/*")
+            // Media types are case-insensitive; `type/*` and `*/*` cover `media` too.
+            item.eq_ignore_ascii_case(media)
+                || item == "*/*"
+                || item
+                    .strip_suffix("/*")
+                    .is_some_and(|k| k.eq_ignore_ascii_case(kind))
         })
     })
 }

@@ -94,12 +94,10 @@ impl EventStore for MemoryEventStore {
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
         let mut all = self.lock();
-        // The session's key is allocated once, not per event.
-        if !all.contains_key(session) {
-            all.insert(session.to_owned(), HashMap::new());
-        }
-        let Some(streams) = all.get_mut(session) else {
-            return Box::pin(std::future::ready(()));
+        let streams = match all.get_mut(session) {
+            Some(streams) => streams,
+            // The session's key is allocated once, not per event.
+            None => all.entry(session.to_owned()).or_default(),
         };
         let events = streams.entry(stream).or_default();
         while events.len() >= self.per_stream {
@@ -135,11 +133,10 @@ impl EventStore for MemoryEventStore {
                 all.remove(session);
             }
             Some(stream) => {
+                // The session's entry stays (until it is forgotten whole): its next stream
+                // reuses it instead of allocating the key and the table again.
                 if let Some(streams) = all.get_mut(session) {
                     streams.remove(&stream);
-                    if streams.is_empty() {
-                        all.remove(session);
-                    }
                 }
             }
         }

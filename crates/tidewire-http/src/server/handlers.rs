@@ -359,7 +359,10 @@ async fn post_stateless(
         peer_requests: false,
         reason: "stateless Streamable HTTP",
     });
-    let session = state.start_session(String::new());
+    // Never a client's session id (those are hex), and unique: each one-shot session's streams
+    // and stored events stay its own.
+    let n = state.stateless_seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let session = state.start_session(format!("stateless-{n}"));
     let priming = version >= ProtocolVersion::V2025_11_25;
     deliver(state, &session, message, extensions, priming, true).await
 }

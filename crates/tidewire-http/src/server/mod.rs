@@ -87,6 +87,8 @@ pub(crate) struct State {
     store: Arc<dyn EventStore>,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     reaper_started: std::sync::Once,
+    /// Numbers the one-shot sessions of stateless mode (their key in the event store).
+    stateless_seq: std::sync::atomic::AtomicU64,
 }
 
 impl StreamableHttp {
@@ -110,6 +112,7 @@ impl StreamableHttp {
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 reaper_started: std::sync::Once::new(),
+                stateless_seq: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }

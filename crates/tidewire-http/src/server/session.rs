@@ -31,7 +31,7 @@ pub(crate) enum ReplyTarget {
 /// The session state shared by the HTTP handlers and the engine's transport.
 #[derive(Debug)]
 pub(crate) struct HttpSession {
-    /// The `Mcp-Session-Id` (empty in stateless mode).
+    /// The `Mcp-Session-Id` (in stateless mode, an internal `stateless-N` never sent out).
     pub(crate) id: String,
     /// Messages from the client, to the engine (boxed: the queue allocates its first block of
     /// slots up front, and an idle session should cost little).
