@@ -196,11 +196,11 @@ async fn write_all<S: TransportSender>(
             () = shared.closing.cancelled() => break,
         };
         let Some(envelope) = envelope else { break };
-        write_one(sender, shared, *envelope).await?;
+        write_one(sender, shared, envelope).await?;
     }
     // Closing: flush what was queued before the close.
     while let Ok(envelope) = outbound.try_recv() {
-        if write_one(sender, shared, *envelope).await.is_err() {
+        if write_one(sender, shared, envelope).await.is_err() {
             break;
         }
     }
@@ -229,14 +229,14 @@ impl Sent {
 async fn write_one<S: TransportSender>(
     sender: &mut S,
     shared: &Shared,
-    envelope: Envelope,
+    envelope: Queued,
 ) -> Result<(), TransportError> {
     let sent = Sent::of(&envelope.message);
     let route = match sent {
         Sent::Response(_) => Some(envelope.route.clone()),
         _ => None,
     };
-    match sender.send(envelope).await {
+    match sender.send(*envelope).await {
         Ok(()) => Ok(()),
         Err(e) if e.is_recoverable() => {
             // This one message could not go out (too large); tell whoever waits for it.
@@ -280,49 +280,71 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
             None => return Ok(()),
             Some(Err(e)) if e.is_recoverable() => {
                 tracing::debug!(error = %e, "bad inbound message");
-                if let Some(response) = e.error_response() {
-                    let _ = peer.send_envelope(Envelope::new(response.clone())).await;
+                if let Some(response) = e.error_response()
+                    && let Some(reply) = peer.try_send_envelope(Envelope::new(response.clone()))
+                {
+                    wait_to_send(&shared, reply).await;
                 }
             }
             Some(Err(e)) => return Err(e),
-            Some(Ok(envelope)) => dispatch(envelope, &handler, &peer).await,
+            // Synchronous: handlers run in their own tasks, so the reader's future stays small
+            // (it is part of every idle connection).
+            Some(Ok(envelope)) => {
+                if let Some(reply) = dispatch(envelope, &handler, &peer) {
+                    wait_to_send(&shared, reply).await;
+                }
+            }
         }
     }
 }
 
-async fn dispatch<H: Handler>(envelope: Envelope, handler: &Arc<H>, peer: &Peer) {
+/// Queues a reply of the engine's own once the outbound queue has room (or drops it when the
+/// connection closes meanwhile).
+async fn wait_to_send(shared: &Shared, reply: Queued) {
+    tokio::select! {
+        _ = shared.outbound.send(reply) => {}
+        () = shared.closing.cancelled() => {}
+    }
+}
+
+/// Hands a message to its handler. Returns a reply of the engine's own (to a ping, a refused
+/// request) that found the outbound queue full, for the reader to send when there is room.
+fn dispatch<H: Handler>(envelope: Envelope, handler: &Arc<H>, peer: &Peer) -> Option<Queued> {
     let Envelope {
         message,
         extensions,
         ..
     } = envelope;
     match message {
-        Message::Request(request) => start_request(request, extensions, handler, peer).await,
-        Message::Notification(notification) => on_notification(notification, handler, peer),
-        Message::Response(response) => on_response(response, peer),
+        Message::Request(request) => start_request(request, extensions, handler, peer),
+        Message::Notification(notification) => {
+            on_notification(notification, handler, peer);
+            None
+        }
+        Message::Response(response) => {
+            on_response(response, peer);
+            None
+        }
     }
 }
 
-async fn start_request<H: Handler>(
+fn start_request<H: Handler>(
     request: Request,
     extensions: http::Extensions,
     handler: &Arc<H>,
     peer: &Peer,
-) {
+) -> Option<Queued> {
     let shared = &peer.shared;
     let id = request.id.clone();
     let routed = peer.with_route(Route::Request(id.clone()));
     if request.method == "ping" && shared.options.answer_ping {
-        let _ = routed
-            .send_envelope(
-                Envelope::new(Response::result(
-                    id.clone(),
-                    Value::Object(Default::default()),
-                ))
-                .with_route(Route::Request(id)),
-            )
-            .await;
-        return;
+        return routed.try_send_envelope(
+            Envelope::new(Response::result(
+                id.clone(),
+                Value::Object(Default::default()),
+            ))
+            .with_route(Route::Request(id)),
+        );
     }
     let cancel = shared.closed.child_token();
     let refused = shared.state().add_inbound(
@@ -344,13 +366,9 @@ async fn start_request<H: Handler>(
                 "request id {id} is already in use by a request in flight"
             )),
         };
-        let _ = routed
-            .send_envelope(
-                Envelope::new(Response::error(Some(id.clone()), error))
-                    .with_route(Route::Request(id)),
-            )
-            .await;
-        return;
+        return routed.try_send_envelope(
+            Envelope::new(Response::error(Some(id.clone()), error)).with_route(Route::Request(id)),
+        );
     }
     let ctx = RequestContext::new(
         id.clone(),
@@ -363,6 +381,7 @@ async fn start_request<H: Handler>(
     let task = run_request(handler.clone(), request, ctx, routed, cancel);
     let abort = tokio::spawn(task).abort_handle();
     shared.state().set_abort(&id, abort);
+    None
 }
 
 async fn run_request<H: Handler>(

@@ -221,6 +221,18 @@ impl Peer {
         }
     }
 
+    /// Queues a message the engine itself answers with (a ping reply, a refusal) without
+    /// waiting. When the queue is full the message comes back, for the caller to wait for room
+    /// (the reader does, which keeps a flooding peer in check); when the connection is closed,
+    /// it is dropped.
+    pub(crate) fn try_send_envelope(&self, envelope: Envelope) -> Option<Queued> {
+        use tokio::sync::mpsc::error::TrySendError;
+        match self.shared.outbound.try_send(Box::new(envelope)) {
+            Ok(()) | Err(TrySendError::Closed(_)) => None,
+            Err(TrySendError::Full(envelope)) => Some(envelope),
+        }
+    }
+
     pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
         if self.shared.closed.is_cancelled() || self.shared.closing.is_cancelled() {
             return Err(SessionError::Closed(self.shared.close_reason()));

@@ -308,7 +308,7 @@ async fn deliver_batch(
             route: Default::default(),
             extensions: extensions.clone(),
         };
-        if session.inbound.send(Box::new(envelope)).await.is_err() {
+        if session.inbox.push(envelope, &session.closed).await.is_err() {
             return session_not_found(&session.id);
         }
     }
@@ -361,7 +361,9 @@ async fn post_stateless(
     });
     // Never a client's session id (those are hex), and unique: each one-shot session's streams
     // and stored events stay its own.
-    let n = state.stateless_seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = state
+        .stateless_seq
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let session = state.start_session(format!("stateless-{n}"));
     let priming = version >= ProtocolVersion::V2025_11_25;
     deliver(state, &session, message, extensions, priming, true).await
@@ -387,7 +389,7 @@ async fn deliver(
     };
     let Some(id) = id else {
         // A notification or a response: accepted, nothing to answer (H7).
-        return match session.inbound.send(Box::new(envelope)).await {
+        return match session.inbox.push(envelope, &session.closed).await {
             Ok(()) => StatusCode::ACCEPTED.into_response(),
             Err(_) => session_not_found(&session.id),
         };
@@ -406,7 +408,7 @@ async fn deliver(
                 id: id.clone(),
                 close: one_shot,
             };
-            if session.inbound.send(Box::new(envelope)).await.is_err() {
+            if session.inbox.push(envelope, &session.closed).await.is_err() {
                 return session_not_found(&session.id);
             }
             let reply = tokio::select! {
@@ -449,7 +451,7 @@ async fn deliver(
                     }
                 }));
             }
-            if session.inbound.send(Box::new(envelope)).await.is_err() {
+            if session.inbox.push(envelope, &session.closed).await.is_err() {
                 session.forget(&id);
                 return session_not_found(&session.id);
             }

@@ -33,6 +33,7 @@ mod checks;
 mod config;
 mod event_store;
 mod handlers;
+mod inbox;
 mod session;
 mod streams;
 
@@ -42,7 +43,6 @@ use std::time::Duration;
 
 use tidewire_core::session::Driver;
 use tidewire_core::transport::Codec;
-use tokio::sync::mpsc;
 
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore, StoredEvent, StreamId};
@@ -148,10 +148,9 @@ impl State {
 
     /// Starts a session's engine on a fresh transport; the session is removed when it stops.
     fn start_session(self: &Arc<Self>, id: String) -> Arc<HttpSession> {
-        let (tx, rx) = mpsc::channel(self.config.inbound_queue);
         let session = Arc::new(HttpSession::new(
             id,
-            tx,
+            self.config.inbound_queue,
             self.store.clone(),
             self.config.stream_capacity,
             self.config.stream_patience,
@@ -162,8 +161,7 @@ impl State {
                 codec: self.codec,
             },
             HttpReceiver {
-                rx,
-                closed: session.closed.clone(),
+                session: session.clone(),
             },
         );
         let driver = (self.make_driver)(transport);

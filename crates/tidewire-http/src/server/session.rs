@@ -12,11 +12,12 @@ use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::transport::{
     Codec, Envelope, Route, TransportError, TransportReceiver, TransportSender,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::event_store::EventStore;
+use super::inbox::Inbox;
 use super::streams::{STANDALONE, StreamId, Streams};
 
 /// Where the response to one inbound request goes.
@@ -33,9 +34,8 @@ pub(crate) enum ReplyTarget {
 pub(crate) struct HttpSession {
     /// The `Mcp-Session-Id` (in stateless mode, an internal `stateless-N` never sent out).
     pub(crate) id: String,
-    /// Messages from the client, to the engine (boxed: the queue allocates its first block of
-    /// slots up front, and an idle session should cost little).
-    pub(crate) inbound: mpsc::Sender<Box<Envelope>>,
+    /// Messages from the client, to the engine.
+    pub(crate) inbox: Inbox,
     pub(crate) streams: Streams,
     routes: Mutex<HashMap<RequestId, ReplyTarget>>,
     last_active: Mutex<Instant>,
@@ -52,7 +52,7 @@ pub(crate) struct DuplicateId;
 impl HttpSession {
     pub(crate) fn new(
         id: String,
-        inbound: mpsc::Sender<Box<Envelope>>,
+        inbound_queue: usize,
         store: Arc<dyn EventStore>,
         stream_capacity: usize,
         patience: Duration,
@@ -60,7 +60,7 @@ impl HttpSession {
         Self {
             streams: Streams::new(id.clone(), store, stream_capacity, patience),
             id,
-            inbound,
+            inbox: Inbox::new(inbound_queue),
             routes: Mutex::new(HashMap::new()),
             last_active: Mutex::new(Instant::now()),
             closed: CancellationToken::new(),
@@ -139,39 +139,41 @@ impl HttpSession {
         }
     }
 
-    /// Sends one outbound message where it belongs: a response to its request's stream (or
-    /// JSON body), a message related to a request to that request's stream, anything else to
-    /// the standalone stream. Each message goes to exactly one stream (H17).
-    async fn route(&self, envelope: Envelope, codec: &Codec) -> Result<(), TransportError> {
+    /// Decides where one outbound message goes: a response to its request's stream (or JSON
+    /// body, delivered here), a message related to a request to that request's stream, anything
+    /// else to the standalone stream. Each message goes to exactly one stream (H17). Returns
+    /// the stream, the encoded message and whether it is the response, or `None` when nothing
+    /// is left to do. Synchronous, so the sending future stays small.
+    fn route(
+        &self,
+        envelope: &Envelope,
+        codec: &Codec,
+    ) -> Result<Option<(StreamId, Bytes, bool)>, TransportError> {
         self.note_version(&envelope.message);
         // Encoded once; every stream, the store and the JSON body share these bytes.
         let data = Bytes::from(codec.encode(&envelope.message)?);
-        let (stream, response) = match (&envelope.message, &envelope.route) {
+        let routed = match (&envelope.message, &envelope.route) {
             (Message::Response(r), _) => {
                 let target = r.id.as_ref().and_then(|id| self.routes().remove(id));
                 match target {
                     Some(ReplyTarget::Json(tx)) => {
                         let _ = tx.send(data);
-                        return Ok(());
+                        return Ok(None);
                     }
-                    Some(ReplyTarget::Stream(s)) => (s, true),
+                    Some(ReplyTarget::Stream(s)) => (s, data, true),
                     None => {
                         tracing::debug!(id = ?r.id, "a response with no open request; dropped");
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
             }
             (_, Route::Request(id)) => match self.routes().get(id) {
-                Some(ReplyTarget::Stream(s)) => (*s, false),
-                _ => (STANDALONE, false),
+                Some(ReplyTarget::Stream(s)) => (*s, data, false),
+                _ => (STANDALONE, data, false),
             },
-            (_, Route::Unrelated) => (STANDALONE, false),
+            (_, Route::Unrelated) => (STANDALONE, data, false),
         };
-        if !self.streams.push(stream, data.clone(), response).await && stream != STANDALONE {
-            // The request's stream is gone (the session is closing): nothing to deliver to.
-            tracing::debug!(stream, "a message for a closed stream; dropped");
-        }
-        Ok(())
+        Ok(Some(routed))
     }
 
     /// Ends the session.
@@ -192,8 +194,7 @@ pub struct HttpSender {
 /// The engine's receiving half: the messages clients POST to this session.
 #[derive(Debug)]
 pub struct HttpReceiver {
-    pub(crate) rx: mpsc::Receiver<Box<Envelope>>,
-    pub(crate) closed: CancellationToken,
+    pub(crate) session: Arc<HttpSession>,
 }
 
 impl TransportSender for HttpSender {
@@ -201,7 +202,15 @@ impl TransportSender for HttpSender {
         if self.session.closed.is_cancelled() {
             return Err(TransportError::closed());
         }
-        self.session.route(envelope, &self.codec).await
+        let Some((stream, data, response)) = self.session.route(&envelope, &self.codec)? else {
+            return Ok(());
+        };
+        drop(envelope);
+        if !self.session.streams.push(stream, data, response).await && stream != STANDALONE {
+            // The request's stream is gone (the session is closing): nothing to deliver to.
+            tracing::debug!(stream, "a message for a closed stream; dropped");
+        }
+        Ok(())
     }
 
     async fn close(&mut self) -> Result<(), TransportError> {
@@ -212,10 +221,7 @@ impl TransportSender for HttpSender {
 
 impl TransportReceiver for HttpReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
-        tokio::select! {
-            biased;
-            envelope = self.rx.recv() => envelope.map(|e| Ok(*e)),
-            () = self.closed.cancelled() => None,
-        }
+        let session = &self.session;
+        session.inbox.pop(&session.closed).await.map(Ok)
     }
 }
