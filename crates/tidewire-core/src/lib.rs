@@ -62,6 +62,7 @@
 
 pub mod jsonrpc;
 pub mod progress;
+pub mod queue;
 pub mod schema;
 pub mod session;
 pub mod transport;

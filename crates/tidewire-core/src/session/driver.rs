@@ -9,7 +9,6 @@ use std::task::{Context, Poll};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::context::RequestContext;
@@ -51,10 +50,9 @@ pub(crate) fn driver<T: Transport, H: Handler>(
     transport: T,
     handler: Arc<H>,
     shared: Arc<Shared>,
-    outbound: mpsc::Receiver<Queued>,
 ) -> Driver {
     Driver {
-        future: Box::pin(run(transport, handler, shared, outbound)),
+        future: Box::pin(run(transport, handler, shared)),
     }
 }
 
@@ -62,7 +60,6 @@ async fn run<T: Transport, H: Handler>(
     transport: T,
     handler: Arc<H>,
     shared: Arc<Shared>,
-    outbound: mpsc::Receiver<Queued>,
 ) -> Result<(), TransportError> {
     let (sender, receiver) = transport.split();
     let peer = Peer {
@@ -70,7 +67,7 @@ async fn run<T: Transport, H: Handler>(
         route: Route::Unrelated,
     };
     let mut reader = Box::pin(read_loop(receiver, handler, peer));
-    let mut writer = Box::pin(write_loop(sender, shared.clone(), outbound));
+    let mut writer = Box::pin(write_loop(sender, shared.clone()));
     let result = tokio::select! {
         read = &mut reader => {
             if read.is_ok() && !shared.closing.is_cancelled() {
@@ -175,9 +172,8 @@ fn finish(shared: &Shared, reason: &str) {
 async fn write_loop<S: TransportSender>(
     mut sender: S,
     shared: Arc<Shared>,
-    mut outbound: mpsc::Receiver<Queued>,
 ) -> Result<(), TransportError> {
-    let written = write_all(&mut sender, &shared, &mut outbound).await;
+    let written = write_all(&mut sender, &shared).await;
     // Closed however the writing ended, so a transport can say goodbye (Streamable HTTP sends
     // DELETE, stdio closes the child's stdin).
     let closed = sender.close().await;
@@ -187,19 +183,13 @@ async fn write_loop<S: TransportSender>(
 async fn write_all<S: TransportSender>(
     sender: &mut S,
     shared: &Shared,
-    outbound: &mut mpsc::Receiver<Queued>,
 ) -> Result<(), TransportError> {
-    loop {
-        let envelope = tokio::select! {
-            biased;
-            envelope = outbound.recv() => envelope,
-            () = shared.closing.cancelled() => break,
-        };
-        let Some(envelope) = envelope else { break };
+    // What is queued goes out before a close is noticed.
+    while let Some(envelope) = shared.outbound.pop(&shared.closing).await {
         write_one(sender, shared, envelope).await?;
     }
     // Closing: flush what was queued before the close.
-    while let Ok(envelope) = outbound.try_recv() {
+    while let Some(envelope) = shared.outbound.try_pop() {
         if write_one(sender, shared, envelope).await.is_err() {
             break;
         }
@@ -301,10 +291,7 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
 /// Queues a reply of the engine's own once the outbound queue has room (or drops it when the
 /// connection closes meanwhile).
 async fn wait_to_send(shared: &Shared, reply: Queued) {
-    tokio::select! {
-        _ = shared.outbound.send(reply) => {}
-        () = shared.closing.cancelled() => {}
-    }
+    let _ = shared.outbound.push(reply, &shared.closing).await;
 }
 
 /// Hands a message to its handler. Returns a reply of the engine's own (to a ping, a refused

@@ -34,7 +34,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 pub use context::{ProgressTracker, RequestContext};
 pub use driver::Driver;
@@ -87,13 +86,12 @@ impl Session {
         handler: Arc<H>,
         options: SessionOptions,
     ) -> (Peer, Driver) {
-        let (tx, rx) = mpsc::channel(options.outbound_queue);
-        let shared = Arc::new(peer::Shared::new(tx, options));
+        let shared = Arc::new(peer::Shared::new(options));
         let peer = Peer {
             shared: shared.clone(),
             route: crate::transport::Route::Unrelated,
         };
-        (peer, driver::driver(transport, handler, shared, rx))
+        (peer, driver::driver(transport, handler, shared))
     }
 
     /// Sets up a connection and spawns its driver on the current tokio runtime.

@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use crate::queue::BoundedQueue;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -26,13 +27,12 @@ use crate::progress::Progress;
 use crate::schema::{NotificationType, RequestType};
 use crate::transport::{Envelope, Route};
 
-/// An envelope waiting for the writer. Boxed so the queue's slots stay small: a session's
-/// queue allocates its first block of slots up front, and an idle session should cost little.
+/// An envelope waiting for the writer. Boxed so the queue's slots stay small (8 bytes each).
 pub(crate) type Queued = Box<Envelope>;
 
 /// What a connection shares between its peer handles, its driver and its handler tasks.
 pub(crate) struct Shared {
-    pub(crate) outbound: mpsc::Sender<Queued>,
+    pub(crate) outbound: Arc<BoundedQueue<Queued>>,
     pub(crate) state: Mutex<State>,
     pub(crate) options: SessionOptions,
     /// Asks the driver to stop.
@@ -50,9 +50,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(outbound: mpsc::Sender<Queued>, options: SessionOptions) -> Self {
+    pub(crate) fn new(options: SessionOptions) -> Self {
         Self {
-            outbound,
+            outbound: Arc::new(BoundedQueue::new(options.outbound_queue)),
             state: Mutex::new(State::new(
                 options.max_pending_outbound,
                 options.max_inflight_inbound,
@@ -97,16 +97,16 @@ impl Shared {
     /// Queues a message without waiting (for use in `Drop`). Falls back to a spawned send when the
     /// queue is full; drops the message only when no runtime is running.
     pub(crate) fn enqueue_nowait(&self, envelope: Envelope) {
-        match self.outbound.try_send(Box::new(envelope)) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(envelope)) => {
-                if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                    let tx = self.outbound.clone();
-                    handle.spawn(async move {
-                        let _ = tx.send(envelope).await;
-                    });
-                }
-            }
+        if self.closed.is_cancelled() {
+            return;
+        }
+        if let Err(envelope) = self.outbound.try_push(Box::new(envelope))
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            let (queue, closed) = (self.outbound.clone(), self.closed.clone());
+            handle.spawn(async move {
+                let _ = queue.push(envelope, &closed).await;
+            });
         }
     }
 
@@ -226,11 +226,10 @@ impl Peer {
     /// (the reader does, which keeps a flooding peer in check); when the connection is closed,
     /// it is dropped.
     pub(crate) fn try_send_envelope(&self, envelope: Envelope) -> Option<Queued> {
-        use tokio::sync::mpsc::error::TrySendError;
-        match self.shared.outbound.try_send(Box::new(envelope)) {
-            Ok(()) | Err(TrySendError::Closed(_)) => None,
-            Err(TrySendError::Full(envelope)) => Some(envelope),
+        if self.shared.closed.is_cancelled() {
+            return None;
         }
+        self.shared.outbound.try_push(Box::new(envelope)).err()
     }
 
     pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
@@ -239,7 +238,7 @@ impl Peer {
         }
         self.shared
             .outbound
-            .send(Box::new(envelope))
+            .push(Box::new(envelope), &self.shared.closed)
             .await
             .map_err(|_| SessionError::Closed(self.shared.close_reason()))
     }

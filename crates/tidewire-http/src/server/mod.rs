@@ -33,7 +33,6 @@ mod checks;
 mod config;
 mod event_store;
 mod handlers;
-mod inbox;
 mod session;
 mod streams;
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{Message, RequestId};
+use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::{
     Codec, Envelope, Route, TransportError, TransportReceiver, TransportSender,
 };
@@ -17,7 +18,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::event_store::EventStore;
-use super::inbox::Inbox;
 use super::streams::{STANDALONE, StreamId, Streams};
 
 /// Where the response to one inbound request goes.
@@ -34,8 +34,8 @@ pub(crate) enum ReplyTarget {
 pub(crate) struct HttpSession {
     /// The `Mcp-Session-Id` (in stateless mode, an internal `stateless-N` never sent out).
     pub(crate) id: String,
-    /// Messages from the client, to the engine.
-    pub(crate) inbox: Inbox,
+    /// Messages from the client, to the engine (boxed: small slots).
+    pub(crate) inbox: BoundedQueue<Box<Envelope>>,
     pub(crate) streams: Streams,
     routes: Mutex<HashMap<RequestId, ReplyTarget>>,
     last_active: Mutex<Instant>,
@@ -60,7 +60,7 @@ impl HttpSession {
         Self {
             streams: Streams::new(id.clone(), store, stream_capacity, patience),
             id,
-            inbox: Inbox::new(inbound_queue),
+            inbox: BoundedQueue::new(inbound_queue),
             routes: Mutex::new(HashMap::new()),
             last_active: Mutex::new(Instant::now()),
             closed: CancellationToken::new(),
@@ -222,6 +222,6 @@ impl TransportSender for HttpSender {
 impl TransportReceiver for HttpReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
         let session = &self.session;
-        session.inbox.pop(&session.closed).await.map(Ok)
+        session.inbox.pop(&session.closed).await.map(|e| Ok(*e))
     }
 }
