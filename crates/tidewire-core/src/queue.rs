@@ -172,7 +172,11 @@ mod tests {
         assert!(queue.is_empty());
         closed.cancel();
         assert_eq!(queue.pop(&closed).await, None, "closed: the reader ends");
-        assert_eq!(queue.push(4, &closed).await, Err(4), "and writers get their item back");
+        assert_eq!(
+            queue.push(4, &closed).await,
+            Err(4),
+            "and writers get their item back"
+        );
     }
 
     #[tokio::test]

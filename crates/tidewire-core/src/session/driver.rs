@@ -103,7 +103,9 @@ async fn run<T: Transport, H: Handler>(
 /// Waits, within the drain timeout, until no inbound request is running. Outbound requests fail
 /// first: the peer will send nothing more, so their answers cannot come.
 async fn drain(shared: &Shared) {
-    shared.remote_closed.cancel();
+    shared
+        .remote_closed
+        .store(true, std::sync::atomic::Ordering::Release);
     let pending = shared.state().drain_pending();
     for p in pending {
         let _ = p.responder.send(Err(SessionError::Closed(
@@ -273,7 +275,7 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
                 if let Some(response) = e.error_response()
                     && let Some(reply) = peer.try_send_envelope(Envelope::new(response.clone()))
                 {
-                    wait_to_send(&shared, reply).await;
+                    Box::pin(wait_to_send(&shared, reply)).await;
                 }
             }
             Some(Err(e)) => return Err(e),
@@ -281,7 +283,9 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
             // (it is part of every idle connection).
             Some(Ok(envelope)) => {
                 if let Some(reply) = dispatch(envelope, &handler, &peer) {
-                    wait_to_send(&shared, reply).await;
+                    // Rare (the queue is full): boxed, so its state is not part of every idle
+                    // connection's reader.
+                    Box::pin(wait_to_send(&shared, reply)).await;
                 }
             }
         }

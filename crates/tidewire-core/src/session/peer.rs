@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::queue::BoundedQueue;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use crate::queue::BoundedQueue;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     pub(crate) closed: CancellationToken,
     pub(crate) close_reason: Mutex<Option<String>>,
     /// Fired when the peer has closed its side: nothing it could answer will come.
-    pub(crate) remote_closed: CancellationToken,
+    pub(crate) remote_closed: std::sync::atomic::AtomicBool,
     /// Woken whenever the last running inbound request finishes.
     pub(crate) idle: Notify,
     next_id: AtomicI64,
@@ -61,7 +61,7 @@ impl Shared {
             closing: CancellationToken::new(),
             closed: CancellationToken::new(),
             close_reason: Mutex::new(None),
-            remote_closed: CancellationToken::new(),
+            remote_closed: std::sync::atomic::AtomicBool::new(false),
             idle: Notify::new(),
             next_id: AtomicI64::new(1),
             version: AtomicU8::new(0),
@@ -411,7 +411,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
             return Err(SessionError::Closed(shared.close_reason()));
         }
-        if shared.remote_closed.is_cancelled() {
+        if shared.remote_closed.load(Ordering::Acquire) {
             return Err(SessionError::Closed(
                 "the peer closed the connection".to_owned(),
             ));

@@ -110,7 +110,9 @@ impl State {
 
     /// Removes an outbound request (response arrived, cancelled, timed out).
     pub(crate) fn take_pending(&mut self, id: &RequestId) -> Option<Pending> {
-        self.pending.remove(id)
+        let taken = self.pending.remove(id);
+        release_if_empty(&mut self.pending);
+        taken
     }
 
     /// Delivers a progress report to the outbound request that owns `token`.
@@ -163,7 +165,9 @@ impl State {
 
     /// Removes a finished inbound request.
     pub(crate) fn finish_inbound(&mut self, id: &RequestId) -> Option<Inbound> {
-        self.inbound.remove(id)
+        let finished = self.inbound.remove(id);
+        release_if_empty(&mut self.inbound);
+        finished
     }
 
     /// The number of outbound requests awaiting responses.
@@ -187,6 +191,14 @@ impl State {
             self.pending.drain().map(|(_, p)| p).collect(),
             self.inbound.drain().map(|(_, i)| i).collect(),
         )
+    }
+}
+
+/// Gives an emptied table's memory back: an idle connection then holds no table at all (a
+/// server holds many idle connections; the next request allocates a small table again).
+fn release_if_empty<K, V>(table: &mut HashMap<K, V>) {
+    if table.is_empty() && table.capacity() > 0 {
+        *table = HashMap::new();
     }
 }
 

@@ -133,10 +133,12 @@ impl EventStore for MemoryEventStore {
                 all.remove(session);
             }
             Some(stream) => {
-                // The session's entry stays (until it is forgotten whole): its next stream
-                // reuses it instead of allocating the key and the table again.
+                // A session with nothing kept costs nothing here (idle sessions are many).
                 if let Some(streams) = all.get_mut(session) {
                     streams.remove(&stream);
+                    if streams.is_empty() {
+                        all.remove(session);
+                    }
                 }
             }
         }

@@ -156,7 +156,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
     let is_initialize = !is_batch
         && matches!(messages.first(), Some(Message::Request(r)) if r.method == "initialize");
     let (session, created) = match session_header {
-        Some(id) => match state.sessions().get(&id).cloned() {
+        Some(id) => match state.sessions().get(id.as_str()).cloned() {
             Some(session) => (session, false),
             None => return session_not_found(&id),
         },
@@ -171,13 +171,13 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
                     "cannot draw a session id",
                 );
             };
-            let session = state.start_session(id.clone());
+            let session = state.start_session(id.into());
             // Checked again under the lock: two initializes racing for the last slot.
             let admitted = {
                 let mut sessions = state.sessions();
                 let room = sessions.len() < state.config.max_sessions;
                 if room {
-                    sessions.insert(id, session.clone());
+                    sessions.insert(session.id.clone(), session.clone());
                 }
                 room
             };
@@ -308,7 +308,12 @@ async fn deliver_batch(
             route: Default::default(),
             extensions: extensions.clone(),
         };
-        if session.inbox.push(Box::new(envelope), &session.closed).await.is_err() {
+        if session
+            .inbox
+            .push(Box::new(envelope), &session.closed)
+            .await
+            .is_err()
+        {
             return session_not_found(&session.id);
         }
     }
@@ -364,7 +369,7 @@ async fn post_stateless(
     let n = state
         .stateless_seq
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let session = state.start_session(format!("stateless-{n}"));
+    let session = state.start_session(format!("stateless-{n}").into());
     let priming = version >= ProtocolVersion::V2025_11_25;
     deliver(state, &session, message, extensions, priming, true).await
 }
@@ -389,7 +394,11 @@ async fn deliver(
     };
     let Some(id) = id else {
         // A notification or a response: accepted, nothing to answer (H7).
-        return match session.inbox.push(Box::new(envelope), &session.closed).await {
+        return match session
+            .inbox
+            .push(Box::new(envelope), &session.closed)
+            .await
+        {
             Ok(()) => StatusCode::ACCEPTED.into_response(),
             Err(_) => session_not_found(&session.id),
         };
@@ -408,7 +417,12 @@ async fn deliver(
                 id: id.clone(),
                 close: one_shot,
             };
-            if session.inbox.push(Box::new(envelope), &session.closed).await.is_err() {
+            if session
+                .inbox
+                .push(Box::new(envelope), &session.closed)
+                .await
+                .is_err()
+            {
                 return session_not_found(&session.id);
             }
             let reply = tokio::select! {
@@ -451,7 +465,12 @@ async fn deliver(
                     }
                 }));
             }
-            if session.inbox.push(Box::new(envelope), &session.closed).await.is_err() {
+            if session
+                .inbox
+                .push(Box::new(envelope), &session.closed)
+                .await
+                .is_err()
+            {
                 session.forget(&id);
                 return session_not_found(&session.id);
             }
@@ -510,7 +529,7 @@ fn get(state: &Shared, headers: &HeaderMap) -> Response {
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    let Some(session) = state.sessions().get(&id).cloned() else {
+    let Some(session) = state.sessions().get(id.as_str()).cloned() else {
         return session_not_found(&id);
     };
     session.touch();
@@ -544,7 +563,7 @@ fn delete(state: &Shared, headers: &HeaderMap) -> Response {
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    match state.sessions().remove(&id) {
+    match state.sessions().remove(id.as_str()) {
         Some(session) => {
             session.close();
             StatusCode::OK.into_response()
@@ -574,13 +593,15 @@ fn sse(
     };
     let frames = futures::stream::unfold(reader, Reader::next_frame);
     let mut response = Response::new(Body::from_stream(frames));
-    let headers = response.headers_mut();
+    // Sized for what goes in: a long-lived stream keeps its response head.
+    let mut headers = HeaderMap::with_capacity(3);
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    *response.headers_mut() = headers;
     response
 }
 

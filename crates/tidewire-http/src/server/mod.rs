@@ -84,7 +84,7 @@ pub(crate) struct State {
     codec: Codec,
     make_driver: Box<MakeDriver>,
     store: Arc<dyn EventStore>,
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    sessions: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     reaper_started: std::sync::Once,
     /// Numbers the one-shot sessions of stateless mode (their key in the event store).
     stateless_seq: std::sync::atomic::AtomicU64,
@@ -139,14 +139,14 @@ impl StreamableHttp {
 }
 
 impl State {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<HttpSession>>> {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Starts a session's engine on a fresh transport; the session is removed when it stops.
-    fn start_session(self: &Arc<Self>, id: String) -> Arc<HttpSession> {
+    fn start_session(self: &Arc<Self>, id: Arc<str>) -> Arc<HttpSession> {
         let session = Arc::new(HttpSession::new(
             id,
             self.config.inbound_queue,
@@ -172,7 +172,7 @@ impl State {
             }
             ended.close();
             if let Some(state) = weak.upgrade() {
-                state.sessions().remove(&ended.id);
+                state.sessions().remove(&*ended.id);
             }
         });
         session

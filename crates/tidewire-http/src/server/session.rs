@@ -33,7 +33,7 @@ pub(crate) enum ReplyTarget {
 #[derive(Debug)]
 pub(crate) struct HttpSession {
     /// The `Mcp-Session-Id` (in stateless mode, an internal `stateless-N` never sent out).
-    pub(crate) id: String,
+    pub(crate) id: Arc<str>,
     /// Messages from the client, to the engine (boxed: small slots).
     pub(crate) inbox: BoundedQueue<Box<Envelope>>,
     pub(crate) streams: Streams,
@@ -51,7 +51,7 @@ pub(crate) struct DuplicateId;
 
 impl HttpSession {
     pub(crate) fn new(
-        id: String,
+        id: Arc<str>,
         inbound_queue: usize,
         store: Arc<dyn EventStore>,
         stream_capacity: usize,
@@ -115,7 +115,17 @@ impl HttpSession {
 
     /// Forgets request `id` (its POST went away before a JSON reply).
     pub(crate) fn forget(&self, id: &RequestId) {
-        self.routes().remove(id);
+        let mut routes = self.routes();
+        routes.remove(id);
+        release_if_empty(&mut routes);
+    }
+
+    /// Takes where the response to `id` goes.
+    fn take_route(&self, id: &RequestId) -> Option<ReplyTarget> {
+        let mut routes = self.routes();
+        let target = routes.remove(id);
+        release_if_empty(&mut routes);
+        target
     }
 
     /// The revision negotiated by `initialize`, once seen.
@@ -154,7 +164,7 @@ impl HttpSession {
         let data = Bytes::from(codec.encode(&envelope.message)?);
         let routed = match (&envelope.message, &envelope.route) {
             (Message::Response(r), _) => {
-                let target = r.id.as_ref().and_then(|id| self.routes().remove(id));
+                let target = r.id.as_ref().and_then(|id| self.take_route(id));
                 match target {
                     Some(ReplyTarget::Json(tx)) => {
                         let _ = tx.send(data);
@@ -198,19 +208,29 @@ pub struct HttpReceiver {
 }
 
 impl TransportSender for HttpSender {
-    async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
-        if self.session.closed.is_cancelled() {
-            return Err(TransportError::closed());
-        }
-        let Some((stream, data, response)) = self.session.route(&envelope, &self.codec)? else {
-            return Ok(());
+    // Routing is decided before the future is made, so the future holds only the push (every
+    // idle session's writer holds one of these).
+    fn send(
+        &mut self,
+        envelope: Envelope,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        let routed = if self.session.closed.is_cancelled() {
+            Err(TransportError::closed())
+        } else {
+            self.session.route(&envelope, &self.codec)
         };
         drop(envelope);
-        if !self.session.streams.push(stream, data, response).await && stream != STANDALONE {
-            // The request's stream is gone (the session is closing): nothing to deliver to.
-            tracing::debug!(stream, "a message for a closed stream; dropped");
+        let session = &self.session;
+        async move {
+            let Some((stream, data, response)) = routed? else {
+                return Ok(());
+            };
+            if !session.streams.push(stream, data, response).await && stream != STANDALONE {
+                // The request's stream is gone (the session is closing): nothing to deliver to.
+                tracing::debug!(stream, "a message for a closed stream; dropped");
+            }
+            Ok(())
         }
-        Ok(())
     }
 
     async fn close(&mut self) -> Result<(), TransportError> {
@@ -223,5 +243,13 @@ impl TransportReceiver for HttpReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
         let session = &self.session;
         session.inbox.pop(&session.closed).await.map(|e| Ok(*e))
+    }
+}
+
+/// Gives an emptied table's memory back, so an idle session holds none (the next request
+/// allocates a small one again).
+fn release_if_empty<K, V>(table: &mut HashMap<K, V>) {
+    if table.is_empty() && table.capacity() > 0 {
+        *table = HashMap::new();
     }
 }

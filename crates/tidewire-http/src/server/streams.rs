@@ -68,7 +68,7 @@ enum Admit {
 
 /// Every stream of one session.
 pub(crate) struct Streams {
-    session: String,
+    session: Arc<str>,
     store: Arc<dyn EventStore>,
     inner: Mutex<HashMap<StreamId, Stream>>,
     next_id: Mutex<StreamId>,
@@ -89,7 +89,7 @@ impl std::fmt::Debug for Streams {
 
 impl Streams {
     pub(crate) fn new(
-        session: String,
+        session: Arc<str>,
         store: Arc<dyn EventStore>,
         window: usize,
         patience: Duration,
@@ -393,7 +393,7 @@ mod tests {
     fn streams(window: usize, patience: Duration) -> (Streams, Arc<MemoryEventStore>) {
         let store = Arc::new(MemoryEventStore::new(16));
         (
-            Streams::new("s".to_owned(), store.clone(), window, patience),
+            Streams::new("s".into(), store.clone(), window, patience),
             store,
         )
     }
