@@ -83,7 +83,7 @@ async fn run<T: Transport, H: Handler>(
                 }
             }
             // Flush what is queued, then close.
-            shared.closing.cancel();
+            shared.begin_closing();
             let written = writer.await;
             let reason = match &read {
                 Ok(()) => "the peer closed the connection".to_owned(),
@@ -166,7 +166,7 @@ fn finish(shared: &Shared, reason: &str) {
             abort.abort();
         }
     }
-    shared.closing.cancel();
+    shared.begin_closing();
     shared.closed.cancel();
     tracing::debug!(%reason, "session closed");
 }
@@ -186,15 +186,9 @@ async fn write_all<S: TransportSender>(
     sender: &mut S,
     shared: &Shared,
 ) -> Result<(), TransportError> {
-    // What is queued goes out before a close is noticed.
-    while let Some(envelope) = shared.outbound.pop(&shared.closing).await {
+    // Until the queue closes (the session is closing) and what was queued before is sent.
+    while let Some(envelope) = shared.outbound.pop().await {
         write_one(sender, shared, envelope).await?;
-    }
-    // Closing: flush what was queued before the close.
-    while let Some(envelope) = shared.outbound.try_pop() {
-        if write_one(sender, shared, envelope).await.is_err() {
-            break;
-        }
     }
     Ok(())
 }
@@ -262,11 +256,16 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
     peer: Peer,
 ) -> Result<(), TransportError> {
     let shared = peer.shared.clone();
+    // Made once: waiting for the close does not register anew for every message.
+    let closing = shared.closing.cancelled();
+    tokio::pin!(closing);
     loop {
+        // A message that is there is taken without polling the close (a flood cannot keep the
+        // session open: the writer ends it once it is closing).
         let item = tokio::select! {
             biased;
-            () = shared.closing.cancelled() => return Ok(()),
             item = receiver.recv() => item,
+            () = &mut closing => return Ok(()),
         };
         match item {
             None => return Ok(()),
@@ -295,7 +294,7 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
 /// Queues a reply of the engine's own once the outbound queue has room (or drops it when the
 /// connection closes meanwhile).
 async fn wait_to_send(shared: &Shared, reply: Queued) {
-    let _ = shared.outbound.push(reply, &shared.closing).await;
+    let _ = shared.outbound.push(reply).await;
 }
 
 /// Hands a message to its handler. Returns a reply of the engine's own (to a ping, a refused

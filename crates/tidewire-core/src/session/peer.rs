@@ -68,6 +68,13 @@ impl Shared {
         }
     }
 
+    /// Asks the driver to stop: the writer sends what is queued, then ends; nothing more is
+    /// queued.
+    pub(crate) fn begin_closing(&self) {
+        self.closing.cancel();
+        self.outbound.close();
+    }
+
     /// Locks the tables. A poisoned lock (a panic while holding it) is recovered: the tables are
     /// plain maps that stay consistent between statements.
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
@@ -103,9 +110,9 @@ impl Shared {
         if let Err(envelope) = self.outbound.try_push(Box::new(envelope))
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
-            let (queue, closed) = (self.outbound.clone(), self.closed.clone());
+            let queue = self.outbound.clone();
             handle.spawn(async move {
-                let _ = queue.push(envelope, &closed).await;
+                let _ = queue.push(envelope).await;
             });
         }
     }
@@ -229,7 +236,11 @@ impl Peer {
         if self.shared.closed.is_cancelled() {
             return None;
         }
-        self.shared.outbound.try_push(Box::new(envelope)).err()
+        let queue = &self.shared.outbound;
+        queue
+            .try_push(Box::new(envelope))
+            .err()
+            .filter(|_| !queue.is_closed())
     }
 
     pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
@@ -238,7 +249,7 @@ impl Peer {
         }
         self.shared
             .outbound
-            .push(Box::new(envelope), &self.shared.closed)
+            .push(Box::new(envelope))
             .await
             .map_err(|_| SessionError::Closed(self.shared.close_reason()))
     }
@@ -279,7 +290,7 @@ impl Peer {
     /// Asks the connection to close: queued messages are flushed, the transport is closed,
     /// in-flight requests fail with [`SessionError::Closed`] and running handlers are cancelled.
     pub fn close(&self) {
-        self.shared.closing.cancel();
+        self.shared.begin_closing();
     }
 
     /// True once the connection has stopped.

@@ -50,24 +50,39 @@ pub(crate) fn check_origin_and_host(
         .map_err(|refused| error(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0))
 }
 
-fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
-    headers.get_all(header::ACCEPT).iter().any(|value| {
-        value.to_str().unwrap_or_default().split(',').any(|item| {
-            let item = item.split(';').next().unwrap_or_default().trim();
-            // Media types are case-insensitive; `type/*` and `*/*` cover `media` too.
-            item.eq_ignore_ascii_case(media)
-                || item == "*/*"
-                || item
-                    .strip_suffix("/*")
-                    .is_some_and(|k| k.eq_ignore_ascii_case(kind))
-        })
-    })
+/// Whether one `Accept` item (parameters already cut off) covers `media`. Media types are
+/// case-insensitive; `type/*` and `*/*` cover `media` too.
+fn covers(item: &str, media: &str) -> bool {
+    let kind = media.split_once('/').map_or(media, |(kind, _)| kind);
+    item.eq_ignore_ascii_case(media)
+        || item == "*/*"
+        || item
+            .strip_suffix("/*")
+            .is_some_and(|k| k.eq_ignore_ascii_case(kind))
 }
 
-/// `Accept` must list what we may answer with (H5, H14): 406 otherwise.
-pub(crate) fn check_accept(headers: &HeaderMap, needed: &[&str]) -> Result<(), Response> {
-    match needed.iter().find(|m| !accepts(headers, m)) {
+/// `Accept` must list what we may answer with (H5, H14): 406 otherwise. One pass over the
+/// header, marking each needed type it covers.
+pub(crate) fn check_accept<const N: usize>(
+    headers: &HeaderMap,
+    needed: &[&str; N],
+) -> Result<(), Response> {
+    let mut covered = [false; N];
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let item = item.split(';').next().unwrap_or_default().trim();
+            for (done, media) in covered.iter_mut().zip(needed) {
+                *done |= covers(item, media);
+            }
+        }
+    }
+    let missing = covered
+        .iter()
+        .zip(needed)
+        .find(|(done, _)| !**done)
+        .map(|(_, media)| *media);
+    match missing {
         None => Ok(()),
         Some(missing) => Err(error(
             StatusCode::NOT_ACCEPTABLE,

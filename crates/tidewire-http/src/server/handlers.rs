@@ -308,12 +308,7 @@ async fn deliver_batch(
             route: Default::default(),
             extensions: extensions.clone(),
         };
-        if session
-            .inbox
-            .push(Box::new(envelope), &session.closed)
-            .await
-            .is_err()
-        {
+        if session.inbox.push(Box::new(envelope)).await.is_err() {
             return session_not_found(&session.id);
         }
     }
@@ -394,11 +389,7 @@ async fn deliver(
     };
     let Some(id) = id else {
         // A notification or a response: accepted, nothing to answer (H7).
-        return match session
-            .inbox
-            .push(Box::new(envelope), &session.closed)
-            .await
-        {
+        return match session.inbox.push(Box::new(envelope)).await {
             Ok(()) => StatusCode::ACCEPTED.into_response(),
             Err(_) => session_not_found(&session.id),
         };
@@ -417,12 +408,7 @@ async fn deliver(
                 id: id.clone(),
                 close: one_shot,
             };
-            if session
-                .inbox
-                .push(Box::new(envelope), &session.closed)
-                .await
-                .is_err()
-            {
+            if session.inbox.push(Box::new(envelope)).await.is_err() {
                 return session_not_found(&session.id);
             }
             let reply = tokio::select! {
@@ -465,12 +451,7 @@ async fn deliver(
                     }
                 }));
             }
-            if session
-                .inbox
-                .push(Box::new(envelope), &session.closed)
-                .await
-                .is_err()
-            {
+            if session.inbox.push(Box::new(envelope)).await.is_err() {
                 session.forget(&id);
                 return session_not_found(&session.id);
             }

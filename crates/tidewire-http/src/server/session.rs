@@ -189,6 +189,7 @@ impl HttpSession {
     /// Ends the session.
     pub(crate) fn close(&self) {
         self.closed.cancel();
+        self.inbox.close();
         self.streams.close_all();
         self.routes().clear();
     }
@@ -241,8 +242,7 @@ impl TransportSender for HttpSender {
 
 impl TransportReceiver for HttpReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
-        let session = &self.session;
-        session.inbox.pop(&session.closed).await.map(|e| Ok(*e))
+        self.session.inbox.pop().await.map(|e| Ok(*e))
     }
 }
 
