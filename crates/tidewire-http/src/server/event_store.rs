@@ -1,6 +1,7 @@
 //! Where the events of SSE streams are kept, so a client that lost a stream can resume it.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -9,6 +10,32 @@ use futures::future::BoxFuture;
 
 /// The number of a stream within its session (`0` is the standalone GET stream).
 pub type StreamId = u64;
+
+/// A table keyed by stream number. Stream numbers are handed out by the server (1, 2, 3, …), never
+/// chosen by a peer, so a multiplicative hash serves where SipHash's flood resistance would only
+/// cost time on every event.
+pub(crate) type StreamTable<V> = HashMap<StreamId, V, BuildHasherDefault<StreamIdHasher>>;
+
+/// Hashes a [`StreamId`] by one multiplication (Fibonacci hashing).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct StreamIdHasher(u64);
+
+impl Hasher for StreamIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; any other input still hashes, byte by byte.
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// One event of a stream: its sequence number (1, 2, …) and the JSON-RPC message as text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +80,7 @@ pub trait EventStore: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct MemoryEventStore {
     per_stream: usize,
-    streams: Mutex<HashMap<String, HashMap<StreamId, VecDeque<StoredEvent>>>>,
+    streams: Mutex<HashMap<String, StreamTable<VecDeque<StoredEvent>>>>,
 }
 
 impl MemoryEventStore {
@@ -65,7 +92,7 @@ impl MemoryEventStore {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashMap<StreamId, VecDeque<StoredEvent>>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, StreamTable<VecDeque<StoredEvent>>>> {
         self.streams
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

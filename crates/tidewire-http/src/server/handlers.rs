@@ -320,10 +320,8 @@ async fn deliver_batch(
         let retry = priming.then_some(state.config.retry);
         return sse(state, session.clone(), stream, cursor, retry, false);
     }
-    let all = tokio::select! {
-        all = futures::future::join_all(replies) => all,
-        () = session.closed.cancelled() => Vec::new(),
-    };
+    // A session that ends drops its reply senders, so this cannot outlive it.
+    let all = futures::future::join_all(replies).await;
     let bodies: Vec<Bytes> = all.into_iter().filter_map(Result::ok).collect();
     if bodies.len() != ids.len() {
         return error(
@@ -411,10 +409,9 @@ async fn deliver(
             if session.inbox.push(Box::new(envelope)).await.is_err() {
                 return session_not_found(&session.id);
             }
-            let reply = tokio::select! {
-                reply = rx => reply.ok(),
-                () = session.closed.cancelled() => None,
-            };
+            // A session that ends drops its reply senders (`HttpSession::close`): no need to
+            // watch for the end here too.
+            let reply = rx.await.ok();
             drop(forget);
             match reply {
                 Some(body) => (

@@ -186,7 +186,8 @@ impl HttpSession {
         Ok(Some(routed))
     }
 
-    /// Ends the session.
+    /// Ends the session. Dropping the routes drops the JSON reply senders, which answers every
+    /// POST still waiting for one.
     pub(crate) fn close(&self) {
         self.closed.cancel();
         self.inbox.close();

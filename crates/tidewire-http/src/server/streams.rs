@@ -6,7 +6,6 @@
 //! the next number. An event id is `<stream>-<seq>`, so ids are unique in the session and say
 //! which stream they belong to (H18); a resume replays that stream only (H19).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 pub(crate) use super::event_store::StreamId;
-use super::event_store::{EventStore, StoredEvent};
+use super::event_store::{EventStore, StoredEvent, StreamTable};
 
 /// The standalone stream, opened by GET.
 pub(crate) const STANDALONE: StreamId = 0;
@@ -70,7 +69,7 @@ enum Admit {
 pub(crate) struct Streams {
     session: Arc<str>,
     store: Arc<dyn EventStore>,
-    inner: Mutex<HashMap<StreamId, Stream>>,
+    inner: Mutex<StreamTable<Stream>>,
     next_id: Mutex<StreamId>,
     /// Events a writer may run ahead of the stream's reader before it waits.
     window: u64,
@@ -94,7 +93,7 @@ impl Streams {
         window: usize,
         patience: Duration,
     ) -> Self {
-        let mut streams = HashMap::new();
+        let mut streams = StreamTable::default();
         streams.insert(STANDALONE, Stream::new());
         Self {
             session,
@@ -106,7 +105,7 @@ impl Streams {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<StreamId, Stream>> {
+    fn lock(&self) -> MutexGuard<'_, StreamTable<Stream>> {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
