@@ -477,3 +477,44 @@ async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
         .await
         .expect("the server session ends");
 }
+
+#[tokio::test]
+async fn a_peer_that_floods_while_not_reading_is_held_back_and_loses_nothing() {
+    use tidewire_core::transport::{Codec, Transport, TransportReceiver};
+    // One slot each way on the wire and two in the server's outbound queue: the pongs back up
+    // at once, and the server's reader must wait for room instead of queueing without bound.
+    let (raw, b) = memory::duplex_with(Codec::new(1 << 20), 1);
+    let _server = Session::spawn(
+        b,
+        TestHandler::default(),
+        SessionOptions::default().outbound_queue(2),
+    );
+    let (mut tx, mut rx) = raw.split();
+    const PINGS: i64 = 40;
+    let flood = tokio::spawn(async move {
+        for id in 1..=PINGS {
+            let ping = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            tx.send_bytes(ping.into_bytes()).await.expect("send");
+        }
+        tx
+    });
+    // Let the flood and the server run until everything is full and they wait.
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !flood.is_finished(),
+        "with nobody reading, the flood is held back"
+    );
+    for id in 1..=PINGS {
+        let env = timeout(LIMIT, rx.recv())
+            .await
+            .expect("in time")
+            .expect("open")
+            .expect("valid");
+        let v = serde_json::to_value(&env.message).expect("json");
+        assert_eq!(v["id"], id, "every ping answered, in order");
+        assert_eq!(v["result"], json!({}));
+    }
+    timeout(LIMIT, flood).await.expect("in time").expect("join");
+}
