@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::queue::BoundedQueue;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,6 +23,7 @@ use super::state::{Pending, ProgressSink, Refusal, State};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Message, Notification, Request, RequestId};
 use crate::progress::Progress;
+use crate::queue::BoundedQueue;
 use crate::schema::{NotificationType, RequestType};
 use crate::transport::{Envelope, Route};
 
@@ -40,7 +40,7 @@ pub(crate) struct Shared {
     /// Fired when the driver has stopped.
     pub(crate) closed: CancellationToken,
     pub(crate) close_reason: Mutex<Option<String>>,
-    /// Fired when the peer has closed its side: nothing it could answer will come.
+    /// Set when the peer has closed its side: nothing it could answer will come.
     pub(crate) remote_closed: std::sync::atomic::AtomicBool,
     /// Woken whenever the last running inbound request finishes.
     pub(crate) idle: Notify,

@@ -115,9 +115,7 @@ impl HttpSession {
 
     /// Forgets request `id` (its POST went away before a JSON reply).
     pub(crate) fn forget(&self, id: &RequestId) {
-        let mut routes = self.routes();
-        routes.remove(id);
-        release_if_empty(&mut routes);
+        self.take_route(id);
     }
 
     /// Takes where the response to `id` goes.
