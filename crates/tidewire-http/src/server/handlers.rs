@@ -681,9 +681,10 @@ impl Reader {
             notified.as_mut().enable();
             let events = self.session.streams.take(self.stream, self.cursor).await?;
             if events.is_empty() {
+                // A session that ends wakes this too (its streams are closed), and the stream
+                // is then gone.
                 tokio::select! {
                     () = &mut notified => {}
-                    () = self.session.closed.cancelled() => return None,
                     () = tokio::time::sleep(self.keep_alive) => {
                         // A comment keeps proxies and clients from timing the stream out.
                         return Some((Ok(Bytes::from_static(b":\n\n")), self));

@@ -15,7 +15,6 @@ use tidewire_core::transport::{
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::event_store::EventStore;
 use super::streams::{STANDALONE, StreamId, Streams};
@@ -39,8 +38,6 @@ pub(crate) struct HttpSession {
     pub(crate) streams: Streams,
     routes: Mutex<HashMap<RequestId, ReplyTarget>>,
     last_active: Mutex<Instant>,
-    /// Fired when the session ends (DELETE, expiry, shutdown, or the engine stopped).
-    pub(crate) closed: CancellationToken,
     /// The negotiated revision, read from the `initialize` result on its way out; 0 = unknown.
     version: AtomicU8,
 }
@@ -63,7 +60,6 @@ impl HttpSession {
             inbox: BoundedQueue::new(inbound_queue),
             routes: Mutex::new(HashMap::new()),
             last_active: Mutex::new(Instant::now()),
-            closed: CancellationToken::new(),
             version: AtomicU8::new(0),
         }
     }
@@ -184,10 +180,15 @@ impl HttpSession {
         Ok(Some(routed))
     }
 
-    /// Ends the session. Dropping the routes drops the JSON reply senders, which answers every
-    /// POST still waiting for one.
+    /// Whether the session has ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inbox.is_closed()
+    }
+
+    /// The session ends (DELETE, expiry, shutdown, or the engine stopped): its inbox closes
+    /// (so POSTs get 404), its streams end (readers wake and finish), and the waiting JSON
+    /// replies are dropped.
     pub(crate) fn close(&self) {
-        self.closed.cancel();
         self.inbox.close();
         self.streams.close_all();
         self.routes().clear();
@@ -214,7 +215,7 @@ impl TransportSender for HttpSender {
         &mut self,
         envelope: Envelope,
     ) -> impl Future<Output = Result<(), TransportError>> + Send {
-        let routed = if self.session.closed.is_cancelled() {
+        let routed = if self.session.is_closed() {
             Err(TransportError::closed())
         } else {
             self.session.route(&envelope, &self.codec)
