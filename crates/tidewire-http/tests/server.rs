@@ -179,7 +179,9 @@ async fn read_messages(response: reqwest::Response) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_session_is_issued_at_initialize_and_required_after() {
-    let (url, mcp) = start(HttpConfig::default()).await;
+    // Keep-alive comments far apart: the GET stream below must end because its session did,
+    // not because a keep-alive tick happened to look.
+    let (url, mcp) = start(HttpConfig::default().keep_alive(Duration::from_secs(3600))).await;
     let mut raw = Raw::new(&url);
     let init = timeout(LIMIT, raw.initialize()).await.expect("in time");
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
@@ -209,7 +211,13 @@ async fn a_session_is_issued_at_initialize_and_required_after() {
             .is_some_and(|m| m.contains("Session not found"))
     );
 
-    // DELETE ends it; afterwards the id is unknown.
+    // DELETE ends it, and its open GET stream with it; afterwards the id is unknown.
+    let standalone = timeout(LIMIT, raw.get(None).send())
+        .await
+        .expect("in time")
+        .expect("get");
+    assert_eq!(standalone.status(), 200);
+    let mut standalone = standalone.bytes_stream();
     let deleted = raw
         .http
         .delete(&url)
@@ -218,6 +226,15 @@ async fn a_session_is_issued_at_initialize_and_required_after() {
         .await
         .expect("delete");
     assert_eq!(deleted.status(), 200);
+    let ended = timeout(LIMIT, async {
+        while let Some(chunk) = standalone.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the GET stream ends with its session");
     let response = raw.post(&echo).send().await.expect("post");
     assert_eq!(response.status(), 404);
     assert_eq!(mcp.session_count(), 0);
