@@ -188,6 +188,36 @@ async fn cap_keep_alive_and_idle_expiry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_call_longer_than_the_idle_timeout_is_not_expired() {
+    tokio::time::timeout(LIMIT, async {
+        // The session is idle after 200 ms of silence, but a request is running: the call
+        // sends nothing for 800 ms (no progress token) and must still get its answer.
+        let config = SseConfig::default().idle_timeout(Duration::from_millis(200));
+        let (url, _server, sse) = start_sse(config).await;
+        let builder = || Client::builder(Implementation::new("silent", "1"));
+        let (client, how) = connect_with_fallback(&url, builder).await.expect("legacy");
+        assert!(matches!(how, Fallback::LegacySse { .. }), "{how:?}");
+        let result = client
+            .call_tool("crawl", json!({"urls": ["https://a"], "delay_ms": 800}))
+            .send()
+            .await
+            .expect("sent")
+            .await
+            .expect("answered, not expired");
+        let result = serde_json::to_value(&result).expect("json");
+        assert_eq!(result["content"][0]["text"], "Crawled 1 URLs");
+        // Once nothing runs, the silence counts again: the session expires and its stream
+        // ends, which ends the client's connection.
+        tokio::time::timeout(Duration::from_secs(5), client.closed())
+            .await
+            .expect("the idle session expires afterwards");
+        assert_eq!(sse.session_count(), 0);
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_refuses_an_endpoint_on_another_origin() {
     tokio::time::timeout(LIMIT, async {
         let app = axum::Router::new().route(

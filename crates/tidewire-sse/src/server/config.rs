@@ -54,7 +54,8 @@ impl SseConfig {
     }
 
     /// A session whose client has POSTed nothing, and to which the server has sent nothing, for
-    /// this long is ended, its stream closed (default 30 minutes).
+    /// this long is ended, its stream closed (default 30 minutes). A session with a request of
+    /// the client's still running is never idle, however long the handler stays silent.
     #[must_use]
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;

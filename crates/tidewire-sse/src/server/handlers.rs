@@ -257,7 +257,7 @@ pub(crate) async fn post_message(
         headers,
         session_id: id.clone(),
     });
-    session.touch();
+    session.note_inbound(&envelope.message);
     let delivered = tokio::select! {
         biased;
         () = session.closed.cancelled() => false,

@@ -167,7 +167,7 @@ impl State {
                     let expired: Vec<String> = state
                         .sessions()
                         .iter()
-                        .filter(|(_, s)| s.idle_for() >= timeout)
+                        .filter(|(_, s)| s.idle_for().is_some_and(|idle| idle >= timeout))
                         .map(|(id, _)| id.clone())
                         .collect();
                     for id in expired {

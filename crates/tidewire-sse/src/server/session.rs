@@ -1,9 +1,11 @@
 //! One legacy SSE session: the table entry the POST handler finds, and the transport the engine
 //! runs on.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::transport::{
     Codec, Envelope, TransportError, TransportReceiver, TransportSender,
 };
@@ -18,7 +20,17 @@ pub(crate) struct Session {
     pub(crate) inbound: mpsc::Sender<Envelope>,
     /// Fired when the session ends: the stream went away, it expired, or the engine stopped.
     pub(crate) closed: CancellationToken,
-    last_active: Mutex<Instant>,
+    activity: Mutex<Activity>,
+}
+
+/// What idle expiry looks at.
+#[derive(Debug)]
+struct Activity {
+    /// The last message either way.
+    last: Instant,
+    /// The client's requests not answered yet: a session is not idle while one runs, however
+    /// long it stays silent. Bounded by what the engine lets run (it answers the rest at once).
+    unanswered: HashSet<RequestId>,
 }
 
 impl Session {
@@ -26,24 +38,61 @@ impl Session {
         Self {
             inbound,
             closed: CancellationToken::new(),
-            last_active: Mutex::new(Instant::now()),
+            activity: Mutex::new(Activity {
+                last: Instant::now(),
+                unanswered: HashSet::new(),
+            }),
         }
     }
 
-    /// Notes traffic, for idle expiry.
-    pub(crate) fn touch(&self) {
-        *self
-            .last_active
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
-    }
-
-    /// How long since the last message either way.
-    pub(crate) fn idle_for(&self) -> Duration {
-        self.last_active
+    fn activity(&self) -> MutexGuard<'_, Activity> {
+        self.activity
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .elapsed()
+    }
+
+    /// Notes a message from the client: a request is now waiting for its answer; a
+    /// cancellation ends that wait.
+    pub(crate) fn note_inbound(&self, message: &Message) {
+        let mut activity = self.activity();
+        activity.last = Instant::now();
+        match message {
+            Message::Request(request) => {
+                activity.unanswered.insert(request.id.clone());
+            }
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                if let Some(id) = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_json)
+                {
+                    activity.unanswered.remove(&id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a message to the client: a response answers its request.
+    fn note_outbound(&self, message: &Message) {
+        let mut activity = self.activity();
+        activity.last = Instant::now();
+        if let Message::Response(response) = message
+            && let Some(id) = &response.id
+        {
+            activity.unanswered.remove(id);
+        }
+    }
+
+    /// How long since the last message either way, or `None` while a request of the client's
+    /// is running (the session is busy, not idle).
+    pub(crate) fn idle_for(&self) -> Option<Duration> {
+        let activity = self.activity();
+        activity
+            .unanswered
+            .is_empty()
+            .then(|| activity.last.elapsed())
     }
 }
 
@@ -82,7 +131,7 @@ impl TransportSender for SseSender {
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         let bytes = self.codec.encode(&envelope.message)?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
-        self.session.touch();
+        self.session.note_outbound(&envelope.message);
         tokio::select! {
             biased;
             () = self.session.closed.cancelled() => Err(TransportError::closed()),
