@@ -72,9 +72,8 @@ pub(crate) async fn open_stream(
             "cannot draw a session id",
         );
     };
-    let (inbound_tx, inbound_rx) = mpsc::channel(state.config.inbound_queue);
     let (outbound_tx, outbound_rx) = mpsc::channel(state.config.outbound_queue);
-    let session = Arc::new(Session::new(inbound_tx));
+    let session = Arc::new(Session::new(state.config.inbound_queue));
     let transport = (
         SseSender {
             session: session.clone(),
@@ -82,8 +81,7 @@ pub(crate) async fn open_stream(
             codec: state.codec,
         },
         SseReceiver {
-            rx: inbound_rx,
-            closed: session.closed.clone(),
+            session: session.clone(),
             ended: false,
         },
     );
@@ -261,7 +259,7 @@ pub(crate) async fn post_message(
     let delivered = tokio::select! {
         biased;
         () = session.closed.cancelled() => false,
-        sent = session.inbound.send(envelope) => sent.is_ok(),
+        sent = session.inbox.push(Box::new(envelope)) => sent.is_ok(),
     };
     if delivered {
         (StatusCode::ACCEPTED, "Accepted").into_response()

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tidewire_core::jsonrpc::{Message, RequestId};
+use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::{
     Codec, Envelope, TransportError, TransportReceiver, TransportSender,
 };
@@ -16,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 /// A session as the HTTP side sees it.
 #[derive(Debug)]
 pub(crate) struct Session {
-    /// Messages POSTed by the client, to the engine.
-    pub(crate) inbound: mpsc::Sender<Envelope>,
+    /// Messages POSTed by the client, to the engine (a small queue: boxed slots, allocated on
+    /// first use; see `tidewire_core::queue`).
+    pub(crate) inbox: BoundedQueue<Box<Envelope>>,
     /// Fired when the session ends: the stream went away, it expired, or the engine stopped.
     pub(crate) closed: CancellationToken,
     activity: Mutex<Activity>,
@@ -34,9 +36,9 @@ struct Activity {
 }
 
 impl Session {
-    pub(crate) fn new(inbound: mpsc::Sender<Envelope>) -> Self {
+    pub(crate) fn new(inbound_queue: usize) -> Self {
         Self {
-            inbound,
+            inbox: BoundedQueue::new(inbound_queue),
             closed: CancellationToken::new(),
             activity: Mutex::new(Activity {
                 last: Instant::now(),
@@ -122,8 +124,7 @@ pub struct SseSender {
 /// the requests it was running (nothing could carry their answers).
 #[derive(Debug)]
 pub struct SseReceiver {
-    pub(crate) rx: mpsc::Receiver<Envelope>,
-    pub(crate) closed: CancellationToken,
+    pub(crate) session: Arc<Session>,
     pub(crate) ended: bool,
 }
 
@@ -150,13 +151,14 @@ impl TransportReceiver for SseReceiver {
         if self.ended {
             return None;
         }
+        let session = &self.session;
         let next = tokio::select! {
             biased;
-            envelope = self.rx.recv() => envelope,
-            () = self.closed.cancelled() => None,
+            envelope = session.inbox.pop() => envelope,
+            () = session.closed.cancelled() => None,
         };
         match next {
-            Some(envelope) => Some(Ok(envelope)),
+            Some(envelope) => Some(Ok(*envelope)),
             None => {
                 self.ended = true;
                 Some(Err(TransportError::other(StreamGone)))
