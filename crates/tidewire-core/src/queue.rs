@@ -1,8 +1,9 @@
 //! A bounded queue between tasks: any number of writers, one reader, until it is closed.
 //!
 //! Every connection holds two of these for its whole life (the engine's outbound queue, and on
-//! Streamable HTTP the session's inbound one). A `tokio::sync::mpsc` channel costs about 800
-//! bytes before its first message (a cache-padded channel state and a block of 32 slots); an
+//! Streamable HTTP and legacy SSE the session's inbound one). A `tokio::sync::mpsc` channel
+//! costs about 800 bytes before its first message (a cache-padded channel state and a block of
+//! 32 slots, more when the slots are large); an
 //! idle connection is what a server holds thousands of, so this queue is a `VecDeque` that
 //! allocates on first use and two [`Notify`]s. Order is first in, first out; a writer that finds
 //! the queue full waits for room (backpressure), or gets its item back from
