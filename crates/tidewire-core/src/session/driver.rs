@@ -138,14 +138,7 @@ fn describe_write(written: &Result<(), TransportError>) -> String {
 
 /// A transport error with its causes, on one line.
 fn describe(e: &TransportError) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    crate::transport::text::chain(e)
 }
 
 /// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`.

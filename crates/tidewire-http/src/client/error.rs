@@ -5,6 +5,7 @@ use std::fmt;
 use http::StatusCode;
 use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
+pub(crate) use tidewire_core::transport::text::{chain, excerpt};
 
 /// Why [`StreamableHttpClient::connect`](super::StreamableHttpClient::connect) refused the
 /// configuration.
@@ -90,39 +91,6 @@ pub(crate) fn transport_error(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(TRANSPORT_ERROR_CODE, message)
 }
 
-/// An error with its causes, on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// The first characters of a body, on one line.
-pub(crate) fn excerpt(body: &str) -> String {
-    const MAX_CHARS: usize = 200;
-    let flat: String = body
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .take(MAX_CHARS + 1)
-        .collect();
-    if flat.chars().count() > MAX_CHARS {
-        let cut: String = flat.chars().take(MAX_CHARS).collect();
-        format!("{cut}…")
-    } else {
-        flat
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,13 +113,5 @@ mod tests {
         assert_eq!(e.message, "HTTP 500 Internal Server Error: boom at line 3");
         let e = http_status_error(StatusCode::INTERNAL_SERVER_ERROR, "");
         assert_eq!(e.message, "HTTP 500 Internal Server Error");
-    }
-
-    #[test]
-    fn excerpts_are_short() {
-        let long = "é".repeat(500);
-        let cut = excerpt(&long);
-        assert_eq!(cut.chars().count(), 201);
-        assert!(cut.ends_with('…'));
     }
 }

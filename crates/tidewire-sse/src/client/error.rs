@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+pub(crate) use tidewire_core::transport::text::{chain, excerpt};
+
 /// Why [`SseClient::connect`](super::SseClient::connect) failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -65,30 +67,3 @@ impl fmt::Display for ConnectionLost {
 }
 
 impl std::error::Error for ConnectionLost {}
-
-/// An error with its causes, on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// At most 200 characters of a body, on one line.
-pub(crate) fn excerpt(body: &str) -> String {
-    let line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut chars = line.chars();
-    let head: String = chars.by_ref().take(200).collect();
-    if chars.next().is_some() {
-        format!("{head}…")
-    } else {
-        head
-    }
-}
