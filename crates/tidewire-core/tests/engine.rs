@@ -1,18 +1,23 @@
 //! The session engine over the in-memory transport, with a raw JSON-RPC handler.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Notification, Request, RequestId};
 use tidewire_core::session::{
-    Handler, NoHandler, Peer, RequestContext, Session, SessionError, SessionOptions,
+    CancelPolicy, Handler, NoHandler, Peer, RequestContext, Session, SessionError, SessionOptions,
 };
-use tidewire_core::transport::memory;
-use tokio::sync::mpsc;
+use tidewire_core::transport::memory::{self, MemoryReceiver, MemorySender, MemoryTransport};
+use tidewire_core::transport::{
+    Envelope, Transport, TransportError, TransportReceiver, TransportSender,
+};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
+use tokio_util::sync::CancellationToken;
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -201,11 +206,14 @@ async fn dropping_the_future_cancels_the_request_on_the_server() {
             .and_then(|p| RequestId::from_json(&p["requestId"])),
         Some(id)
     );
-    assert_eq!(
-        server_peer.inflight_requests(),
-        0,
-        "the handler was removed"
-    );
+    // The slot is freed once the aborted task has been torn down, which the runtime does next.
+    timeout(LIMIT, async {
+        while server_peer.inflight_requests() != 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the handler was removed");
     assert_eq!(client.pending_requests(), 0);
     // The connection still serves.
     let v = timeout(LIMIT, client.request_raw("echo", Some(json!([1]))))
@@ -443,7 +451,6 @@ async fn a_side_that_only_sends_answers_method_not_found() {
 
 #[tokio::test]
 async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
-    use tidewire_core::transport::{Transport, TransportReceiver, TransportSender};
     let (raw, b) = memory::duplex();
     let server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
     let (mut tx, mut rx) = raw.split();
@@ -480,7 +487,7 @@ async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
 
 #[tokio::test]
 async fn a_peer_that_floods_while_not_reading_is_held_back_and_loses_nothing() {
-    use tidewire_core::transport::{Codec, Transport, TransportReceiver};
+    use tidewire_core::transport::Codec;
     // One slot each way on the wire and two in the server's outbound queue: the pongs back up
     // at once, and the server's reader must wait for room instead of queueing without bound.
     let (raw, b) = memory::duplex_with(Codec::new(1 << 20), 1);
@@ -517,4 +524,315 @@ async fn a_peer_that_floods_while_not_reading_is_held_back_and_loses_nothing() {
         assert_eq!(v["result"], json!({}));
     }
     timeout(LIMIT, flood).await.expect("in time").expect("join");
+}
+
+/// What a [`Stubborn`] handler reports.
+#[derive(Debug)]
+enum Event {
+    /// A handler started, with its tag and its request's cancellation token.
+    Started(String, CancellationToken),
+    /// A handler returned.
+    Ended(String),
+}
+
+/// Serves `stubborn` (params `{"tag": …}`): a handler that ignores cancellation and runs until
+/// the test opens the gate of its tag, gauging how many run at once. Echoes anything else.
+#[derive(Clone, Default)]
+struct Stubborn {
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+    gates: Arc<std::sync::Mutex<HashMap<String, CancellationToken>>>,
+    events: Option<mpsc::UnboundedSender<Event>>,
+}
+
+impl Stubborn {
+    fn with_events() -> (Self, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler = Self {
+            events: Some(tx),
+            ..Self::default()
+        };
+        (handler, rx)
+    }
+
+    /// The gate the handlers tagged `tag` wait for; cancel it to let them return.
+    fn gate(&self, tag: &str) -> CancellationToken {
+        self.gates
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(tag.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    fn report(&self, event: Event) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+}
+
+impl Handler for Stubborn {
+    async fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        if request.method != "stubborn" {
+            return Ok(request.params.unwrap_or(Value::Null));
+        }
+        let tag = request
+            .params
+            .as_ref()
+            .and_then(|p| p["tag"].as_str())
+            .unwrap_or("all")
+            .to_owned();
+        let gate = self.gate(&tag);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        self.report(Event::Started(tag.clone(), ctx.cancellation_token()));
+        // Deaf to `ctx.cancelled()`, as a handler busy with blocking work would be.
+        gate.cancelled().await;
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.report(Event::Ended(tag));
+        Ok(json!({}))
+    }
+}
+
+async fn started(events: &mut mpsc::UnboundedReceiver<Event>, tag: &str) -> CancellationToken {
+    match events.recv().await {
+        Some(Event::Started(t, token)) if t == tag => token,
+        other => panic!("expected {tag} to start, got {other:?}"),
+    }
+}
+
+async fn ended(events: &mut mpsc::UnboundedReceiver<Event>, tag: &str) {
+    match events.recv().await {
+        Some(Event::Ended(t)) if t == tag => {}
+        other => panic!("expected {tag} to end, got {other:?}"),
+    }
+}
+
+/// A client that writes raw JSON-RPC and reads the answers as JSON.
+struct Raw {
+    tx: MemorySender,
+    rx: MemoryReceiver,
+}
+
+impl Raw {
+    fn new(transport: MemoryTransport) -> Self {
+        let (tx, rx) = transport.split();
+        Self { tx, rx }
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.tx
+            .send_bytes(message.to_string().into_bytes())
+            .await
+            .expect("send");
+    }
+
+    async fn recv(&mut self) -> Value {
+        let envelope = self.rx.recv().await.expect("open").expect("valid");
+        serde_json::to_value(&envelope.message).expect("json")
+    }
+}
+
+fn cancel_of(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}})
+}
+
+#[tokio::test]
+async fn cancelling_handlers_that_keep_running_does_not_lift_the_inflight_cap() {
+    const CAP: usize = 2;
+    let (handler, mut events) = Stubborn::with_events();
+    let (raw, b) = memory::duplex();
+    let options = SessionOptions::default()
+        .max_inflight_inbound(CAP)
+        .cancel_policy(CancelPolicy::Cooperative);
+    let server = Session::spawn(b, handler.clone(), options);
+    let mut raw = Raw::new(raw);
+    timeout(LIMIT, async {
+        let requests = 3 * CAP as i64;
+        for id in 1..=requests {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "stubborn"});
+            raw.send(request).await;
+            raw.send(cancel_of(id)).await;
+        }
+        // The cancelled handlers go on running, so they keep their slots: every request past
+        // the cap is refused at once, and the cancelled ones get no answer.
+        let mut busy = Vec::new();
+        for _ in CAP..3 * CAP {
+            let answer = raw.recv().await;
+            assert_eq!(
+                answer["error"]["code"],
+                ErrorCode::SERVER_BUSY.0,
+                "{answer}"
+            );
+            busy.push(answer["id"].as_i64().expect("an id"));
+        }
+        assert_eq!(busy, (CAP as i64 + 1..=requests).collect::<Vec<_>>());
+        for _ in 0..CAP {
+            started(&mut events, "all").await;
+        }
+        assert_eq!(handler.running.load(Ordering::SeqCst), CAP);
+        assert_eq!(server.inflight_requests(), CAP, "cancelled but counted");
+        // Once they have stopped, their slots are free again.
+        handler.gate("all").cancel();
+        for _ in 0..CAP {
+            ended(&mut events, "all").await;
+        }
+        let echo = json!({"jsonrpc": "2.0", "id": 100, "method": "echo", "params": [1]});
+        raw.send(echo).await;
+        let answer = raw.recv().await;
+        assert_eq!(answer["id"], 100, "none for cancelled ones: {answer}");
+        assert_eq!(answer["result"], json!([1]));
+    })
+    .await
+    .expect("in time");
+    assert!(
+        handler.peak.load(Ordering::SeqCst) <= CAP,
+        "at most {CAP} handlers ran at once, not {}",
+        handler.peak.load(Ordering::SeqCst)
+    );
+}
+
+#[tokio::test]
+async fn a_reused_id_stays_counted_and_cancellable_while_the_old_handler_finishes() {
+    let (handler, mut events) = Stubborn::with_events();
+    let (raw, b) = memory::duplex();
+    let options = SessionOptions::default().cancel_policy(CancelPolicy::Cooperative);
+    let server = Session::spawn(b, handler.clone(), options);
+    let mut raw = Raw::new(raw);
+    let request = |tag: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "stubborn", "params": {"tag": tag}});
+    timeout(LIMIT, async {
+        raw.send(request("old")).await;
+        let old = started(&mut events, "old").await;
+        raw.send(cancel_of(1)).await;
+        old.cancelled().await;
+        // The old handler goes on; its id is free again, and a new request takes it.
+        raw.send(request("new")).await;
+        let new = started(&mut events, "new").await;
+        assert_eq!(server.inflight_requests(), 2, "both run, both are counted");
+        // The old one's end frees its own slot, not the new request's.
+        handler.gate("old").cancel();
+        ended(&mut events, "old").await;
+        assert_eq!(server.inflight_requests(), 1, "the new one still counts");
+        assert!(!new.is_cancelled());
+        // And the new request can still be cancelled.
+        raw.send(cancel_of(1)).await;
+        new.cancelled().await;
+        handler.gate("new").cancel();
+        ended(&mut events, "new").await;
+        assert_eq!(server.inflight_requests(), 0);
+        // Neither cancelled request was answered: the next answer is the next request's.
+        let echo = json!({"jsonrpc": "2.0", "id": 2, "method": "echo", "params": [2]});
+        raw.send(echo).await;
+        let answer = raw.recv().await;
+        assert_eq!(answer["id"], 2, "{answer}");
+    })
+    .await
+    .expect("in time");
+}
+
+/// A sending half whose `send` never completes (a stdio child that stopped reading its stdin,
+/// a legacy SSE server that holds each POST); it says when the writer first got stuck in it.
+struct StuckSender {
+    stuck: Option<oneshot::Sender<()>>,
+}
+
+impl TransportSender for StuckSender {
+    async fn send(&mut self, _envelope: Envelope) -> Result<(), TransportError> {
+        if let Some(stuck) = self.stuck.take() {
+            let _ = stuck.send(());
+        }
+        std::future::pending().await
+    }
+
+    async fn close(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// A receiving half on which nothing ever arrives.
+struct Silent;
+
+impl TransportReceiver for Silent {
+    async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_timeout_covers_the_wait_for_room_in_the_outbound_queue() {
+    let (stuck_tx, stuck) = oneshot::channel();
+    let transport = (
+        StuckSender {
+            stuck: Some(stuck_tx),
+        },
+        Silent,
+    );
+    let peer = Session::spawn(
+        transport,
+        NoHandler,
+        SessionOptions::default().outbound_queue(1),
+    );
+    timeout(LIMIT, async {
+        // The writer takes the first request and never gets it out; the second fills the queue.
+        let first = peer.request_raw("first", None).no_timeout().send().await;
+        let first = first.expect("queued");
+        stuck.await.expect("the writer is stuck");
+        let second = peer.request_raw("second", None).no_timeout().send().await;
+        let second = second.expect("queued");
+        assert_eq!(peer.pending_requests(), 2);
+        let err = peer
+            .request_raw("third", None)
+            .timeout(Duration::from_millis(100))
+            .await
+            .expect_err("no room in the queue, so no answer");
+        assert!(err.is_timeout(), "{err}");
+        if let SessionError::Timeout(after) = err {
+            assert!(
+                after >= Duration::from_millis(100) && after < Duration::from_millis(150),
+                "{after:?}"
+            );
+        }
+        assert_eq!(
+            peer.pending_requests(),
+            2,
+            "the request that never left is forgotten"
+        );
+        // A send that does not wait says the queue is full instead.
+        let full = peer
+            .try_notify_raw("notifications/message", None)
+            .expect_err("full");
+        assert!(full.is_queue_full(), "{full}");
+        drop((first, second));
+    })
+    .await
+    .expect("in time: the timeout fired while the request waited for room");
+}
+
+#[tokio::test]
+async fn an_unknown_method_with_a_huge_name_gets_a_short_answer() {
+    let (a, b) = memory::duplex();
+    let client = Session::spawn(a, NoHandler, SessionOptions::default());
+    let _server = Session::spawn(b, NoHandler, SessionOptions::default());
+    let method = "m".repeat(2 << 20);
+    let err = timeout(LIMIT, client.request_raw(method, None))
+        .await
+        .expect("in time")
+        .expect_err("unknown");
+    let error = err.remote().expect("an error answer");
+    assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND.0);
+    assert!(
+        error.message.len() < 1024,
+        "{} bytes of message",
+        error.message.len()
+    );
+    assert!(
+        error.message.starts_with("Method not found: mmm"),
+        "{error}"
+    );
+    assert!(error.message.ends_with('…'), "marked as cut");
 }

@@ -18,6 +18,7 @@ use super::{CancelPolicy, Handler, SessionError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
 use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
+use crate::transport::text::excerpt;
 use crate::transport::{
     Envelope, Route, Transport, TransportError, TransportReceiver, TransportSender,
 };
@@ -330,29 +331,19 @@ fn start_request<H: Handler>(
         );
     }
     let cancel = shared.closed.child_token();
-    let refused = shared.state().add_inbound(
-        id.clone(),
-        Inbound {
-            cancel: cancel.clone(),
-            abort: None,
-        },
-    );
-    if let Err(refusal) = refused {
-        let error = match refusal {
-            Refusal::Full(limit) => ErrorObject::new(
-                ErrorCode::SERVER_BUSY,
-                format!(
-                    "too many requests in flight on this connection (limit {limit}); retry later"
-                ),
-            ),
-            Refusal::Duplicate => ErrorObject::invalid_request(format!(
-                "request id {id} is already in use by a request in flight"
-            )),
-        };
-        return routed.try_send_envelope(
-            Envelope::new(Response::error(Some(id.clone()), error)).with_route(Route::Request(id)),
-        );
-    }
+    let added = shared
+        .state()
+        .add_inbound(id.clone(), Inbound::new(cancel.clone()));
+    let generation = match added {
+        Ok(generation) => generation,
+        Err(refusal) => {
+            let error = refused(refusal, &id);
+            return routed.try_send_envelope(
+                Envelope::new(Response::error(Some(id.clone()), error))
+                    .with_route(Route::Request(id)),
+            );
+        }
+    };
     let ctx = RequestContext::new(
         id.clone(),
         &request.method,
@@ -361,51 +352,95 @@ fn start_request<H: Handler>(
         routed.clone(),
         cancel.clone(),
     );
-    let task = run_request(handler.clone(), request, ctx, routed, cancel);
+    // Made here, not in the task: a task aborted before its first poll still frees its slot.
+    let slot = Slot {
+        peer: routed,
+        id: id.clone(),
+        generation,
+    };
+    let task = run_request(handler.clone(), request, ctx, cancel, slot);
     let abort = tokio::spawn(task).abort_handle();
-    shared.state().set_abort(&id, abort);
+    shared.state().set_abort(&id, generation, abort);
     None
+}
+
+/// The answer to a request that the table of running requests refused.
+fn refused(refusal: Refusal, id: &RequestId) -> ErrorObject {
+    match refusal {
+        Refusal::Full(limit) => ErrorObject::new(
+            ErrorCode::SERVER_BUSY,
+            format!("too many requests in flight on this connection (limit {limit}); retry later"),
+        ),
+        // A string id is the peer's text: quoted as an excerpt, as in every error we answer.
+        Refusal::Duplicate => ErrorObject::invalid_request(format!(
+            "request id {} is already in use by a request in flight",
+            excerpt(&id.to_string())
+        )),
+    }
+}
+
+/// An inbound request's hold on its in-flight slot, owned by its task. Dropping it frees the
+/// slot: when the handler has returned and its answer is queued, or when the task is aborted
+/// (its future is dropped then, even if it never ran). Never earlier: a cancelled handler that
+/// is still running (cooperative, or busy between two `.await`s) keeps its slot, so cancelling
+/// cannot lift the in-flight cap. The slot is named by its generation, not only by its id, so a
+/// new request that reuses the id is not freed in its place.
+struct Slot {
+    /// The handle routed to the request, which its answer is sent through.
+    peer: Peer,
+    id: RequestId,
+    generation: u64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.peer.shared.finish_inbound(&self.id, self.generation);
+    }
 }
 
 async fn run_request<H: Handler>(
     handler: Arc<H>,
     request: Request,
     ctx: RequestContext,
-    peer: Peer,
     cancel: CancellationToken,
+    slot: Slot,
 ) {
-    let id = request.id.clone();
     let method = request.method.clone();
     let outcome = AssertUnwindSafe(handler.handle_request(request, ctx))
         .catch_unwind()
         .await;
     if cancel.is_cancelled() {
-        // Cancelled: the spec asks for no response.
-        peer.shared.finish_inbound(&id);
+        // Cancelled: the spec asks for no response. The slot is freed as `slot` drops.
         return;
     }
+    let peer = &slot.peer;
     let response = match outcome {
         Ok(Ok(mut result)) => {
             if let Some(version) = peer.protocol_version() {
                 compat::adapt_outgoing(version, &method, PayloadKind::Result, &mut result);
             }
-            Response::result(id.clone(), result)
+            Response::result(slot.id.clone(), result)
         }
-        Ok(Err(error)) => Response::error(Some(id.clone()), error),
+        Ok(Err(error)) => Response::error(Some(slot.id.clone()), error),
         Err(_) => {
+            let method = excerpt(&method);
             tracing::error!(%method, "a request handler panicked");
             Response::error(
-                Some(id.clone()),
+                Some(slot.id.clone()),
                 ErrorObject::internal(format!("the handler for {method} panicked")),
             )
         }
     };
-    // Queued before the request leaves the table, so a drain that waits for the table to empty
-    // never closes the connection ahead of this response.
-    let _ = peer
-        .send_envelope(Envelope::new(response).with_route(Route::Request(id.clone())))
-        .await;
-    peer.shared.finish_inbound(&id);
+    // Queued before the slot is freed (when `slot` drops), so a drain that waits for the table
+    // to empty never closes the connection ahead of this response. A cancel that lands while
+    // the answer waits for room still stops it: the peer may already reuse the id.
+    let route = Route::Request(slot.id.clone());
+    let queued = peer.send_envelope(Envelope::new(response).with_route(route));
+    tokio::select! {
+        biased;
+        _ = queued => {}
+        () = cancel.cancelled() => {}
+    }
 }
 
 fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, peer: &Peer) {
@@ -420,7 +455,9 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
                 tracing::debug!("ignored a cancellation without a valid requestId");
                 return;
             };
-            let entry = peer.shared.finish_inbound(&id);
+            // The request leaves the id table (the peer may reuse the id) but keeps its slot
+            // until its task has stopped (see `Slot`).
+            let entry = peer.shared.state().cancel_inbound(&id);
             match entry {
                 Some(inbound) => {
                     inbound.cancel.cancel();
@@ -430,9 +467,10 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
                         abort.abort();
                     }
                 }
-                None => {
-                    tracing::debug!(%id, "ignored a cancellation of an unknown or finished request")
-                }
+                None => tracing::debug!(
+                    id = %excerpt(&id.to_string()),
+                    "ignored a cancellation of an unknown or finished request"
+                ),
             }
             handler.handle_notification(notification, peer);
         }
@@ -448,7 +486,10 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
                         .state()
                         .deliver_progress(&p.progress_token, p.progress);
                     if delivery == ProgressDelivery::Unknown {
-                        tracing::debug!(token = %p.progress_token, "progress for no active request");
+                        tracing::debug!(
+                            token = %excerpt(&p.progress_token.to_string()),
+                            "progress for no active request"
+                        );
                     }
                 }
                 None => tracing::debug!("ignored a malformed progress notification"),
@@ -462,7 +503,10 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
 fn on_response(response: Response, peer: &Peer) {
     let Some(id) = response.id else {
         if let Err(error) = response.outcome {
-            tracing::warn!(%error, "the peer could not read one of our messages");
+            tracing::warn!(
+                error = %excerpt(&error.to_string()),
+                "the peer could not read one of our messages"
+            );
         }
         return;
     };
@@ -472,6 +516,9 @@ fn on_response(response: Response, peer: &Peer) {
             let outcome = response.outcome.map_err(SessionError::Remote);
             let _ = pending.responder.send(outcome);
         }
-        None => tracing::debug!(%id, "ignored a response to no pending request"),
+        None => tracing::debug!(
+            id = %excerpt(&id.to_string()),
+            "ignored a response to no pending request"
+        ),
     }
 }

@@ -24,6 +24,11 @@ pub enum SessionError {
     /// Too many requests are already waiting for responses on this connection.
     #[error("too many requests in flight on this connection (limit {0})")]
     TooManyRequests(usize),
+    /// The outbound queue of this connection is full (it holds this many messages), and the
+    /// send was one that does not wait ([`Peer::try_notify`](super::Peer::try_notify)): nothing
+    /// was sent. The peer is not reading as fast as we write.
+    #[error("the outbound queue of this connection is full ({0} messages); nothing was sent")]
+    QueueFull(usize),
     /// The peer's result did not match the expected type.
     #[error("the peer's result for {method} is not valid: {reason}")]
     InvalidResult {
@@ -62,6 +67,11 @@ impl SessionError {
     /// The request was cancelled locally.
     pub fn is_cancelled(&self) -> bool {
         matches!(self, Self::Cancelled(_))
+    }
+
+    /// A send that does not wait found the outbound queue full.
+    pub fn is_queue_full(&self) -> bool {
+        matches!(self, Self::QueueFull(_))
     }
 
     /// The JSON-RPC error the peer answered with, if that is what happened.

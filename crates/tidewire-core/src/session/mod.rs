@@ -22,6 +22,10 @@
 //! the token fires and, under [`CancelPolicy::Abort`] (the default), the task is aborted; no
 //! response is sent. A per-connection cap bounds how many run at once. `ping` is answered by the
 //! engine.
+//!
+//! A cancelled request keeps its in-flight slot until its handler has stopped (its task has
+//! returned or, once aborted, been dropped), so cancelling cannot lift the cap; its id is free
+//! again at once, and a new request that reuses it is tracked on its own.
 
 mod context;
 mod driver;
@@ -43,6 +47,7 @@ pub use peer::{CancelHandle, InFlight, Peer, ProgressStream, RequestBuilder};
 
 use crate::jsonrpc::{ErrorObject, Notification, Request};
 use crate::transport::Transport;
+use crate::transport::text::excerpt;
 
 /// What serves the requests and notifications a peer sends us.
 ///
@@ -114,7 +119,8 @@ impl Session {
 }
 
 /// A handler that answers every request with `-32601` and ignores notifications: for a side
-/// that only sends.
+/// that only sends. The answer quotes at most an [`excerpt`](crate::transport::text::excerpt)
+/// of the method name.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHandler;
 
@@ -124,6 +130,6 @@ impl Handler for NoHandler {
         request: Request,
         _ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::method_not_found(&request.method))
+        Err(ErrorObject::method_not_found(&excerpt(&request.method)))
     }
 }

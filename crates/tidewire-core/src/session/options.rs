@@ -55,7 +55,8 @@ impl Default for SessionOptions {
 
 impl SessionOptions {
     /// The most inbound requests that may run at once on this connection (default 256). Past it
-    /// a request is answered at once with error `-32001` (server busy).
+    /// a request is answered at once with error `-32001` (server busy). A cancelled request
+    /// counts until its handler has actually stopped, so cancelling never lifts the cap.
     #[must_use]
     pub fn max_inflight_inbound(mut self, limit: usize) -> Self {
         self.max_inflight_inbound = limit.max(1);
@@ -75,7 +76,9 @@ impl SessionOptions {
         self
     }
 
-    /// Messages queued for the writer before senders wait (default 256).
+    /// Messages queued for the writer before senders wait (default 256). A request's timeout
+    /// covers its wait for room here; [`Peer::try_notify`](super::Peer::try_notify) does not
+    /// wait and fails with `QueueFull` instead.
     #[must_use]
     pub fn outbound_queue(mut self, capacity: usize) -> Self {
         self.outbound_queue = capacity.max(1);

@@ -25,6 +25,7 @@ use crate::jsonrpc::{Message, Notification, Request, RequestId};
 use crate::progress::Progress;
 use crate::queue::BoundedQueue;
 use crate::schema::{NotificationType, RequestType};
+use crate::transport::text::excerpt;
 use crate::transport::{Envelope, Route};
 
 /// An envelope waiting for the writer. Boxed so the queue's slots stay small (8 bytes each).
@@ -83,14 +84,14 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Removes a finished (or cancelled) inbound request and wakes a drain waiting for idle.
-    pub(crate) fn finish_inbound(&self, id: &RequestId) -> Option<super::state::Inbound> {
+    /// Frees the slot of an inbound request whose task has stopped (see
+    /// [`State::finish_inbound`]) and wakes a drain waiting for idle.
+    pub(crate) fn finish_inbound(&self, id: &RequestId, generation: u64) {
         let mut state = self.state();
-        let entry = state.finish_inbound(id);
+        state.finish_inbound(id, generation);
         if state.inbound_len() == 0 {
             self.idle.notify_waiters();
         }
-        entry
     }
 
     pub(crate) fn close_reason(&self) -> String {
@@ -214,6 +215,45 @@ impl Peer {
         let envelope =
             Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
         self.send_envelope(envelope).await
+    }
+
+    /// Sends a typed notification if the outbound queue has room now; never waits.
+    ///
+    /// For a message that may be lost rather than wait on a peer that does not keep up: a
+    /// broadcast to many connections, where one slow reader must not hold up the others.
+    ///
+    /// # Errors
+    /// [`SessionError::QueueFull`] when the queue is full (nothing was sent);
+    /// [`SessionError::Closed`] when the connection is closed; `InvalidParams` when the params do
+    /// not serialise.
+    pub fn try_notify<N: NotificationType>(&self, params: N::Params) -> Result<(), SessionError> {
+        let params = to_params(N::METHOD, &params)?;
+        self.try_notify_raw(N::METHOD, params)
+    }
+
+    /// Sends a notification for any method if the outbound queue has room now; never waits.
+    /// See [`try_notify`](Self::try_notify).
+    ///
+    /// # Errors
+    /// [`SessionError::QueueFull`] when the queue is full (nothing was sent);
+    /// [`SessionError::Closed`] when the connection is closed.
+    pub fn try_notify_raw(
+        &self,
+        method: impl Into<String>,
+        params: Option<Value>,
+    ) -> Result<(), SessionError> {
+        let shared = &self.shared;
+        if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
+            return Err(SessionError::Closed(shared.close_reason()));
+        }
+        let envelope =
+            Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
+        let queue = &shared.outbound;
+        match queue.try_push(Box::new(envelope)) {
+            Ok(()) => Ok(()),
+            Err(_) if queue.is_closed() => Err(SessionError::Closed(shared.close_reason())),
+            Err(_) => Err(SessionError::QueueFull(shared.options.outbound_queue)),
+        }
     }
 
     /// Rewrites outgoing params for an older negotiated revision (see [`crate::schema::compat`]).
@@ -414,10 +454,16 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
 
     /// Sends the request and returns a handle to its response.
     ///
+    /// The timeout starts now: it covers the wait for room in the outbound queue (which a peer
+    /// that stopped reading, or a transport that cannot write, keeps full) as well as the wait
+    /// for the response.
+    ///
     /// # Errors
     /// `Closed` when the connection is closed, `TooManyRequests` when the pending table is full,
-    /// `InvalidParams` when the params did not serialise.
+    /// `InvalidParams` when the params did not serialise, `Timeout` when the request could not
+    /// even be queued in time (it was not sent; the peer is told nothing).
     pub async fn send(self) -> Result<InFlight<T>, SessionError> {
+        let started = Instant::now();
         let shared = self.peer.shared.clone();
         if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
             return Err(SessionError::Closed(shared.close_reason()));
@@ -475,11 +521,14 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             method: self.method.clone().into_owned(),
             params,
         };
-        self.peer
-            .send_envelope(
-                Envelope::new(Message::Request(request)).with_route(self.peer.route.clone()),
-            )
-            .await?;
+        let queued =
+            Box::new(Envelope::new(Message::Request(request)).with_route(self.peer.route.clone()));
+        // Most often there is room, and no timer is needed.
+        if let Err(queued) = shared.outbound.try_push(queued) {
+            let deadline = first_deadline(started, timeout, self.reset_max);
+            // On error `guard` drops unarmed for the peer: the entry goes, nothing is sent.
+            Box::pin(wait_for_room(&shared, queued, started, deadline)).await?;
+        }
         guard.notify_peer = true;
 
         let method = self.method;
@@ -487,6 +536,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             guard,
             method.clone(),
             response,
+            started,
             timeout,
             self.reset_max,
             activity,
@@ -535,21 +585,61 @@ fn set_progress_token(params: &mut Option<Value>, token: &RequestId) {
     }
 }
 
+/// Queues a request once the outbound queue has room, giving up at `deadline`.
+///
+/// # Errors
+/// `Timeout` (counted from `started`) when no room came in time, `Closed` when the connection
+/// closed meanwhile.
+async fn wait_for_room(
+    shared: &Shared,
+    queued: Queued,
+    started: Instant,
+    deadline: Option<Instant>,
+) -> Result<(), SessionError> {
+    let push = shared.outbound.push(queued);
+    let pushed = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, push)
+            .await
+            .map_err(|_| SessionError::Timeout(started.elapsed()))?,
+        None => push.await,
+    };
+    pushed.map_err(|_| SessionError::Closed(shared.close_reason()))
+}
+
+/// When a request that started at `started` gives up unless progress resets its timer: after
+/// its timeout, and never after the hard maximum of a timer that resets on progress. `None`
+/// waits forever (as does a duration too large to add).
+fn first_deadline(
+    started: Instant,
+    timeout: Option<Duration>,
+    reset_max: Option<Duration>,
+) -> Option<Instant> {
+    let soft = timeout.and_then(|t| started.checked_add(t));
+    let hard = reset_max.and_then(|m| started.checked_add(m));
+    match (soft, hard) {
+        (Some(soft), Some(hard)) => Some(soft.min(hard)),
+        (soft, hard) => soft.or(hard),
+    }
+}
+
 type Callback = (Box<dyn FnMut(Progress) + Send>, mpsc::Receiver<Progress>);
 
+#[allow(clippy::too_many_arguments)]
 async fn wait_for_response<T: DeserializeOwned>(
     mut guard: CancelGuard,
     method: Cow<'static, str>,
     mut response: oneshot::Receiver<Result<Value, SessionError>>,
+    started: Instant,
     timeout: Option<Duration>,
     reset_max: Option<Duration>,
     activity: Option<Arc<Notify>>,
     mut callback: Option<Callback>,
 ) -> Result<T, SessionError> {
-    let started = Instant::now();
-    let hard_deadline = reset_max.map(|m| started + m);
+    // `started` is when the request was made, before it waited for room in the queue: the
+    // timeout covers the whole call.
+    let hard_deadline = reset_max.and_then(|m| started.checked_add(m));
     let cap = |d: Instant| hard_deadline.map_or(d, |h| d.min(h));
-    let mut deadline = timeout.map(|t| cap(started + t)).or(hard_deadline);
+    let mut deadline = first_deadline(started, timeout, reset_max);
     let outcome = loop {
         let sleep = async {
             match deadline {
@@ -572,7 +662,10 @@ async fn wait_for_response<T: DeserializeOwned>(
             outcome = &mut response => break outcome,
             () = progressed => {
                 if reset_max.is_some() {
-                    deadline = timeout.map(|t| cap(Instant::now() + t)).or(hard_deadline);
+                    deadline = timeout
+                        .and_then(|t| Instant::now().checked_add(t))
+                        .map(cap)
+                        .or(hard_deadline);
                 }
             }
             () = sleep => {
@@ -602,7 +695,8 @@ async fn wait_for_response<T: DeserializeOwned>(
     };
     serde_json::from_value(value).map_err(|e| SessionError::InvalidResult {
         method: method.into_owned(),
-        reason: e.to_string(),
+        // serde quotes what it could not read, and the peer wrote that.
+        reason: excerpt(&e.to_string()),
     })
 }
 

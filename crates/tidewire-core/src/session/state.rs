@@ -3,6 +3,12 @@
 //!
 //! Keys are JSON-RPC ids of *this connection*; nothing here is shared between connections, so
 //! colliding ids of two clients never meet.
+//!
+//! An inbound request holds its in-flight slot until its handler task has stopped, not merely
+//! until it was cancelled: a cancelled handler that is still finishing (a cooperative one, or one
+//! busy between two `.await`s) leaves the id table but stays counted. Each entry has a generation,
+//! and only the task that owns a generation removes it, so a new request that reuses the id of a
+//! cancelled one that is still finishing is never removed by the old one's end.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -56,6 +62,18 @@ pub(crate) struct Pending {
 pub(crate) struct Inbound {
     pub(crate) cancel: CancellationToken,
     pub(crate) abort: Option<tokio::task::AbortHandle>,
+    /// Which request with this id the entry is (ids may be reused once cancelled).
+    generation: u64,
+}
+
+impl Inbound {
+    pub(crate) fn new(cancel: CancellationToken) -> Self {
+        Self {
+            cancel,
+            abort: None,
+            generation: 0,
+        }
+    }
 }
 
 /// What became of a progress report.
@@ -72,7 +90,12 @@ pub(crate) enum ProgressDelivery {
 #[derive(Debug)]
 pub(crate) struct State {
     pending: HashMap<RequestId, Pending>,
+    /// Running inbound requests that can still be cancelled, by id.
     inbound: HashMap<RequestId, Inbound>,
+    /// The generations of cancelled inbound requests whose handlers have not stopped yet: they
+    /// hold a slot but no longer their id. Empty (unallocated) unless a cancel is under way.
+    stopping: Vec<u64>,
+    next_generation: u64,
     max_pending: usize,
     max_inbound: usize,
 }
@@ -89,6 +112,8 @@ impl State {
         Self {
             pending: HashMap::new(),
             inbound: HashMap::new(),
+            stopping: Vec::new(),
+            next_generation: 0,
             max_pending,
             max_inbound,
         }
@@ -144,30 +169,73 @@ impl State {
         }
     }
 
-    /// Registers a running inbound request.
-    pub(crate) fn add_inbound(&mut self, id: RequestId, inbound: Inbound) -> Result<(), Refusal> {
+    /// Registers a running inbound request and returns its generation, which
+    /// [`set_abort`](Self::set_abort) and [`finish_inbound`](Self::finish_inbound) name it by.
+    ///
+    /// Refused when a request with this id is running and not cancelled (ids must be unique
+    /// among requests in flight), or when the running requests, cancelled ones that have not
+    /// stopped included, fill the table.
+    pub(crate) fn add_inbound(&mut self, id: RequestId, inbound: Inbound) -> Result<u64, Refusal> {
         if self.inbound.contains_key(&id) {
             return Err(Refusal::Duplicate);
         }
-        if self.inbound.len() >= self.max_inbound {
+        if self.inbound_len() >= self.max_inbound {
             return Err(Refusal::Full(self.max_inbound));
         }
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1);
+        let mut inbound = inbound;
+        inbound.generation = generation;
         self.inbound.insert(id, inbound);
-        Ok(())
+        Ok(generation)
     }
 
     /// Attaches the task's abort handle once it is spawned.
-    pub(crate) fn set_abort(&mut self, id: &RequestId, abort: tokio::task::AbortHandle) {
-        if let Some(entry) = self.inbound.get_mut(id) {
+    pub(crate) fn set_abort(
+        &mut self,
+        id: &RequestId,
+        generation: u64,
+        abort: tokio::task::AbortHandle,
+    ) {
+        if let Some(entry) = self.inbound.get_mut(id)
+            && entry.generation == generation
+        {
             entry.abort = Some(abort);
         }
     }
 
-    /// Removes a finished inbound request.
-    pub(crate) fn finish_inbound(&mut self, id: &RequestId) -> Option<Inbound> {
-        let finished = self.inbound.remove(id);
+    /// Takes a running request out of the id table because the peer cancelled it, and returns
+    /// it (to fire its token and abort its task). It keeps its slot until its task stops and
+    /// calls [`finish_inbound`](Self::finish_inbound); meanwhile its id is free again.
+    pub(crate) fn cancel_inbound(&mut self, id: &RequestId) -> Option<Inbound> {
+        let entry = self.inbound.remove(id)?;
         release_if_empty(&mut self.inbound);
-        finished
+        self.stopping.push(entry.generation);
+        Some(entry)
+    }
+
+    /// Frees the slot of the request with `generation`, whose task has stopped (returned, or
+    /// dropped after an abort). Leaves alone another request that reuses the id. Returns whether
+    /// the request was still counted (false after [`drain`](Self::drain)).
+    pub(crate) fn finish_inbound(&mut self, id: &RequestId, generation: u64) -> bool {
+        if let Some(entry) = self.inbound.get(id)
+            && entry.generation == generation
+        {
+            self.inbound.remove(id);
+            release_if_empty(&mut self.inbound);
+            return true;
+        }
+        // Rare: only a cancelled request gets here.
+        match self.stopping.iter().position(|g| *g == generation) {
+            Some(at) => {
+                self.stopping.swap_remove(at);
+                if self.stopping.is_empty() {
+                    self.stopping = Vec::new();
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// The number of outbound requests awaiting responses.
@@ -175,9 +243,10 @@ impl State {
         self.pending.len()
     }
 
-    /// The number of inbound requests running.
+    /// The number of inbound requests running, cancelled ones whose handlers have not stopped
+    /// included.
     pub(crate) fn inbound_len(&self) -> usize {
-        self.inbound.len()
+        self.inbound.len() + self.stopping.len()
     }
 
     /// Empties the outbound table, returning what was in it.
@@ -185,8 +254,10 @@ impl State {
         self.pending.drain().map(|(_, p)| p).collect()
     }
 
-    /// Empties both tables (the connection ended), returning what was in them.
+    /// Empties both tables (the connection ended), returning what was in them. Cancelled
+    /// requests still stopping are forgotten: their tokens have fired already.
     pub(crate) fn drain(&mut self) -> (Vec<Pending>, Vec<Inbound>) {
+        self.stopping = Vec::new();
         (
             self.pending.drain().map(|(_, p)| p).collect(),
             self.inbound.drain().map(|(_, i)| i).collect(),
@@ -277,11 +348,10 @@ mod tests {
     #[test]
     fn inbound_table_is_bounded() {
         let mut s = State::new(1, 1);
-        let inbound = || Inbound {
-            cancel: CancellationToken::new(),
-            abort: None,
-        };
-        assert!(s.add_inbound(RequestId::Number(1), inbound()).is_ok());
+        let inbound = || Inbound::new(CancellationToken::new());
+        let first = s
+            .add_inbound(RequestId::Number(1), inbound())
+            .expect("room");
         assert_eq!(
             s.add_inbound(RequestId::Number(1), inbound()),
             Err(Refusal::Duplicate)
@@ -290,11 +360,44 @@ mod tests {
             s.add_inbound(RequestId::Number(2), inbound()),
             Err(Refusal::Full(1))
         );
-        assert!(s.finish_inbound(&RequestId::Number(1)).is_some());
+        assert!(s.finish_inbound(&RequestId::Number(1), first));
         assert_eq!(s.inbound_len(), 0);
         assert!(s.add_inbound(RequestId::Number(2), inbound()).is_ok());
         let (p, i) = s.drain();
         assert!(p.is_empty());
         assert_eq!(i.len(), 1);
+    }
+
+    #[test]
+    fn a_cancelled_request_keeps_its_slot_until_it_stops_but_frees_its_id() {
+        let mut s = State::new(8, 2);
+        let inbound = || Inbound::new(CancellationToken::new());
+        let id = RequestId::Number(1);
+        let old = s.add_inbound(id.clone(), inbound()).expect("room");
+        assert!(s.cancel_inbound(&id).is_some());
+        assert!(
+            s.cancel_inbound(&id).is_none(),
+            "a second cancel finds nothing"
+        );
+        assert_eq!(s.inbound_len(), 1, "still counted while it stops");
+        // The id is free again: a new request may reuse it, and both are counted.
+        let new = s.add_inbound(id.clone(), inbound()).expect("reused id");
+        assert_ne!(old, new);
+        assert_eq!(s.inbound_len(), 2);
+        assert_eq!(
+            s.add_inbound(RequestId::Number(2), inbound()),
+            Err(Refusal::Full(2)),
+            "the stopping request holds a slot"
+        );
+        // The old one's end frees its own slot, not the new request's entry.
+        assert!(s.finish_inbound(&id, old));
+        assert_eq!(s.inbound_len(), 1);
+        assert!(
+            s.cancel_inbound(&id).is_some(),
+            "the new one is still cancellable"
+        );
+        assert!(s.finish_inbound(&id, new));
+        assert!(!s.finish_inbound(&id, new), "freed once");
+        assert_eq!(s.inbound_len(), 0);
     }
 }

@@ -24,16 +24,36 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 
 /// At most 200 characters of a body (an HTTP error page, say), whitespace folded to single
 /// spaces, with `…` when it was cut.
+///
+/// Also the one way to quote a peer's text (a method, tool or prompt name, a URI, an id, a serde
+/// error that quotes the input) in a message sent back or logged: the result is at most 200
+/// characters plus the `…`, so under a kilobyte however large the input. It allocates only what
+/// it keeps.
+///
+/// ```
+/// use tidewire_core::transport::text::excerpt;
+///
+/// assert_eq!(excerpt("tools/call"), "tools/call");
+/// let cut = excerpt(&"x".repeat(2 << 20));
+/// assert!(cut.len() < 210 && cut.ends_with('…'));
+/// ```
 pub fn excerpt(body: &str) -> String {
     const MAX_CHARS: usize = 200;
-    let line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut chars = line.chars();
-    let head: String = chars.by_ref().take(MAX_CHARS).collect();
-    if chars.next().is_some() {
-        format!("{head}…")
-    } else {
-        head
+    let mut out = String::with_capacity(body.len().min(MAX_CHARS));
+    let mut kept = 0;
+    for word in body.split_whitespace() {
+        // A space between words, then the word, a character at a time while there is room.
+        let space = (kept > 0).then_some(' ');
+        for c in space.into_iter().chain(word.chars()) {
+            if kept == MAX_CHARS {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            kept += 1;
+        }
     }
+    out
 }
 
 #[cfg(test)]
@@ -68,5 +88,11 @@ mod tests {
         assert_eq!(cut.chars().count(), 201);
         assert!(cut.ends_with('…'));
         assert_eq!(excerpt("boom\n  at line 3"), "boom at line 3");
+        assert_eq!(excerpt("  "), "");
+        let exact = "a".repeat(200);
+        assert_eq!(excerpt(&exact), exact, "200 characters are kept whole");
+        assert_eq!(excerpt(&format!("{exact} b")), format!("{exact}…"));
+        let huge = excerpt(&"m".repeat(2 << 20));
+        assert!(huge.len() <= 203, "{}", huge.len());
     }
 }
