@@ -17,6 +17,7 @@ use tidewire_core::schema::{
     SubscribeParams, UnsubscribeParams,
 };
 use tidewire_core::session::{Handler, Peer, RequestContext};
+use tidewire_core::transport::text::excerpt;
 
 use crate::context::Context;
 use crate::server::{Inner, Server};
@@ -175,7 +176,7 @@ impl Connection {
                     .store(u8::try_from(index + 1).unwrap_or(1), Ordering::Relaxed);
                 reply(EmptyResult::new())
             }
-            other => Err(ErrorObject::method_not_found(other)),
+            other => Err(ErrorObject::method_not_found(&excerpt(other))),
         }
     }
 
@@ -216,7 +217,7 @@ impl Connection {
         let Some(entry) = self.server.tools.get(&params.name) else {
             return Err(ErrorObject::invalid_params(format!(
                 "unknown tool: {}",
-                params.name
+                excerpt(&params.name)
             )));
         };
         let args = Value::Object(params.arguments.unwrap_or_default());
@@ -313,7 +314,7 @@ impl Connection {
         let Some(entry) = self.server.prompts.get(&params.name) else {
             return Err(ErrorObject::invalid_params(format!(
                 "unknown prompt: {}",
-                params.name
+                excerpt(&params.name)
             )));
         };
         let args: std::collections::HashMap<String, String> =
@@ -336,8 +337,10 @@ impl Connection {
     }
 }
 
-/// `-32002`, the error for a resource that does not exist (2024-11-05 … 2025-11-25).
+/// `-32002`, the error for a resource that does not exist (2024-11-05 … 2025-11-25). The URI,
+/// the client's text, is quoted as an excerpt, in the message and in `data.uri` alike.
 pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
+    let uri = excerpt(uri);
     ErrorObject::new(
         ErrorCode::RESOURCE_NOT_FOUND,
         format!("Resource not found: {uri}"),
@@ -347,8 +350,11 @@ pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
 
 fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
     let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
-    serde_json::from_value(params)
-        .map_err(|e| ErrorObject::invalid_params(format!("{method}: {e}")))
+    serde_json::from_value(params).map_err(|e| {
+        // serde quotes the value it could not read: the client's text, so only an excerpt.
+        let e = excerpt(&e.to_string());
+        ErrorObject::invalid_params(format!("{method}: {e}"))
+    })
 }
 
 fn reply<T: Serialize>(result: T) -> Result<Value, ErrorObject> {

@@ -79,7 +79,10 @@ impl From<SessionError> for ToolError {
 }
 
 impl From<serde_json::Error> for ToolError {
+    /// A tool execution error naming the serde error; cut to an
+    /// [`excerpt`](tidewire_core::transport::text::excerpt), since serde quotes the value it
+    /// could not read, which is often the client's text.
     fn from(error: serde_json::Error) -> Self {
-        Self::new(error.to_string())
+        Self::new(tidewire_core::transport::text::excerpt(&error.to_string()))
     }
 }

@@ -11,6 +11,7 @@ use tidewire_core::schema::{
     CallToolResult, CompleteParams, CompleteResult, GetPromptResult, Prompt, ReadResourceResult,
     Resource, ResourceTemplate, Tool,
 };
+use tidewire_core::transport::text::excerpt;
 
 use crate::context::Context;
 use crate::error::ToolError;
@@ -152,7 +153,10 @@ pub(crate) fn page<T, U>(
             .strip_prefix("p")
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n <= items.len())
-            .ok_or_else(|| ErrorObject::invalid_params(format!("invalid cursor {c:?}")))?,
+            .ok_or_else(|| {
+                let c = excerpt(c);
+                ErrorObject::invalid_params(format!("invalid cursor {c:?}"))
+            })?,
     };
     let end = start.saturating_add(page_size).min(items.len());
     let next = (end < items.len()).then(|| format!("p{end}"));

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -11,13 +13,14 @@ use serde_json::Value;
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
     CallToolResult, ClientNotification, CompleteParams, CompleteResult, ContentBlock, EmptyParams,
-    GetPromptResult, Implementation, LoggingLevel, Prompt, PromptListChangedNotification,
-    ReadResourceResult, Resource, ResourceListChangedNotification, ResourceTemplate,
-    ResourceUpdatedNotification, ResourceUpdatedNotificationParams, ServerCapabilities, Tool,
-    ToolListChangedNotification,
+    GetPromptResult, Implementation, LoggingLevel, NotificationType, Prompt,
+    PromptListChangedNotification, ReadResourceResult, Resource, ResourceListChangedNotification,
+    ResourceTemplate, ResourceUpdatedNotification, ResourceUpdatedNotificationParams,
+    ServerCapabilities, Tool, ToolListChangedNotification,
 };
 use tidewire_core::session::{Driver, Peer, Session, SessionOptions};
 use tidewire_core::transport::Transport;
+use tidewire_core::transport::text::excerpt;
 
 use crate::connection::{Connection, ConnectionHandler};
 use crate::context::Context;
@@ -29,6 +32,9 @@ use crate::registry::{
 use crate::uri_template::UriTemplate;
 
 type NotificationFn = dyn Fn(ClientNotification, &Peer) + Send + Sync;
+
+/// At most one `warn` per this long about broadcasts that clients lost (the rest go to `debug`).
+const DROP_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) struct Inner {
     pub(crate) info: Implementation,
@@ -44,6 +50,10 @@ pub(crate) struct Inner {
     pub(crate) default_log_level: LoggingLevel,
     pub(crate) session_options: SessionOptions,
     connections: Mutex<Vec<Weak<Connection>>>,
+    /// Broadcast notifications that a client lost because its outbound queue was full.
+    dropped_notifications: AtomicU64,
+    /// When such a loss was last logged at `warn`.
+    last_drop_warning: Mutex<Option<Instant>>,
 }
 
 impl Inner {
@@ -170,42 +180,112 @@ impl Server {
     }
 
     /// Sends `notifications/tools/list_changed` to every connected client.
+    ///
+    /// Like every broadcast, it never waits on a client: one whose outbound queue is full (it
+    /// stopped reading, or reads slower than the server writes) loses the notification, which
+    /// is counted ([`dropped_notifications`](Self::dropped_notifications)) and logged.
     pub async fn notify_tools_changed(&self) {
-        for peer in self.live_peers(|_| true) {
-            let _ = peer
-                .notify::<ToolListChangedNotification>(EmptyParams::new())
-                .await;
-        }
+        self.broadcast::<ToolListChangedNotification>(&self.live_peers(|_| true), EmptyParams::new);
     }
 
-    /// Sends `notifications/resources/list_changed` to every connected client.
+    /// Sends `notifications/resources/list_changed` to every connected client, without waiting
+    /// on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub async fn notify_resources_changed(&self) {
-        for peer in self.live_peers(|_| true) {
-            let _ = peer
-                .notify::<ResourceListChangedNotification>(EmptyParams::new())
-                .await;
-        }
+        self.broadcast::<ResourceListChangedNotification>(
+            &self.live_peers(|_| true),
+            EmptyParams::new,
+        );
     }
 
-    /// Sends `notifications/prompts/list_changed` to every connected client.
+    /// Sends `notifications/prompts/list_changed` to every connected client, without waiting on
+    /// any (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub async fn notify_prompts_changed(&self) {
-        for peer in self.live_peers(|_| true) {
-            let _ = peer
-                .notify::<PromptListChangedNotification>(EmptyParams::new())
-                .await;
-        }
+        self.broadcast::<PromptListChangedNotification>(
+            &self.live_peers(|_| true),
+            EmptyParams::new,
+        );
     }
 
-    /// Sends `notifications/resources/updated` for `uri` to every client subscribed to it.
-    /// Returns how many clients were told.
+    /// Sends `notifications/resources/updated` for `uri` to every client subscribed to it,
+    /// without waiting on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
+    /// Returns how many clients were told: subscribers whose queue had room.
     pub async fn notify_resource_updated(&self, uri: &str) -> usize {
-        let peers = self.live_peers(|c| c.is_subscribed(uri));
-        for peer in &peers {
-            let _ = peer
-                .notify::<ResourceUpdatedNotification>(ResourceUpdatedNotificationParams::new(uri))
-                .await;
+        self.broadcast::<ResourceUpdatedNotification>(
+            &self.live_peers(|c| c.is_subscribed(uri)),
+            || ResourceUpdatedNotificationParams::new(uri),
+        )
+    }
+
+    /// How many broadcast notifications clients have lost since the server was built, because
+    /// their outbound queue was full (see [`notify_tools_changed`](Self::notify_tools_changed)).
+    pub fn dropped_notifications(&self) -> u64 {
+        self.inner.dropped_notifications.load(Ordering::Relaxed)
+    }
+
+    /// Queues a notification for each of `peers` where there is room now; returns how many took
+    /// it. Waiting on one would hold up every peer after it.
+    fn broadcast<N: NotificationType>(
+        &self,
+        peers: &[Peer],
+        params: impl Fn() -> N::Params,
+    ) -> usize {
+        let mut told = 0;
+        let mut dropped = 0;
+        for peer in peers {
+            match peer.try_notify::<N>(params()) {
+                Ok(()) => told += 1,
+                Err(error) if error.is_queue_full() => dropped += 1,
+                // Closed meanwhile: nobody left to tell.
+                Err(error) => {
+                    tracing::debug!(%error, method = N::METHOD, "a broadcast was not sent");
+                }
+            }
         }
-        peers.len()
+        if dropped > 0 {
+            self.count_dropped(N::METHOD, dropped, peers.len());
+        }
+        told
+    }
+
+    /// Counts notifications lost by clients that do not keep up, and logs it: at `warn` at most
+    /// once per [`DROP_WARNING_EVERY`], otherwise at `debug`.
+    fn count_dropped(&self, method: &'static str, dropped: u64, clients: usize) {
+        let total = self
+            .inner
+            .dropped_notifications
+            .fetch_add(dropped, Ordering::Relaxed)
+            .saturating_add(dropped);
+        let now = Instant::now();
+        let warn = {
+            let mut last = self
+                .inner
+                .last_drop_warning
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let due = last.is_none_or(|at| now.duration_since(at) >= DROP_WARNING_EVERY);
+            if due {
+                *last = Some(now);
+            }
+            due
+        };
+        if warn {
+            tracing::warn!(
+                method,
+                dropped,
+                clients,
+                total,
+                "clients whose outbound queue is full lost a broadcast notification \
+                 (this warning is repeated at most every 10 s)"
+            );
+        } else {
+            tracing::debug!(
+                method,
+                dropped,
+                clients,
+                total,
+                "clients lost a broadcast notification"
+            );
+        }
     }
 
     /// The number of live connections.
@@ -275,6 +355,8 @@ impl ServerBuilder {
                 default_log_level: LoggingLevel::Info,
                 session_options: SessionOptions::default(),
                 connections: Mutex::new(Vec::new()),
+                dropped_notifications: AtomicU64::new(0),
+                last_drop_warning: Mutex::new(None),
             },
         }
     }
@@ -333,6 +415,8 @@ impl ServerBuilder {
             let call = serde_json::from_value::<A>(args)
                 .map(|args| handler(args, ctx))
                 .map_err(|e| {
+                    // serde quotes the value it could not read: the client's text.
+                    let e = excerpt(&e.to_string());
                     ToolError::new(format!("invalid arguments for tool {tool_name}: {e}"))
                 });
             async move { call?.await }

@@ -12,8 +12,9 @@ use tidewire_core::schema::{
 };
 use tidewire_core::session::{Handler, Peer, RequestContext, Session, SessionOptions};
 use tidewire_core::transport::memory;
+use tidewire_core::transport::{Envelope, TransportError, TransportReceiver, TransportSender};
 use tidewire_server::{Context, NoArgs, Server};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -359,4 +360,123 @@ async fn unknown_versions_and_methods() {
         .await
         .expect("complete");
     assert_eq!(done["completion"]["values"], json!([]));
+}
+
+#[tokio::test]
+async fn huge_names_and_values_are_not_echoed_whole() {
+    let server = server();
+    let (peer, _rx) = connect(&server).await;
+    let huge = "t".repeat(2 << 20);
+    let short = |message: &str| {
+        assert!(message.len() < 1024, "{} bytes", message.len());
+        assert!(message.ends_with('…'), "marked as cut");
+    };
+    let err = call(&peer, "tools/call", json!({"name": huge}))
+        .await
+        .expect_err("unknown tool");
+    let error = err.remote().expect("an error answer");
+    assert_eq!(error.code, -32602);
+    assert!(error.message.contains("unknown tool: ttt"), "{error}");
+    short(&error.message);
+    let err = call(&peer, &huge, json!({}))
+        .await
+        .expect_err("unknown method");
+    let error = err.remote().expect("an error answer");
+    assert_eq!(error.code, -32601);
+    short(&error.message);
+    let err = call(&peer, "resources/read", json!({"uri": huge}))
+        .await
+        .expect_err("unknown resource");
+    let error = err.remote().expect("an error answer");
+    assert_eq!(error.code, -32002);
+    short(&error.message);
+    let uri = error.data.as_ref().and_then(|d| d["uri"].as_str());
+    short(uri.expect("data.uri"));
+    let err = call(&peer, "prompts/get", json!({"name": huge}))
+        .await
+        .expect_err("unknown prompt");
+    short(&err.remote().expect("an error answer").message);
+    // serde quotes the value it could not read: cut too.
+    let err = call(&peer, "logging/setLevel", json!({"level": huge}))
+        .await
+        .expect_err("unknown level");
+    short(&err.remote().expect("an error answer").message);
+    let bad = call(
+        &peer,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": huge, "b": 1}}),
+    )
+    .await
+    .expect("an isError result");
+    assert_eq!(bad["isError"], true);
+    short(bad["content"][0]["text"].as_str().unwrap_or_default());
+}
+
+/// A sending half whose `send` never completes (a legacy SSE client that stopped reading, a
+/// stdio pipe nobody drains); it says when the writer first got stuck in it.
+struct StuckSender {
+    stuck: Option<oneshot::Sender<()>>,
+}
+
+impl TransportSender for StuckSender {
+    async fn send(&mut self, _envelope: Envelope) -> Result<(), TransportError> {
+        if let Some(stuck) = self.stuck.take() {
+            let _ = stuck.send(());
+        }
+        std::future::pending().await
+    }
+
+    async fn close(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// A receiving half on which nothing ever arrives.
+struct Silent;
+
+impl TransportReceiver for Silent {
+    async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stopped_reading_does_not_hold_up_broadcasts() {
+    const CHANGED: &str = "notifications/tools/list_changed";
+    let server = Server::builder(Implementation::new("test", "1.0.0"))
+        .session_options(SessionOptions::default().outbound_queue(1))
+        .build();
+    timeout(LIMIT, async {
+        // A client whose connection takes one message and never gets it out.
+        let (stuck_tx, stuck) = oneshot::channel();
+        let transport = (
+            StuckSender {
+                stuck: Some(stuck_tx),
+            },
+            Silent,
+        );
+        let (_stuck_peer, driver) = server.serve(transport);
+        tokio::spawn(driver);
+        // And one that reads.
+        let (a, b) = memory::duplex();
+        let (_peer, driver) = server.serve(a);
+        tokio::spawn(driver);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _client = Session::spawn(b, Recorder(tx), SessionOptions::default());
+        assert_eq!(server.connection_count(), 2);
+        // The stuck writer takes the first broadcast and hangs; the second fills its queue.
+        server.notify_tools_changed().await;
+        stuck.await.expect("the writer is stuck");
+        assert_eq!(rx.recv().await.expect("first").method, CHANGED);
+        server.notify_tools_changed().await;
+        assert_eq!(rx.recv().await.expect("second").method, CHANGED);
+        assert_eq!(server.dropped_notifications(), 0);
+        // The third finds the stuck client's queue full: it is dropped and counted, and the
+        // broadcast neither waits for that client nor skips the one after it.
+        server.notify_tools_changed().await;
+        assert_eq!(rx.recv().await.expect("third").method, CHANGED);
+        assert_eq!(server.dropped_notifications(), 1);
+    })
+    .await
+    .expect("in time: no broadcast waits on a client that does not read");
 }
