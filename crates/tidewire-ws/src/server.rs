@@ -13,8 +13,9 @@
 //! # }
 //! ```
 //!
-//! - The upgrade is checked first: `Host` and `Origin` (loopback only by default, see
-//!   [`tidewire_core::transport::HostPolicy`]) → 403; past
+//! - The upgrade is checked first: `Host` (loopback only by default) and `Origin` (this
+//!   server's own origin only by default, plus those allowed; see
+//!   [`tidewire_core::transport::HostPolicy::same_origin`]) → 403; past
 //!   [`WsConfig::max_connections`] → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
 //! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
@@ -68,7 +69,8 @@ impl Default for WsConfig {
             pong_timeout: Duration::from_secs(20),
             max_connections: 10_000,
             queue: 64,
-            hosts: HostPolicy::default(),
+            // Browsers let any page open a WebSocket anywhere: only our own origin by default.
+            hosts: HostPolicy::default().same_origin(),
         }
     }
 }
@@ -117,7 +119,9 @@ impl WsConfig {
         self
     }
 
-    /// Also accept `Origin: origin`; by default only loopback origins (and no `Origin`) pass.
+    /// Also accept `Origin: origin`. By default only this server's own origin (the request's
+    /// `Host`) and requests without `Origin` (non-browser clients) pass: a browser lets any
+    /// page open a WebSocket, so another page on localhost must not drive this endpoint.
     #[must_use]
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.hosts = self.hosts.allow_origin(origin);

@@ -25,6 +25,29 @@ async fn upgrade_status(url: &str, headers: &[(&'static str, &str)]) -> u16 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_the_server_itself_may_connect() {
+    tokio::time::timeout(LIMIT, async {
+        let (url, _server, _ws) = start_ws(WsConfig::default()).await;
+        let own = url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .expect("authority");
+        let mcp = ("sec-websocket-protocol", "mcp");
+        let origin = format!("http://{own}");
+        assert_eq!(upgrade_status(&url, &[mcp, ("origin", &origin)]).await, 101);
+        let listed = WsConfig::default().allow_origin("http://localhost:5173");
+        let (url, _server, _ws) = start_ws(listed).await;
+        assert_eq!(
+            upgrade_status(&url, &[mcp, ("origin", "http://localhost:5173")]).await,
+            101
+        );
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upgrade_is_checked() {
     tokio::time::timeout(LIMIT, async {
         let (url, _server, ws) = start_ws(WsConfig::default().max_connections(1)).await;
@@ -37,6 +60,25 @@ async fn the_upgrade_is_checked() {
             upgrade_status(&url, &[mcp, ("host", "evil.example")]).await,
             403
         );
+        // Another page on localhost (any other port) must not drive the endpoint.
+        let own = url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .expect("authority");
+        let port = own.rsplit(':').next().expect("port");
+        let other_port = if port == "9" { "10" } else { "9" };
+        for origin in [
+            format!("http://127.0.0.1:{other_port}"),
+            format!("http://localhost:{port}"),
+        ] {
+            assert_eq!(
+                upgrade_status(&url, &[mcp, ("origin", &origin)]).await,
+                403,
+                "{origin}"
+            );
+        }
+
         assert_eq!(
             upgrade_status(&url, &[("sec-websocket-protocol", "graphql-ws")]).await,
             400

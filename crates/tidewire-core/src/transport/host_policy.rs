@@ -22,6 +22,7 @@ pub struct HostPolicy {
     hosts: Vec<String>,
     origins: Vec<String>,
     any_host: bool,
+    same_origin: bool,
 }
 
 /// Why a request was refused: a sentence for the response body (the status is always 403).
@@ -56,6 +57,16 @@ impl HostPolicy {
         self
     }
 
+    /// Accept an `Origin` only when it is this server's own (the request's `Host`, over http or
+    /// https) or listed with [`allow_origin`](Self::allow_origin): a page on another loopback
+    /// port no longer passes. The WebSocket server's default, since browsers let any page open
+    /// a WebSocket to any address (no CORS preflight guards it, as it guards a JSON POST).
+    #[must_use]
+    pub fn same_origin(mut self) -> Self {
+        self.same_origin = true;
+        self
+    }
+
     /// Applies both rules to a request's headers.
     ///
     /// # Errors
@@ -73,11 +84,25 @@ impl HostPolicy {
         }
         if headers.contains_key(header::ORIGIN) {
             let origin = header_text(headers, header::ORIGIN);
-            let authority = origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"));
-            let loopback = authority.is_some_and(|a| !a.is_empty() && is_loopback(strip_port(a)));
-            if !(loopback || self.origins.contains(&origin)) {
+            let (scheme_port, authority) = if let Some(a) = origin.strip_prefix("http://") {
+                (":80", Some(a))
+            } else if let Some(a) = origin.strip_prefix("https://") {
+                (":443", Some(a))
+            } else {
+                ("", None)
+            };
+            let authority = authority.filter(|a| !a.is_empty());
+            let loopback = authority.is_some_and(|a| is_loopback(strip_port(a)));
+            // This server's own origin, known only when `Host` was checked by name.
+            let own = !self.any_host
+                && authority.is_some_and(|a| {
+                    let host = header_text(headers, header::HOST);
+                    host == a
+                        || host.strip_suffix(scheme_port) == Some(a)
+                        || a.strip_suffix(scheme_port) == Some(host.as_str())
+                });
+            let allowed = if self.same_origin { own } else { loopback };
+            if !(allowed || self.origins.contains(&origin)) {
                 return Err(HostRefused(format!(
                     "Forbidden: Origin {origin:?} is not accepted by this server"
                 )));
@@ -160,5 +185,40 @@ mod tests {
         assert!(any.check(&headers(&[("host", "whatever:1")])).is_ok());
         let bad = headers(&[("host", "whatever:1"), ("origin", "http://whatever:1")]);
         assert!(any.check(&bad).is_err());
+    }
+
+    #[test]
+    fn same_origin_accepts_the_server_itself_and_listed_origins_only() {
+        let p = HostPolicy::default()
+            .same_origin()
+            .allow_origin("http://localhost:5173");
+        let with = |host: &str, origin: &str| headers(&[("host", host), ("origin", origin)]);
+        assert!(
+            p.check(&with("127.0.0.1:3000", "http://127.0.0.1:3000"))
+                .is_ok()
+        );
+        assert!(p.check(&with("localhost", "http://localhost:80")).is_ok());
+        assert!(
+            p.check(&with("localhost:3000", "http://localhost:5173"))
+                .is_ok()
+        );
+        // Another local page, or the same name on another port: refused.
+        assert!(
+            p.check(&with("127.0.0.1:3000", "http://127.0.0.1:8080"))
+                .is_err()
+        );
+        assert!(
+            p.check(&with("localhost:3000", "http://127.0.0.1:3000"))
+                .is_err()
+        );
+        assert!(p.check(&with("localhost:3000", "null")).is_err());
+        // No Origin (not a browser): the Host rule alone.
+        assert!(p.check(&headers(&[("host", "localhost:3000")])).is_ok());
+        // With any Host accepted, no origin is "our own".
+        let any = HostPolicy::default().same_origin().allow_any_host();
+        assert!(
+            any.check(&with("evil.example:3000", "http://evil.example:3000"))
+                .is_err()
+        );
     }
 }
