@@ -1,20 +1,28 @@
 //! The Streamable HTTP client transport against a fake server, driven through the real session
 //! engine and client: JSON and SSE replies, headers, the GET stream and its resumption, session
-//! expiry, resumption of a POST stream, HTTP errors, closing.
+//! expiry, resumption of a POST stream, HTTP errors, closing; a body starting with a byte-order
+//! mark, SSE replies to notifications, redirects.
 
 mod support;
 
 use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::http::{Method, StatusCode};
-use axum::response::Response;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use support::*;
 use tidewire_client::ClientError;
+use tidewire_core::jsonrpc::{Message, Notification};
 use tidewire_core::schema::ServerNotification;
+use tidewire_core::transport::{Envelope, Transport, TransportSender};
+use tidewire_http::client::MAX_NOTIFICATION_STREAMS;
+use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 /// The handshake part every fake shares: `initialize` gets a JSON result (with `Mcp-Session-Id:
@@ -799,6 +807,207 @@ async fn dropping_the_transport_without_close_stops_its_streams() {
             "dropping does not send DELETE"
         );
         drop(client);
+    })
+    .await;
+}
+
+/// An SSE reply whose body is exactly these chunks, each sent as an HTTP chunk of its own (so the
+/// client reads them apart).
+fn sse_chunks(chunks: Vec<Vec<u8>>) -> Response {
+    let stream = futures::stream::iter(
+        chunks
+            .into_iter()
+            .map(|chunk| Ok::<_, Infallible>(Bytes::from(chunk))),
+    );
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+#[tokio::test]
+async fn an_sse_reply_starting_with_a_byte_order_mark_is_read() {
+    // eventsource-stream 0.2.3 panics on such a body; the call must be answered all the same,
+    // whether the BOM comes whole or cut across chunks.
+    within(async {
+        let fake = serve(|req| async move {
+            if let Some(reply) = handshake(&req, Some("s-1")) {
+                return reply;
+            }
+            let id = req.id().unwrap_or(Value::Null);
+            let cut = req
+                .body
+                .as_ref()
+                .and_then(|b| b.pointer("/params/arguments/cut"))
+                .and_then(Value::as_u64)
+                .and_then(|cut| usize::try_from(cut).ok())
+                .unwrap_or(0);
+            let event = message_event(Some("e-1"), &text_result(&id, "done"));
+            let mut body = b"\xEF\xBB\xBF".to_vec();
+            body.extend_from_slice(event.as_bytes());
+            let tail = body.split_off(cut.min(body.len()));
+            sse_chunks(vec![body, tail])
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        // Cut before the BOM (it arrives whole), after its first byte, after its second.
+        for cut in [0, 1, 2] {
+            let result = client
+                .call_tool("echo", json!({ "cut": cut }))
+                .await
+                .unwrap_or_else(|e| panic!("cut at {cut}: {e:?}"));
+            assert_eq!(first_text(&result), "done", "cut at {cut}");
+        }
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sse_replies_to_notifications_are_capped_and_end_when_the_transport_closes() {
+    within(async {
+        // Every notification is answered with an SSE stream that never ends; `gone` fires when
+        // the client has dropped it (the server notices at its next keep-alive).
+        let (gone_tx, mut gone) = mpsc::unbounded_channel::<oneshot::Receiver<()>>();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let fake = {
+            let held = held.clone();
+            serve(move |req| {
+                let gone_tx = gone_tx.clone();
+                let held = held.clone();
+                async move {
+                    if req.method != Method::POST || req.id().is_some() {
+                        return status(StatusCode::BAD_REQUEST, "unexpected");
+                    }
+                    let (tx, reply, watch) = watched_stream();
+                    held.lock().expect("lock").push(tx);
+                    let _ = gone_tx.send(watch);
+                    reply
+                }
+            })
+            .await
+        };
+        let transport = transport_for(&fake)
+            .get_stream(false)
+            .connect()
+            .expect("transport");
+        // Driven without the engine: only notifications go out. The receiver is kept, since
+        // dropping it would stop the transport.
+        let (mut sender, receiver) = transport.split();
+        let sent = 3 * MAX_NOTIFICATION_STREAMS;
+        for n in 0..sent {
+            let note = Notification::new("notifications/roots/list_changed", Some(json!({"n": n})));
+            sender
+                .send(Envelope::new(Message::Notification(note)))
+                .await
+                .expect("sent");
+        }
+        let mut streams = Vec::new();
+        for _ in 0..sent {
+            streams.push(gone.recv().await.expect("a stream per notification"));
+        }
+        // Each `send` returns once its reply's head is read, in order: the first ones are read,
+        // every one past the cap is closed unread.
+        let (read, excess) = streams.split_at_mut(MAX_NOTIFICATION_STREAMS);
+        for stream in excess {
+            stream.await.expect("a stream past the cap is closed");
+        }
+        for stream in read.iter_mut() {
+            assert!(
+                matches!(stream.try_recv(), Err(TryRecvError::Empty)),
+                "a stream within the cap stays open while the server keeps it"
+            );
+        }
+        sender.close().await.expect("close");
+        for stream in read {
+            stream
+                .await
+                .expect("closing the transport ends every stream");
+        }
+        drop(receiver);
+    })
+    .await;
+}
+
+/// A 307 to `target`.
+fn redirect_to(target: &str) -> Response {
+    (
+        StatusCode::TEMPORARY_REDIRECT,
+        [("location", target.to_owned())],
+    )
+        .into_response()
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_named() {
+    within(async {
+        let elsewhere = serve(|req| async move {
+            handshake(&req, Some("stolen"))
+                .unwrap_or_else(|| status(StatusCode::BAD_REQUEST, "unexpected"))
+        })
+        .await;
+        let target = elsewhere.url.clone();
+        let fake = serve(move |_req| {
+            let reply = redirect_to(&target);
+            async move { reply }
+        })
+        .await;
+        let transport = transport_for(&fake)
+            .header("x-api-key", "secret-key")
+            .connect()
+            .expect("transport");
+        let error =
+            tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
+                .connect(transport)
+                .await
+                .expect_err("the redirect is refused");
+        let (code, message) = remote_message(&error);
+        assert_eq!(code, -32000);
+        assert!(message.contains(&elsewhere.url), "{message}");
+        assert!(message.contains("another origin"), "{message}");
+        assert!(!message.contains("secret-key"), "{message}");
+        assert!(
+            elsewhere.log.all().is_empty(),
+            "the other origin got {:?}",
+            elsewhere.log.all()
+        );
+        let asked = fake.log.all();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert_eq!(asked[0].header("x-api-key"), Some("secret-key"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    within(async {
+        let redirected = Arc::new(AtomicBool::new(false));
+        let fake = serve(move |req| {
+            let first = !redirected.swap(true, Ordering::SeqCst);
+            async move {
+                if first {
+                    return redirect_to("/mcp");
+                }
+                let id = req.id().unwrap_or(Value::Null);
+                handshake(&req, Some("s-1")).unwrap_or_else(|| json_reply(result(&id, json!({}))))
+            }
+        })
+        .await;
+        let (client, _handle) = connect(transport_for(&fake)).await;
+        client.ping().await.expect("ping");
+        let initializes = fake
+            .log
+            .all()
+            .iter()
+            .filter(|r| r.is_post("initialize"))
+            .count();
+        assert_eq!(
+            initializes, 2,
+            "the initialize POST is sent again, body and all"
+        );
+        client.close().await;
     })
     .await;
 }

@@ -1,12 +1,17 @@
-//! The legacy HTTP+SSE server's HTTP rules, the client's refusals, and the Streamable HTTP
-//! fallback.
+//! The legacy HTTP+SSE server's HTTP rules, the client's refusals (an endpoint or a redirect to
+//! another origin), a stream starting with a byte-order mark, and the Streamable HTTP fallback.
 
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
 use tidewire_client::Client;
+use tidewire_core::jsonrpc::Message;
 use tidewire_core::schema::Implementation;
+use tidewire_core::transport::{Transport, TransportReceiver};
 use tidewire_sse::client::{Fallback, SseClient, SseClientError, connect_with_fallback};
 use tidewire_sse::server::SseConfig;
 use tidewire_tests::harness::{HttpMode, start_http, start_sse};
@@ -270,6 +275,116 @@ async fn fallback_picks_the_transport_the_server_speaks() {
         assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
         client.ping().await.expect("ping over Streamable HTTP");
         client.close().await;
+    })
+    .await
+    .expect("in time");
+}
+
+/// Serves `app` on 127.0.0.1, on a port of its own.
+async fn serve_app(app: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_reads_a_stream_that_starts_with_a_byte_order_mark() {
+    // eventsource-stream 0.2.3 panics on such a stream. The BOM is cut across two HTTP chunks.
+    tokio::time::timeout(LIMIT, async {
+        let app = axum::Router::new().route(
+            "/sse",
+            axum::routing::get(|| async {
+                let chunks: [&'static [u8]; 3] = [
+                    b"\xEF",
+                    b"\xBB\xBFevent: endpoint\ndata: /messages?sessionId=1\n\n",
+                    b"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\
+                      \"method\":\"notifications/tools/list_changed\"}\r\n\r\n",
+                ];
+                let body = futures::stream::iter(
+                    chunks.map(|chunk| Ok::<_, Infallible>(bytes::Bytes::from(chunk))),
+                );
+                (
+                    [("content-type", "text/event-stream")],
+                    axum::body::Body::from_stream(body),
+                )
+            }),
+        );
+        let addr = serve_app(app).await;
+        let transport = SseClient::new(format!("http://{addr}/sse"))
+            .connect()
+            .await
+            .expect("the endpoint event is read");
+        assert_eq!(
+            transport.endpoint(),
+            format!("http://{addr}/messages?sessionId=1")
+        );
+        let (_sender, mut receiver) = transport.split();
+        let envelope = receiver.recv().await.expect("an item").expect("a message");
+        match envelope.message {
+            Message::Notification(note) => {
+                assert_eq!(note.method, "notifications/tools/list_changed");
+            }
+            other => panic!("expected the notification, got {other:?}"),
+        }
+        let end = receiver.recv().await.expect("the end is reported");
+        assert!(end.is_err_and(|e| !e.is_recoverable()), "the stream ended");
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_refuses_a_redirect_to_another_origin() {
+    tokio::time::timeout(LIMIT, async {
+        // Where the redirect points: a valid legacy stream, which must never be asked.
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counter = asked.clone();
+        let elsewhere = axum::Router::new().route(
+            "/sse",
+            axum::routing::get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async {
+                    (
+                        [("content-type", "text/event-stream")],
+                        "event: endpoint\ndata: /messages?sessionId=1\n\n",
+                    )
+                }
+            }),
+        );
+        let target = format!("http://{}/sse", serve_app(elsewhere).await);
+        let location = target.clone();
+        let app = axum::Router::new().route(
+            "/sse",
+            axum::routing::get(move || {
+                let location = location.clone();
+                async move {
+                    (
+                        axum::http::StatusCode::TEMPORARY_REDIRECT,
+                        [("location", location)],
+                    )
+                }
+            }),
+        );
+        let addr = serve_app(app).await;
+        let err = SseClient::new(format!("http://{addr}/sse"))
+            .header("x-api-key", "secret-key")
+            .connect()
+            .await
+            .expect_err("the redirect is refused");
+        let SseClientError::Connect(reason) = &err else {
+            panic!("expected a connection error, got {err:?}");
+        };
+        assert!(reason.contains(&target), "{reason}");
+        assert!(reason.contains("another origin"), "{reason}");
+        assert!(!reason.contains("secret-key"), "{reason}");
+        assert_eq!(
+            asked.load(Ordering::SeqCst),
+            0,
+            "the other origin was asked"
+        );
     })
     .await
     .expect("in time");

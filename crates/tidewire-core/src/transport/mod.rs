@@ -18,6 +18,7 @@ mod host_policy;
 mod limits;
 pub mod memory;
 pub mod sink_stream;
+pub mod sse_lines;
 pub mod text;
 
 use std::future::Future;

@@ -7,6 +7,7 @@ use http::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use tidewire_core::transport::Codec;
 
 use super::error::HttpClientError;
+use super::redirect::same_origin_policy;
 use super::shared::{Config, Shared};
 use super::transport::HttpClientTransport;
 
@@ -225,6 +226,13 @@ impl StreamableHttpClient {
     /// Uses `client` for every HTTP request, so connections (and its settings: proxies, TLS,
     /// timeouts) are shared with the rest of the program. By default the transport builds its
     /// own client.
+    ///
+    /// Its redirect policy is then yours too. The client the transport builds follows redirects
+    /// only within the endpoint's origin (scheme, host and port) and fails a request redirected
+    /// elsewhere, because reqwest's default policy would re-send your headers (API keys), the
+    /// `Mcp-Session-Id` and the body to any host the server names. Build yours with
+    /// `reqwest::redirect::Policy::none()` or a policy of the same kind unless you trust every
+    /// place the server may send you.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -302,6 +310,7 @@ impl StreamableHttpClient {
             Some(client) => client,
             None => reqwest::Client::builder()
                 .connect_timeout(self.request_timeout)
+                .redirect(same_origin_policy())
                 .build()
                 .map_err(HttpClientError::HttpClient)?,
         };

@@ -10,6 +10,7 @@ use super::reinit;
 use super::reply::{Body, body_kind};
 use super::shared::Shared;
 use super::sse::{Cursor, End, events, pump};
+use super::task::catch;
 
 /// Starts the GET stream task (stopping any previous one). The receiver fires once the first
 /// attempt has concluded: the stream is open, or the server has none, or the attempt failed.
@@ -22,7 +23,15 @@ pub(crate) fn start(shared: &Arc<Shared>) -> oneshot::Receiver<()> {
         tokio::select! {
             biased;
             () = token.cancelled() => {}
-            () = run(&task, ready) => {}
+            outcome = catch(run(&task, ready)) => {
+                if let Err(reason) = outcome {
+                    tracing::error!(
+                        %reason,
+                        "the GET stream task panicked; server messages outside requests will \
+                         not arrive"
+                    );
+                }
+            }
         }
     });
     ready_rx

@@ -43,10 +43,20 @@
 //!   the message (202), within the [`request_timeout`](StreamableHttpClient::request_timeout).
 //!   A server that answers them with 200 and a body (some answer `{"jsonrpc":"2.0","result":{}}`)
 //!   is tolerated: usable messages in the body are delivered, the rest is logged at debug level.
+//!   An SSE stream in answer to them is read until it ends or the transport closes, but at most
+//!   [`MAX_NOTIFICATION_STREAMS`] at once: past that, a new one is closed unread (and logged).
 //! - **HTTP errors become answers.** A request whose POST fails (connection refused, HTTP 4xx or
 //!   5xx, a reply without its response) gets a JSON-RPC error response for its id, code `-32000`
 //!   or the code of a JSON-RPC error in the body, with a message like
-//!   `HTTP 400 Bad Request: <start of the body>`. A caller never hangs on a dead exchange.
+//!   `HTTP 400 Bad Request: <start of the body>`. A caller never hangs on a dead exchange: even
+//!   a task of the transport that panics while reading a reply fails its request with an error
+//!   answer saying so.
+//! - **Redirects** are followed only within the endpoint's origin (scheme, host and port). A
+//!   redirect anywhere else fails the request with an error naming the target: following it
+//!   would send the headers you set, the `Mcp-Session-Id` and the body to another host. (With
+//!   your own `reqwest::Client`, its redirect policy applies instead.)
+//! - **SSE bodies** are read as the specification says: one leading UTF-8 byte-order mark is
+//!   skipped, lines may end with LF, CR or CRLF, and invalid UTF-8 reads as U+FFFD.
 //! - **The GET stream** opens right after `notifications/initialized` (before `send` returns,
 //!   so nothing the server sends right after the handshake is missed), with
 //!   `Accept: text/event-stream`. Its messages go to the receiver. A server without one (405;
@@ -98,13 +108,17 @@
 mod builder;
 mod error;
 mod get_stream;
+mod redirect;
 mod reinit;
 mod reply;
 mod request;
 mod shared;
 mod sse;
+mod task;
 mod transport;
 
 pub use builder::{DEFAULT_REQUEST_TIMEOUT, ReconnectPolicy, StreamableHttpClient};
 pub use error::HttpClientError;
-pub use transport::{HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender};
+pub use transport::{
+    HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender, MAX_NOTIFICATION_STREAMS,
+};

@@ -12,6 +12,7 @@ use super::get_stream;
 use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
 use super::shared::{Shared, Snapshot, Waiter};
 use super::sse::{Cursor, events, pump};
+use super::task::catch;
 
 /// The error answer of requests that were in flight when the server ended the session.
 pub(crate) fn session_ended_error() -> ErrorObject {
@@ -27,10 +28,20 @@ pub(crate) fn session_ended_error() -> ErrorObject {
 pub(crate) fn spawn(shared: Arc<Shared>, generation: u64) -> oneshot::Receiver<()> {
     let (held, held_rx) = oneshot::channel();
     tokio::spawn(async move {
-        tokio::select! {
+        let outcome = tokio::select! {
             biased;
-            () = shared.shutdown.cancelled() => {}
-            () = session_ended(&shared, generation, Some(held)) => {}
+            () = shared.shutdown.cancelled() => Ok(()),
+            outcome = catch(session_ended(&shared, generation, Some(held))) => outcome,
+        };
+        if let Err(reason) = outcome {
+            // The session is gone and no new one will come: end the connection, which fails
+            // every call in flight, rather than leave it half-alive.
+            shared
+                .fail_connection(format!(
+                    "the server ended the MCP session (HTTP 404), and the task starting a new \
+                     one panicked: {reason}"
+                ))
+                .await;
         }
     });
     held_rx

@@ -1,6 +1,7 @@
 //! One request: its POST, its reply (JSON or SSE), and the resumption of a stream that ended
 //! before the response.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use reqwest::StatusCode;
@@ -12,9 +13,56 @@ use super::reinit;
 use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
 use super::shared::{Shared, Snapshot};
 use super::sse::{Cursor, End, Pumped, events, pump};
+use super::task::catch;
+
+/// Starts the task that runs the exchange of one request (see [`run`]), watched by
+/// [`supervise`].
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    id: RequestId,
+    method: String,
+    body: Vec<u8>,
+    snapshot: Snapshot,
+    cancel: CancellationToken,
+) {
+    let exchange = run(
+        shared.clone(),
+        id.clone(),
+        method,
+        body,
+        snapshot,
+        cancel.clone(),
+    );
+    tokio::spawn(supervise(shared, id, cancel, exchange));
+}
+
+/// Runs `exchange`, the task serving request `id`, and makes sure the request does not stay
+/// pending when that task ends without answering it — above all when it panics: unless the
+/// request was answered, cancelled or the transport closed (all of which fire `cancel`), it is
+/// failed with an error answer that says so.
+async fn supervise(
+    shared: Arc<Shared>,
+    id: RequestId,
+    cancel: CancellationToken,
+    exchange: impl Future<Output = ()>,
+) {
+    let outcome = catch(exchange).await;
+    if cancel.is_cancelled() {
+        return;
+    }
+    let reason = match outcome {
+        Ok(()) => "the task reading its reply ended without its response".to_owned(),
+        Err(panic) => format!("the task reading its reply panicked ({panic})"),
+    };
+    tracing::error!(%id, %reason, "a request lost the task serving it");
+    let error = transport_error(format!(
+        "the HTTP transport could not complete this request: {reason}"
+    ));
+    shared.fail(&id, error).await;
+}
 
 /// Runs the exchange of one request until it is answered, failed, or `cancel` fires.
-pub(crate) async fn run(
+async fn run(
     shared: Arc<Shared>,
     id: RequestId,
     method: String,
@@ -230,5 +278,87 @@ pub(crate) async fn follow(
         }
         let stream = events(response, shared.config.codec.max_message_size());
         pumped = pump(shared, stream, &mut cursor, Some(id)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::HeaderMap;
+    use tidewire_core::jsonrpc::Message;
+    use tidewire_core::transport::{Codec, Envelope, TransportError};
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::client::builder::ReconnectPolicy;
+    use crate::client::shared::{Config, Waiter};
+
+    type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
+
+    fn fixture() -> (Arc<Shared>, Inbound) {
+        let config = Config {
+            http: reqwest::Client::new(),
+            url: reqwest::Url::parse("http://127.0.0.1:9/mcp").expect("a URL"),
+            headers: HeaderMap::new(),
+            codec: Codec::default(),
+            reconnect: ReconnectPolicy::never(),
+            get_stream: false,
+            request_timeout: Duration::from_secs(5),
+        };
+        let (shared, rx) = Shared::new(config);
+        (Arc::new(shared), rx)
+    }
+
+    fn explode() {
+        panic!("the parser broke");
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_task_panics_gets_an_error_answer() {
+        let check = async {
+            let (shared, mut rx) = fixture();
+            let id = RequestId::from(7);
+            let cancel = shared
+                .register(id.clone(), "tools/call", Waiter::Engine)
+                .expect("room in the table");
+            tokio::spawn(supervise(shared.clone(), id.clone(), cancel, async {
+                explode()
+            }));
+            let envelope = rx.recv().await.expect("an answer").expect("a message");
+            let response = match envelope.message {
+                Message::Response(response) => response,
+                other => panic!("expected a response, got {other:?}"),
+            };
+            assert_eq!(response.id, Some(id.clone()));
+            let error = response.outcome.expect_err("an error answer");
+            assert!(error.message.contains("panicked"), "{}", error.message);
+            assert!(
+                error.message.contains("the parser broke"),
+                "{}",
+                error.message
+            );
+            assert!(!shared.is_waiting(&id));
+        };
+        tokio::time::timeout(Duration::from_secs(5), check)
+            .await
+            .expect("in time");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_request_is_not_answered_by_its_supervisor() {
+        let check = async {
+            let (shared, mut rx) = fixture();
+            let id = RequestId::from(8);
+            let cancel = shared
+                .register(id.clone(), "tools/call", Waiter::Engine)
+                .expect("room in the table");
+            shared.abandon(&id);
+            supervise(shared.clone(), id, cancel, async { explode() }).await;
+            assert!(rx.try_recv().is_err(), "nothing is answered");
+        };
+        tokio::time::timeout(Duration::from_secs(5), check)
+            .await
+            .expect("in time");
     }
 }

@@ -3,16 +3,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tidewire_core::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use tidewire_core::transport::{Codec, Envelope, TransportError};
-use tokio::sync::{RwLock, mpsc, oneshot};
+use tokio::sync::{RwLock, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::builder::ReconnectPolicy;
+use super::transport::MAX_NOTIFICATION_STREAMS;
 
 /// `Mcp-Session-Id`.
 pub(crate) static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -98,6 +99,8 @@ pub(crate) struct Shared {
     pub(crate) gate: RwLock<()>,
     /// Stops the running GET stream task.
     get_stream: Mutex<Option<CancellationToken>>,
+    /// One permit per SSE stream read in reply to a POSTed notification or response.
+    pub(crate) notification_streams: Arc<Semaphore>,
     next_internal_id: AtomicU64,
 }
 
@@ -117,6 +120,7 @@ impl Shared {
             shutdown: CancellationToken::new(),
             gate: RwLock::new(()),
             get_stream: Mutex::new(None),
+            notification_streams: Arc::new(Semaphore::new(MAX_NOTIFICATION_STREAMS)),
             next_internal_id: AtomicU64::new(1),
         };
         (shared, rx)

@@ -1,15 +1,18 @@
 //! Reading an SSE stream (the reply to a POST, the GET stream, a resumed stream) into messages.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use tidewire_core::jsonrpc::RequestId;
 
 use super::error::chain;
 use super::shared::Shared;
+use super::task::panic_message;
+use tidewire_core::transport::sse_lines::SseLines;
 
 /// Why reading the bytes of a stream failed.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +21,9 @@ pub(crate) enum StreamFailure {
     Http(reqwest::Error),
     #[error("an SSE event exceeded {limit} bytes")]
     EventTooLarge { limit: usize },
+    /// The SSE parser panicked (it never should, on what [`SseLines`] feeds it).
+    #[error("the SSE parser failed: {0}")]
+    Parser(String),
 }
 
 /// The SSE events of a response body.
@@ -26,18 +32,40 @@ pub(crate) type Events = BoxStream<'static, Result<Event, EventStreamError<Strea
 /// Parses `response`'s body as SSE. No event may exceed what a message of `max_message` bytes
 /// needs, so a server cannot make the client buffer without bound.
 pub(crate) fn events(response: reqwest::Response, max_message: usize) -> Events {
+    parse(
+        response.bytes_stream().map_err(StreamFailure::Http),
+        max_message,
+    )
+}
+
+/// Parses a body as SSE: checked for size, decoded into lines by [`SseLines`] (a leading BOM, bad
+/// UTF-8, CR line ends), then given to eventsource-stream. Should the parser panic all the same,
+/// the stream ends with [`StreamFailure::Parser`] instead of taking its reader down.
+fn parse<S>(body: S, max_message: usize) -> Events
+where
+    S: Stream<Item = Result<Bytes, StreamFailure>> + Send + 'static,
+{
     let limit = max_message
         .saturating_add(max_message / 8)
         .saturating_add(4096);
     let mut guard = EventSizeGuard::new(limit);
-    response
-        .bytes_stream()
-        .map_err(StreamFailure::Http)
-        .and_then(move |chunk: Bytes| {
-            let checked = guard.feed(&chunk).map(|()| chunk);
-            async move { checked }
+    let mut decoder = SseLines::default();
+    let lines = body
+        .map(move |chunk| -> Vec<Result<Bytes, StreamFailure>> {
+            match chunk.and_then(|c| guard.feed(&c).map(|()| c)) {
+                Ok(chunk) => decoder.feed(chunk).into_iter().map(Ok).collect(),
+                Err(failure) => vec![Err(failure)],
+            }
         })
-        .eventsource()
+        .flat_map(futures::stream::iter);
+    AssertUnwindSafe(lines.eventsource())
+        .catch_unwind()
+        .map(|item| {
+            item.unwrap_or_else(|panic| {
+                let failure = StreamFailure::Parser(panic_message(&*panic));
+                Err(EventStreamError::Transport(failure))
+            })
+        })
         .boxed()
 }
 
@@ -146,6 +174,9 @@ pub(crate) async fn pump(
             Err(EventStreamError::Transport(StreamFailure::Http(e))) => {
                 break End::Broken(chain(&e));
             }
+            Err(EventStreamError::Transport(failure @ StreamFailure::Parser(_))) => {
+                break End::Unusable(failure.to_string());
+            }
             Err(EventStreamError::Utf8(e)) => break End::Unusable(format!("invalid UTF-8: {e}")),
             Err(EventStreamError::Parser(e)) => break End::Unusable(format!("bad SSE: {e}")),
         };
@@ -181,6 +212,20 @@ pub(crate) async fn pump(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_body_starting_with_a_split_bom_is_parsed() {
+        let chunks: [&'static [u8]; 3] = [b"\xEF", b"\xBB", b"\xBFid: 1\ndata: {}\n\n"];
+        let body = futures::stream::iter(chunks.map(|c| Ok::<_, StreamFailure>(Bytes::from(c))));
+        let events: Vec<_> =
+            tokio::time::timeout(Duration::from_secs(5), parse(body, 1024).collect())
+                .await
+                .expect("in time");
+        let [Ok(event)] = events.as_slice() else {
+            panic!("expected one event, got {events:?}");
+        };
+        assert_eq!((event.id.as_str(), event.data.as_str()), ("1", "{}"));
+    }
 
     #[test]
     fn the_guard_counts_per_event() {

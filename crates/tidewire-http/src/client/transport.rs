@@ -17,8 +17,18 @@ use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
 use super::request;
 use super::shared::{MAX_IN_FLIGHT, Shared, Snapshot, Waiter};
 use super::sse::{Cursor, events, pump};
+use super::task::catch;
 
 type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
+
+/// The most SSE streams the transport reads at once in reply to POSTed notifications and
+/// responses.
+///
+/// A server should answer those with `202 Accepted` and no body. One that answers with an SSE
+/// stream has it read all the same (it may carry messages), until the stream ends or the
+/// transport closes; but each such stream holds a connection and a task, and nothing obliges the
+/// server to end it. So past this many open at once, a new one is closed unread, and logged.
+pub const MAX_NOTIFICATION_STREAMS: usize = 4;
 
 /// A Streamable HTTP connection to one MCP endpoint, from
 /// [`StreamableHttpClient::connect`](super::StreamableHttpClient::connect).
@@ -259,14 +269,14 @@ impl HttpSender {
             shared.push(Ok(Envelope::new(response))).await;
             return;
         };
-        tokio::spawn(request::run(
+        request::spawn(
             shared.clone(),
             request.id,
             request.method,
             body,
             snapshot,
             cancel,
-        ));
+        );
         drop(gate);
     }
 
@@ -366,15 +376,34 @@ async fn accept(
         }
         Body::EventStream => {
             // Read it in the background like any other stream: it may carry server messages.
+            // Only a few at once, though: each holds a connection and a task until the server
+            // ends it, which nothing obliges it to do.
+            let Ok(permit) = shared.notification_streams.clone().try_acquire_owned() else {
+                tracing::warn!(
+                    limit = MAX_NOTIFICATION_STREAMS,
+                    "the server answered a notification or response with an SSE stream while \
+                     the most such streams are open already; closing it unread"
+                );
+                drop(response);
+                return Ok(Accepted::Yes);
+            };
             let stream = events(response, shared.config.codec.max_message_size());
             let task = shared.clone();
             tokio::spawn(async move {
                 let mut cursor = Cursor::default();
-                tokio::select! {
+                let read = catch(pump(&task, stream, &mut cursor, None));
+                let outcome = tokio::select! {
                     biased;
-                    () = task.shutdown.cancelled() => {}
-                    _ = pump(&task, stream, &mut cursor, None) => {}
+                    () = task.shutdown.cancelled() => Ok(()),
+                    outcome = read => outcome.map(drop),
+                };
+                if let Err(reason) = outcome {
+                    tracing::error!(
+                        %reason,
+                        "the task reading the SSE reply to a notification or response panicked"
+                    );
                 }
+                drop(permit);
             });
         }
         Body::Other => {

@@ -34,6 +34,14 @@
 //!   too): the receiver yields a fatal error saying so, every call in flight fails with it, and
 //!   the client must connect again, which opens a new session.
 //! - Closing the transport (or dropping it) closes the stream.
+//! - **Redirects** (of the GET and of every POST) are followed only within the origin of the URL
+//!   asked for; one to another origin fails with an error naming the target, since following it
+//!   would send the headers you set and the message to another host. (With your own
+//!   `reqwest::Client`, its redirect policy applies instead.)
+//! - The stream is read as the SSE specification says: one leading UTF-8 byte-order mark is
+//!   skipped, lines may end with LF, CR or CRLF, and invalid UTF-8 reads as U+FFFD. Should the
+//!   task reading it fail all the same, the connection ends with an error saying so, and every
+//!   call in flight fails with it.
 //!
 //! [`connect_with_fallback`] (feature `fallback`) tries Streamable HTTP first and falls back to
 //! this transport for servers that predate it.
@@ -41,6 +49,7 @@
 mod error;
 #[cfg(feature = "fallback")]
 mod fallback;
+mod redirect;
 mod transport;
 
 use std::time::Duration;
@@ -106,6 +115,13 @@ impl SseClient {
 
     /// A `reqwest::Client` of your own (proxies, TLS, pools). It must not have a total request
     /// timeout, which would cut the stream.
+    ///
+    /// Its redirect policy is then yours too. The client built by default follows redirects only
+    /// within the origin (scheme, host and port) of the URL asked for and fails a request
+    /// redirected elsewhere, because reqwest's default policy would re-send your headers (API
+    /// keys) and the body to any host the server names. Build yours with
+    /// `reqwest::redirect::Policy::none()` or a policy of the same kind unless you trust every
+    /// place the server may send you.
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
@@ -156,6 +172,7 @@ impl SseClient {
         let http = match self.http {
             Some(client) => client,
             None => reqwest::Client::builder()
+                .redirect(redirect::same_origin_policy())
                 .build()
                 .map_err(SseClientError::HttpClient)?,
         };

@@ -1,12 +1,15 @@
 //! The open connection: the stream reader task, and the two halves the engine drives.
 
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
 use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, Response};
@@ -17,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::{ConnectionLost, SseClientError, chain, excerpt};
+use tidewire_core::transport::sse_lines::SseLines;
 
 /// Messages read from the stream that wait for the engine before the reader waits too.
 const INBOUND_QUEUE: usize = 256;
@@ -37,6 +41,9 @@ enum StreamBroke {
     Http(reqwest::Error),
     #[error("an SSE event grew past {0} bytes")]
     TooLarge(usize),
+    /// The SSE parser panicked (it never should, on what [`SseLines`] feeds it).
+    #[error("the SSE parser failed: {0}")]
+    Parser(String),
 }
 
 /// A legacy HTTP+SSE connection, from [`SseClient::connect`](super::SseClient::connect): give it
@@ -124,6 +131,9 @@ pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientErr
     {
         return Err(SseClientError::NotEventStream { content_type });
     }
+    // Redirects stay on the origin asked for; a relative endpoint is resolved against where the
+    // stream ended up, as a browser's EventSource does.
+    let stream_url = response.url().clone();
     let mut events = events(response, s.codec.max_message_size());
     let endpoint = loop {
         match events.next().await {
@@ -139,11 +149,12 @@ pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientErr
             }
         }
     };
-    let endpoint = resolve(&s.url, &endpoint)?;
+    let endpoint = resolve(&s.url, &stream_url, &endpoint)?;
     let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
     let stop = CancellationToken::new();
     let guard = Arc::new(stop.clone().drop_guard());
-    tokio::spawn(read_stream(events, tx.clone(), s.codec, stop.clone()));
+    let reader = read_stream(events, tx.clone(), s.codec, stop.clone());
+    tokio::spawn(supervise(reader, tx.clone(), stop.clone()));
     Ok(SseClientTransport {
         sender: SseClientSender {
             http: s.http,
@@ -164,19 +175,24 @@ pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientErr
     })
 }
 
-/// The endpoint, resolved against the stream URL; it must stay on the same origin.
-fn resolve(base: &reqwest::Url, endpoint: &str) -> Result<reqwest::Url, SseClientError> {
+/// The endpoint, resolved against the URL the stream came from (`stream`); it must stay on the
+/// origin of the URL asked for (`requested`).
+fn resolve(
+    requested: &reqwest::Url,
+    stream: &reqwest::Url,
+    endpoint: &str,
+) -> Result<reqwest::Url, SseClientError> {
     let bad = |reason: String| SseClientError::BadEndpoint {
         endpoint: endpoint.to_owned(),
         reason,
     };
-    let url = base
+    let url = stream
         .join(endpoint.trim())
         .map_err(|e| bad(format!("not a URL: {e}")))?;
-    if url.origin() != base.origin() {
+    if url.origin() != requested.origin() {
         return Err(bad(format!(
             "it is on another origin than the stream ({})",
-            base.origin().ascii_serialization()
+            requested.origin().ascii_serialization()
         )));
     }
     Ok(url)
@@ -198,38 +214,90 @@ async fn body_start(response: reqwest::Response) -> String {
 
 /// The SSE events of a body; an event may not grow past what a message of `max_message` bytes
 /// needs, so a server cannot make the client buffer without bound.
+///
+/// The body is decoded into lines by [`SseLines`] (a leading BOM, bad UTF-8, CR line ends) before
+/// eventsource-stream parses it; should the parser panic all the same, the stream ends with
+/// [`StreamBroke::Parser`] instead of taking its reader down.
 fn events(response: reqwest::Response, max_message: usize) -> Events {
     let limit = max_message.saturating_add(4096);
     let mut since_blank_line = 0usize;
     let mut line_empty = true;
-    response
+    let mut after_cr = false;
+    let mut decoder = SseLines::default();
+    let lines = response
         .bytes_stream()
-        .map_err(StreamBroke::Http)
-        .and_then(move |chunk: Bytes| {
-            let mut checked = Ok(chunk.clone());
-            for byte in chunk.iter() {
+        .map(move |chunk| -> Vec<Result<Bytes, StreamBroke>> {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => return vec![Err(StreamBroke::Http(e))],
+            };
+            for &byte in chunk.iter() {
+                let was_cr = std::mem::replace(&mut after_cr, byte == b'\r');
                 match byte {
-                    b'\n' => {
+                    // The LF of a CRLF ends nothing more.
+                    b'\n' if was_cr => {}
+                    b'\n' | b'\r' => {
                         if line_empty {
                             since_blank_line = 0;
                         }
                         line_empty = true;
                     }
-                    b'\r' => {}
                     _ => {
                         line_empty = false;
                         since_blank_line += 1;
                         if since_blank_line > limit {
-                            checked = Err(StreamBroke::TooLarge(limit));
-                            break;
+                            return vec![Err(StreamBroke::TooLarge(limit))];
                         }
                     }
                 }
             }
-            async move { checked }
+            decoder.feed(chunk).into_iter().map(Ok).collect()
         })
-        .eventsource()
+        .flat_map(futures::stream::iter);
+    AssertUnwindSafe(lines.eventsource())
+        .catch_unwind()
+        .map(|item| {
+            item.unwrap_or_else(|panic| {
+                let failure = StreamBroke::Parser(panic_message(&*panic));
+                Err(EventStreamError::Transport(failure))
+            })
+        })
         .boxed()
+}
+
+/// The message a panic was raised with.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// Runs the stream reader. Should it panic, the receiver gets a fatal error saying so, which ends
+/// the connection and fails every call in flight, instead of leaving them waiting for replies
+/// nobody reads any more.
+async fn supervise(
+    reader: impl Future<Output = ()>,
+    tx: mpsc::Sender<Result<Envelope, TransportError>>,
+    stop: CancellationToken,
+) {
+    let Err(panic) = AssertUnwindSafe(reader).catch_unwind().await else {
+        return;
+    };
+    let reason = panic_message(&*panic);
+    tracing::error!(%reason, "the task reading the legacy SSE stream panicked");
+    let error = lost(format!(
+        "the task reading the SSE stream failed ({reason}); the session is over, connect again \
+         for a new one"
+    ));
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => {}
+        _ = tx.send(Err(error)) => {}
+    }
 }
 
 /// Reads `message` events into the inbound queue until the stream ends or the transport stops.
@@ -359,16 +427,52 @@ mod tests {
     #[test]
     fn endpoints_stay_on_the_stream_origin() {
         let base = reqwest::Url::parse("http://127.0.0.1:8000/sse").expect("url");
-        let ok = resolve(&base, "/messages?sessionId=ab").expect("relative");
+        let ok = resolve(&base, &base, "/messages?sessionId=ab").expect("relative");
         assert_eq!(ok.as_str(), "http://127.0.0.1:8000/messages?sessionId=ab");
-        assert!(resolve(&base, "http://127.0.0.1:8000/m?x=1").is_ok());
+        assert!(resolve(&base, &base, "http://127.0.0.1:8000/m?x=1").is_ok());
         for foreign in [
             "http://evil.example/m",
             "https://127.0.0.1:8000/m",
             "http://127.0.0.1:8001/m",
             "//evil.example/m",
         ] {
-            assert!(resolve(&base, foreign).is_err(), "{foreign}");
+            assert!(resolve(&base, &base, foreign).is_err(), "{foreign}");
         }
+        // After a redirect within the origin, a relative endpoint follows the stream's new path;
+        // a stream that ended up on another origin cannot lend it its own.
+        let moved = reqwest::Url::parse("http://127.0.0.1:8000/v2/sse").expect("url");
+        let ok = resolve(&base, &moved, "messages?sessionId=ab").expect("relative");
+        assert_eq!(
+            ok.as_str(),
+            "http://127.0.0.1:8000/v2/messages?sessionId=ab"
+        );
+        let away = reqwest::Url::parse("http://evil.example/sse").expect("url");
+        assert!(resolve(&base, &away, "/messages").is_err());
+    }
+
+    fn explode() {
+        panic!("the parser broke");
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_panics_ends_the_connection_with_a_fatal_error() {
+        let run = async {
+            let (tx, mut rx) = mpsc::channel(4);
+            let stop = CancellationToken::new();
+            supervise(async { explode() }, tx, stop).await;
+            let error = rx
+                .recv()
+                .await
+                .expect("an item")
+                .expect_err("a fatal error");
+            assert!(!error.is_recoverable());
+            let reason = std::error::Error::source(&error)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            assert!(reason.contains("the parser broke"), "{reason}");
+        };
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("in time");
     }
 }
