@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, HostPolicy};
 
+use super::EventStoreLimits;
+
 /// How POST requests are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -45,7 +47,12 @@ pub struct HttpConfig {
     pub(crate) inbound_queue: usize,
     pub(crate) hosts: HostPolicy,
     pub(crate) event_store: Option<std::sync::Arc<dyn super::EventStore>>,
+    pub(crate) event_store_limits: EventStoreLimits,
     pub(crate) first_event_wait: Duration,
+    pub(crate) max_streams_per_session: usize,
+    pub(crate) body_read_timeout: Duration,
+    pub(crate) body_bytes_per_session: usize,
+    pub(crate) body_bytes_total: usize,
 }
 
 impl Default for HttpConfig {
@@ -64,7 +71,12 @@ impl Default for HttpConfig {
             inbound_queue: 64,
             hosts: HostPolicy::default(),
             event_store: None,
+            event_store_limits: EventStoreLimits::default(),
             first_event_wait: Duration::from_millis(2),
+            max_streams_per_session: Self::DEFAULT_MAX_STREAMS_PER_SESSION,
+            body_read_timeout: Duration::from_secs(30),
+            body_bytes_per_session: 2 * DEFAULT_MAX_MESSAGE_SIZE,
+            body_bytes_total: 8 * DEFAULT_MAX_MESSAGE_SIZE,
         }
     }
 }
@@ -78,13 +90,66 @@ impl std::fmt::Debug for HttpConfig {
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_body", &self.max_body)
             .field("stream_capacity", &self.stream_capacity)
+            .field("max_streams_per_session", &self.max_streams_per_session)
+            .field("event_store_limits", &self.event_store_limits)
             .finish_non_exhaustive()
     }
 }
 
 impl HttpConfig {
+    /// The default of [`max_streams_per_session`](Self::max_streams_per_session): 256, the
+    /// engine's default cap on requests in flight per session.
+    pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 256;
+
+    /// The most POST streams one session holds at once (default 256): those with a request in
+    /// flight, and those whose reader went away before their end, kept for resumption. A new
+    /// stream past it first drops the oldest kept one; when every one has a request in flight,
+    /// the POST gets 429 with a JSON-RPC error (`-32001`) and `Retry-After`.
+    #[must_use]
+    pub fn max_streams_per_session(mut self, limit: usize) -> Self {
+        self.max_streams_per_session = limit.max(1);
+        self
+    }
+
+    /// The most bytes the default event store keeps, over every session (default 64 MiB); past
+    /// it the oldest events of the largest sessions go first. See [`event_store_limits`](Self::event_store_limits)
+    /// for the per-stream and per-session budgets.
+    #[must_use]
+    pub fn event_store_bytes(mut self, bytes: usize) -> Self {
+        self.event_store_limits = self.event_store_limits.total_bytes(bytes);
+        self
+    }
+
+    /// Every byte limit of the default event store at once (per stream, per session, in all).
+    /// The events kept per stream are set by [`stream_buffer`](Self::stream_buffer).
+    #[must_use]
+    pub fn event_store_limits(mut self, limits: EventStoreLimits) -> Self {
+        self.event_store_limits = limits;
+        self
+    }
+
+    /// How long a POST body may take to arrive (default 30 s); a slower one gets 408 and its
+    /// connection is closed.
+    #[must_use]
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// How many bytes of POST bodies are read at once, per session and over the whole endpoint
+    /// (defaults 16 MiB and 64 MiB; a body counts as its `Content-Length`, or the body limit
+    /// when it has none). A body that would pass a budget waits its turn, so memory for bodies
+    /// in flight stays bounded however many arrive together.
+    #[must_use]
+    pub fn body_budget(mut self, per_session: usize, total: usize) -> Self {
+        self.body_bytes_per_session = per_session.max(1);
+        self.body_bytes_total = total.max(1);
+        self
+    }
+
     /// Keeps stream events in `store` instead of the default [`MemoryEventStore`](super::MemoryEventStore)
-    /// (which keeps `stream_buffer` events per stream in this process).
+    /// (which keeps `stream_buffer` events per stream in this process, within
+    /// [`event_store_limits`](Self::event_store_limits)).
     #[must_use]
     pub fn event_store(mut self, store: std::sync::Arc<dyn super::EventStore>) -> Self {
         self.event_store = Some(store);

@@ -76,24 +76,179 @@ pub trait EventStore: Send + Sync + 'static {
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()>;
 }
 
-/// The default [`EventStore`]: the last `per_stream` events of each stream, in memory.
+/// The bounds of a [`MemoryEventStore`], in events and bytes. Past any of them the oldest
+/// events go first: of the stream, then of the session, then of the largest sessions in the
+/// store. An event a reader has not taken yet can go too (the reader then sees a gap), which is
+/// what keeps a stream nobody reads from holding memory.
+///
+/// ```
+/// use tidewire_http::server::EventStoreLimits;
+///
+/// let limits = EventStoreLimits::default()
+///     .bytes_per_session(4 << 20)
+///     .total_bytes(256 << 20);
+/// assert_eq!(limits.total(), 256 << 20);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventStoreLimits {
+    events_per_stream: usize,
+    bytes_per_stream: usize,
+    bytes_per_session: usize,
+    total_bytes: usize,
+}
+
+impl Default for EventStoreLimits {
+    fn default() -> Self {
+        Self {
+            events_per_stream: Self::DEFAULT_EVENTS_PER_STREAM,
+            bytes_per_stream: Self::DEFAULT_BYTES_PER_STREAM,
+            bytes_per_session: Self::DEFAULT_BYTES_PER_SESSION,
+            total_bytes: Self::DEFAULT_TOTAL_BYTES,
+        }
+    }
+}
+
+impl EventStoreLimits {
+    /// Events kept per stream by default: 16,384.
+    pub const DEFAULT_EVENTS_PER_STREAM: usize = 16_384;
+    /// Bytes kept per stream by default: 8 MiB (one event larger than that is still kept,
+    /// alone).
+    pub const DEFAULT_BYTES_PER_STREAM: usize = 8 << 20;
+    /// Bytes kept per session by default, over all its streams: 16 MiB.
+    pub const DEFAULT_BYTES_PER_SESSION: usize = 16 << 20;
+    /// Bytes kept in the whole store by default: 64 MiB.
+    pub const DEFAULT_TOTAL_BYTES: usize = 64 << 20;
+
+    /// At most this many events per stream (at least 1).
+    #[must_use]
+    pub fn events_per_stream(mut self, events: usize) -> Self {
+        self.events_per_stream = events.max(1);
+        self
+    }
+
+    /// At most this many bytes per stream.
+    #[must_use]
+    pub fn bytes_per_stream(mut self, bytes: usize) -> Self {
+        self.bytes_per_stream = bytes;
+        self
+    }
+
+    /// At most this many bytes per session, over all its streams.
+    #[must_use]
+    pub fn bytes_per_session(mut self, bytes: usize) -> Self {
+        self.bytes_per_session = bytes;
+        self
+    }
+
+    /// At most this many bytes in the whole store.
+    #[must_use]
+    pub fn total_bytes(mut self, bytes: usize) -> Self {
+        self.total_bytes = bytes;
+        self
+    }
+
+    /// The limit on events per stream.
+    pub fn per_stream(&self) -> usize {
+        self.events_per_stream
+    }
+
+    /// The limit on bytes in the whole store.
+    pub fn total(&self) -> usize {
+        self.total_bytes
+    }
+}
+
+/// What one kept event costs beyond its data (its slot, its sequence number, bookkeeping), so
+/// that even empty events count.
+const EVENT_OVERHEAD: usize = 64;
+
+fn cost(event: &StoredEvent) -> usize {
+    event.data.len() + EVENT_OVERHEAD
+}
+
+/// One stream's kept events, each with its place in the store's order of arrival.
+#[derive(Debug, Default)]
+struct Kept {
+    events: VecDeque<(u64, StoredEvent)>,
+    bytes: usize,
+}
+
+/// One session's streams.
+#[derive(Debug, Default)]
+struct SessionEvents {
+    streams: StreamTable<Kept>,
+    bytes: usize,
+}
+
+impl SessionEvents {
+    /// Drops the session's oldest event (over all its streams) unless it is the only one left.
+    /// Returns the bytes freed.
+    fn evict_oldest(&mut self) -> usize {
+        let count: usize = self.streams.values().map(|k| k.events.len()).sum();
+        if count <= 1 {
+            return 0;
+        }
+        let oldest = self
+            .streams
+            .iter()
+            .filter_map(|(id, k)| k.events.front().map(|(order, _)| (*order, *id)))
+            .min();
+        let Some((_, stream)) = oldest else { return 0 };
+        let Some(kept) = self.streams.get_mut(&stream) else {
+            return 0;
+        };
+        let Some((_, event)) = kept.events.pop_front() else {
+            return 0;
+        };
+        let freed = cost(&event);
+        kept.bytes -= freed;
+        if kept.events.is_empty() {
+            self.streams.remove(&stream);
+        }
+        self.bytes -= freed;
+        freed
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    sessions: HashMap<String, SessionEvents>,
+    bytes: usize,
+    /// Counts appends: the order of arrival across streams.
+    order: u64,
+}
+
+/// The default [`EventStore`]: recent events of each stream, in memory, within
+/// [`EventStoreLimits`] (by default 16,384 events and 8 MiB per stream, 16 MiB per session,
+/// 64 MiB in all).
 #[derive(Debug)]
 pub struct MemoryEventStore {
-    per_stream: usize,
-    streams: Mutex<HashMap<String, StreamTable<VecDeque<StoredEvent>>>>,
+    limits: EventStoreLimits,
+    inner: Mutex<Inner>,
 }
 
 impl MemoryEventStore {
-    /// A store keeping at most `per_stream` events of each stream.
+    /// A store keeping at most `per_stream` events of each stream, with the default byte
+    /// limits.
     pub fn new(per_stream: usize) -> Self {
+        Self::with_limits(EventStoreLimits::default().events_per_stream(per_stream))
+    }
+
+    /// A store within `limits`.
+    pub fn with_limits(limits: EventStoreLimits) -> Self {
         Self {
-            per_stream: per_stream.max(1),
-            streams: Mutex::new(HashMap::new()),
+            limits,
+            inner: Mutex::new(Inner::default()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, StreamTable<VecDeque<StoredEvent>>>> {
-        self.streams
+    /// The store's limits.
+    pub fn limits(&self) -> EventStoreLimits {
+        self.limits
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -101,15 +256,53 @@ impl MemoryEventStore {
     /// Events kept in all, over every session (for tests and metrics).
     pub fn len(&self) -> usize {
         self.lock()
+            .sessions
             .values()
-            .flat_map(HashMap::values)
-            .map(VecDeque::len)
+            .flat_map(|s| s.streams.values())
+            .map(|k| k.events.len())
             .sum()
+    }
+
+    /// Bytes kept in all, as the limits count them (data plus a small fixed cost per event).
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// Bytes kept for one session.
+    pub fn session_bytes(&self, session: &str) -> usize {
+        self.lock().sessions.get(session).map_or(0, |s| s.bytes)
     }
 
     /// True when nothing is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Brings the whole store back under its limit, to 7/8 of it so that the scan is not
+    /// repeated for every event: the oldest events of the largest sessions go first.
+    fn shrink(inner: &mut Inner, limit: usize) {
+        let target = limit - limit / 8;
+        let mut largest: Vec<(usize, String)> = inner
+            .sessions
+            .iter()
+            .map(|(key, s)| (s.bytes, key.clone()))
+            .collect();
+        largest.sort_unstable_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
+        for (_, key) in largest {
+            if inner.bytes <= target {
+                break;
+            }
+            let Some(session) = inner.sessions.get_mut(&key) else {
+                continue;
+            };
+            while inner.bytes > target {
+                let freed = session.evict_oldest();
+                if freed == 0 {
+                    break;
+                }
+                inner.bytes -= freed;
+            }
+        }
     }
 }
 
@@ -120,17 +313,43 @@ impl EventStore for MemoryEventStore {
         stream: StreamId,
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
-        let mut all = self.lock();
-        let streams = match all.get_mut(session) {
-            Some(streams) => streams,
+        let limits = self.limits;
+        let added = cost(&event);
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        inner.order += 1;
+        let order = inner.order;
+        let events = match inner.sessions.get_mut(session) {
+            Some(events) => events,
             // The session's key is allocated once, not per event.
-            None => all.entry(session.to_owned()).or_default(),
+            None => inner.sessions.entry(session.to_owned()).or_default(),
         };
-        let events = streams.entry(stream).or_default();
-        while events.len() >= self.per_stream {
-            events.pop_front();
+        let kept = events.streams.entry(stream).or_default();
+        while !kept.events.is_empty()
+            && (kept.events.len() >= limits.events_per_stream
+                || kept.bytes + added > limits.bytes_per_stream)
+        {
+            if let Some((_, old)) = kept.events.pop_front() {
+                let freed = cost(&old);
+                kept.bytes -= freed;
+                events.bytes -= freed;
+                inner.bytes -= freed;
+            }
         }
-        events.push_back(event);
+        kept.events.push_back((order, event));
+        kept.bytes += added;
+        events.bytes += added;
+        inner.bytes += added;
+        while events.bytes > limits.bytes_per_session {
+            let freed = events.evict_oldest();
+            if freed == 0 {
+                break;
+            }
+            inner.bytes -= freed;
+        }
+        if inner.bytes > limits.total_bytes {
+            Self::shrink(inner, limits.total_bytes);
+        }
         Box::pin(std::future::ready(()))
     }
 
@@ -142,29 +361,36 @@ impl EventStore for MemoryEventStore {
     ) -> BoxFuture<'a, Vec<StoredEvent>> {
         let found = self
             .lock()
+            .sessions
             .get(session)
-            .and_then(|s| s.get(&stream))
-            .map(|events| {
+            .and_then(|s| s.streams.get(&stream))
+            .map(|kept| {
                 // Kept in `seq` order: find the first newer one instead of scanning them all.
-                let start = events.partition_point(|e| e.seq <= after);
-                events.range(start..).cloned().collect()
+                let start = kept.events.partition_point(|(_, e)| e.seq <= after);
+                kept.events.range(start..).map(|(_, e)| e.clone()).collect()
             })
             .unwrap_or_default();
         Box::pin(std::future::ready(found))
     }
 
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()> {
-        let mut all = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         match stream {
             None => {
-                all.remove(session);
+                if let Some(gone) = inner.sessions.remove(session) {
+                    inner.bytes -= gone.bytes;
+                }
             }
             Some(stream) => {
                 // A session with nothing kept costs nothing here (idle sessions are many).
-                if let Some(streams) = all.get_mut(session) {
-                    streams.remove(&stream);
-                    if streams.is_empty() {
-                        all.remove(session);
+                if let Some(events) = inner.sessions.get_mut(session) {
+                    if let Some(gone) = events.streams.remove(&stream) {
+                        events.bytes -= gone.bytes;
+                        inner.bytes -= gone.bytes;
+                    }
+                    if events.streams.is_empty() {
+                        inner.sessions.remove(session);
                     }
                 }
             }
@@ -203,5 +429,54 @@ mod tests {
         assert_eq!(store.len(), 2);
         store.forget("s", None).await;
         assert_eq!(store.len(), 1, "other sessions untouched");
+        assert_eq!(store.bytes(), 1 + EVENT_OVERHEAD);
+    }
+
+    fn sized(seq: u64, bytes: usize) -> StoredEvent {
+        StoredEvent {
+            seq,
+            data: Bytes::from(vec![b'x'; bytes]),
+            last: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn bytes_are_bounded_per_stream_per_session_and_in_all() {
+        let unit = 1000 + EVENT_OVERHEAD;
+        let store = MemoryEventStore::with_limits(
+            EventStoreLimits::default()
+                .bytes_per_stream(3 * unit)
+                .bytes_per_session(5 * unit)
+                .total_bytes(8 * unit),
+        );
+        for seq in 1..=10 {
+            store.append("a", 1, sized(seq, 1000)).await;
+        }
+        let kept: Vec<u64> = store.after("a", 1, 0).await.iter().map(|e| e.seq).collect();
+        assert_eq!(kept, vec![8, 9, 10], "a stream keeps its newest 3 KB");
+        for seq in 1..=3 {
+            store.append("a", 2, sized(seq, 1000)).await;
+        }
+        assert_eq!(store.session_bytes("a"), 5 * unit, "a session keeps 5 KB");
+        let first: Vec<u64> = store.after("a", 1, 0).await.iter().map(|e| e.seq).collect();
+        assert_eq!(first, vec![9, 10], "the session's oldest event went first");
+        // Another session pushes the store past 8 KB: the largest session gives way, down to
+        // 7/8 of the limit.
+        for seq in 1..=3 {
+            store.append("b", 1, sized(seq, 1000)).await;
+        }
+        store.append("b", 2, sized(1, 1000)).await;
+        assert_eq!(store.bytes(), 7 * unit);
+        assert!(store.after("a", 1, 0).await.is_empty(), "a's oldest went");
+        assert_eq!(store.after("a", 2, 0).await.len(), 3);
+        assert_eq!(store.session_bytes("b"), 4 * unit, "the newcomer keeps all");
+        // One event larger than a stream's budget is still kept, alone: a reader needs it.
+        store.append("c", 1, sized(1, 5000)).await;
+        assert_eq!(store.after("c", 1, 0).await.len(), 1);
+        store.forget("a", None).await;
+        store.forget("b", None).await;
+        store.forget("c", None).await;
+        assert_eq!(store.bytes(), 0);
+        assert!(store.is_empty());
     }
 }

@@ -16,9 +16,11 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
+use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{Envelope, RequestLimits, StreamCloser};
 use tokio::sync::oneshot;
 
+use super::body::{self, BodyBudget};
 use super::checks::{
     self, LAST_EVENT_ID, SESSION_ID, check_accept, check_content_type, check_origin_and_host,
     error, error_for,
@@ -62,8 +64,44 @@ fn session_not_found(id: &str) -> Response {
     error(
         StatusCode::NOT_FOUND,
         ErrorCode(-32001),
-        format!("Session not found: {id:?} is unknown or has ended; initialize a new session"),
+        format!(
+            "Session not found: {:?} is unknown or has ended; initialize a new session",
+            excerpt(id)
+        ),
     )
+}
+
+fn too_many_streams(id: RequestId, limit: usize) -> Response {
+    let mut response = error_for(
+        StatusCode::TOO_MANY_REQUESTS,
+        Some(id),
+        ErrorObject::new(
+            ErrorCode::SERVER_BUSY,
+            format!(
+                "Too Many Requests: this session already holds its most streams ({limit}), each \
+                 with a request in flight; retry when one has finished"
+            ),
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Notes a cancellation the client sends, so its request's route and stream end with it
+/// (the engine sends no response after a cancellation).
+fn note_cancellation(session: &HttpSession, message: &Message) {
+    if let Message::Notification(n) = message
+        && n.method == "notifications/cancelled"
+        && let Some(id) = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(RequestId::from_json)
+    {
+        session.cancelled(&id);
+    }
 }
 
 fn sessions_full(max: usize) -> Response {
@@ -101,17 +139,29 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         Ok(v) => v,
         Err(r) => return r,
     };
-    let bytes = match axum::body::to_bytes(body, state.config.max_body).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "Payload Too Large: the body exceeds {} bytes",
-                    state.config.max_body
-                ),
-            );
+    // The session is checked before a byte of the body is read (an unknown one costs nothing).
+    let session_header = checks::session_id(&headers);
+    let known = match &session_header {
+        Some(id) if !state.config.stateless => match state.sessions().get(id.as_str()).cloned() {
+            Some(session) => Some(session),
+            None => return session_not_found(id),
+        },
+        _ => None,
+    };
+    let bytes = {
+        let budgets: &[&BodyBudget] = match &known {
+            Some(session) => &[&session.body_budget, &state.body_budget],
+            None => &[&state.body_budget],
+        };
+        let limits = body::Limits {
+            max: state.config.max_body,
+            timeout: state.config.body_read_timeout,
+            budgets,
+            drains: &state.drains,
+        };
+        match body::read(body, &headers, limits).await {
+            Ok(bytes) => bytes,
+            Err(refused) => return refused,
         }
     };
     let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
@@ -140,7 +190,6 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         }
     };
     let mut extensions = http::Extensions::new();
-    let session_header = checks::session_id(&headers);
     extensions.insert(HttpRequestInfo {
         headers,
         session_id: session_header.clone(),
@@ -155,11 +204,9 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
 
     let is_initialize = !is_batch
         && matches!(messages.first(), Some(Message::Request(r)) if r.method == "initialize");
-    let (session, created) = match session_header {
-        Some(id) => match state.sessions().get(id.as_str()).cloned() {
-            Some(session) => (session, false),
-            None => return session_not_found(&id),
-        },
+    let (session, created) = match known {
+        // Ended while the body was read: its inbox is closed, and delivery says 404.
+        Some(session) => (session, false),
         None if is_initialize => {
             if state.sessions().len() >= state.config.max_sessions {
                 return sessions_full(state.config.max_sessions);
@@ -209,7 +256,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         deliver_batch(state, &session, messages, &extensions, priming).await
     } else {
         match messages.pop() {
-            Some(message) => deliver(state, &session, message, extensions, priming, false).await,
+            Some(message) => deliver(state, &session, message, extensions, priming, None).await,
             None => StatusCode::ACCEPTED.into_response(),
         }
     };
@@ -282,7 +329,10 @@ async fn deliver_batch(
         })
         .collect();
     let stream = match state.config.response_mode {
-        ResponseMode::Sse if !ids.is_empty() => Some(session.streams.open()),
+        ResponseMode::Sse if !ids.is_empty() => match session.streams.open() {
+            Ok(stream) => Some(stream),
+            Err(full) => return too_many_streams(ids[0].clone(), full.0),
+        },
         _ => None,
     };
     let mut replies = Vec::new();
@@ -303,6 +353,7 @@ async fn deliver_batch(
         }
     }
     for message in messages {
+        note_cancellation(session, &message);
         let envelope = Envelope {
             message,
             route: Default::default(),
@@ -318,7 +369,7 @@ async fn deliver_batch(
     if let Some(stream) = stream {
         let cursor = session.streams.attach(stream, None).unwrap_or(0);
         let retry = priming.then_some(state.config.retry);
-        return sse(state, session.clone(), stream, cursor, retry, false);
+        return sse(state, session.clone(), stream, cursor, retry, None);
     }
     // A session that ends drops its reply senders, so this cannot outlive it.
     let all = futures::future::join_all(replies).await;
@@ -363,8 +414,29 @@ async fn post_stateless(
         .stateless_seq
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let session = state.start_session(format!("stateless-{n}").into());
+    // Owned by this request from here on: however the POST ends — answered, or dropped by a
+    // client that went away before its reply began — the one-shot session ends with it.
+    let one_shot = EndOnDrop(session.clone());
     let priming = version >= ProtocolVersion::V2025_11_25;
-    deliver(state, &session, message, extensions, priming, true).await
+    deliver(
+        state,
+        &session,
+        message,
+        extensions,
+        priming,
+        Some(one_shot),
+    )
+    .await
+}
+
+/// Ends a session when dropped: a stateless request's one-shot session, owned by the request
+/// and then by its reply's stream.
+struct EndOnDrop(Arc<HttpSession>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// Hands one message to the session's engine and answers the POST.
@@ -374,8 +446,9 @@ async fn deliver(
     message: Message,
     extensions: http::Extensions,
     priming: bool,
-    one_shot: bool,
+    one_shot: Option<EndOnDrop>,
 ) -> Response {
+    note_cancellation(session, &message);
     let id = match &message {
         Message::Request(r) => Some(r.id.clone()),
         _ => None,
@@ -404,15 +477,15 @@ async fn deliver(
             let forget = Forget {
                 session: session.clone(),
                 id: id.clone(),
-                close: one_shot,
             };
             if session.inbox.push(Box::new(envelope)).await.is_err() {
                 return session_not_found(&session.id);
             }
-            // A session that ends drops its reply senders (`HttpSession::close`): no need to
-            // watch for the end here too.
+            // A session that ends drops its reply senders (`HttpSession::close`), and so does
+            // a cancellation: no need to watch for either here too.
             let reply = rx.await.ok();
             drop(forget);
+            // A stateless request's session (`one_shot`) ends when this returns.
             match reply {
                 Some(body) => (
                     StatusCode::OK,
@@ -423,6 +496,8 @@ async fn deliver(
                     Body::from(body),
                 )
                     .into_response(),
+                // Cancelled by the client: no response follows (the spec asks for none).
+                None if !session.is_closed() => StatusCode::ACCEPTED.into_response(),
                 None => error_for(
                     StatusCode::NOT_FOUND,
                     Some(id),
@@ -431,7 +506,10 @@ async fn deliver(
             }
         }
         ResponseMode::Sse => {
-            let stream = session.streams.open();
+            let stream = match session.streams.open() {
+                Ok(stream) => stream,
+                Err(full) => return too_many_streams(id, full.0),
+            };
             if session
                 .expect_reply(id.clone(), ReplyTarget::Stream(stream))
                 .is_err()
@@ -474,19 +552,15 @@ fn duplicate(id: RequestId) -> Response {
     )
 }
 
-/// Forgets a JSON-mode request whose POST went away, and ends a one-shot (stateless) session.
+/// Forgets a JSON-mode request whose POST went away.
 struct Forget {
     session: Arc<HttpSession>,
     id: RequestId,
-    close: bool,
 }
 
 impl Drop for Forget {
     fn drop(&mut self) {
         self.session.forget(&self.id);
-        if self.close {
-            self.session.close();
-        }
     }
 }
 
@@ -511,17 +585,35 @@ fn get(state: &Shared, headers: &HeaderMap) -> Response {
         return session_not_found(&id);
     };
     session.touch();
-    let resume = headers
-        .get(LAST_EVENT_ID)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_event_id)
-        .filter(|(stream, _)| session.streams.exists(*stream));
-    let (stream, after) = match resume {
-        Some((stream, seq)) => (stream, Some(seq)),
+    // A `Last-Event-ID` resumes the stream it names, and only that one (H19): an id naming no
+    // stream this session can replay gets 404, never a silent attach to another stream.
+    let (stream, after) = match headers.get(LAST_EVENT_ID) {
         None => (STANDALONE, None),
+        Some(value) => {
+            let named = value
+                .to_str()
+                .ok()
+                .and_then(parse_event_id)
+                .filter(|(stream, _)| session.streams.exists(*stream));
+            match named {
+                Some((stream, seq)) => (stream, Some(seq)),
+                None => {
+                    return error(
+                        StatusCode::NOT_FOUND,
+                        ErrorCode::INVALID_REQUEST,
+                        format!(
+                            "Not Found: Last-Event-ID {:?} names no stream of this session that \
+                             can be resumed (it finished, was dropped to make room, or never \
+                             existed)",
+                            excerpt(&String::from_utf8_lossy(value.as_bytes()))
+                        ),
+                    );
+                }
+            }
+        }
     };
     match session.streams.attach(stream, after) {
-        Some(cursor) => sse(state, session, stream, cursor, None, false),
+        Some(cursor) => sse(state, session, stream, cursor, None, None),
         None => error(
             StatusCode::CONFLICT,
             ErrorCode::INVALID_REQUEST,
@@ -557,7 +649,7 @@ fn sse(
     stream: StreamId,
     cursor: u64,
     retry: Option<Duration>,
-    one_shot: bool,
+    one_shot: Option<EndOnDrop>,
 ) -> Response {
     let reader = Reader {
         session,
@@ -566,7 +658,7 @@ fn sse(
         pending: VecDeque::new(),
         priming: retry,
         done: false,
-        one_shot,
+        _one_shot: one_shot,
         keep_alive: state.config.keep_alive,
     };
     let frames = futures::stream::unfold(reader, Reader::next_frame);
@@ -630,7 +722,8 @@ struct Reader {
     pending: VecDeque<StoredEvent>,
     priming: Option<Duration>,
     done: bool,
-    one_shot: bool,
+    /// A stateless request's session, ended when this reader goes (after it detaches).
+    _one_shot: Option<EndOnDrop>,
     keep_alive: Duration,
 }
 
@@ -679,7 +772,11 @@ impl Reader {
             let notified = changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let events = self.session.streams.take(self.stream, self.cursor).await?;
+            let Some(events) = self.session.streams.take(self.stream, self.cursor).await else {
+                // Past the stream's end (its requests were cancelled), or the stream is gone.
+                self.session.streams.finish(self.stream).await;
+                return None;
+            };
             if events.is_empty() {
                 // A session that ends wakes this too (its streams are closed), and the stream
                 // is then gone.
@@ -701,8 +798,6 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.session.streams.detach(self.stream);
-        if self.one_shot {
-            self.session.close();
-        }
+        // `one_shot`, if any, ends its session as it drops, after this.
     }
 }

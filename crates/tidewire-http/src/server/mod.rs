@@ -29,6 +29,7 @@
 //!   `Content-Type`, `MCP-Protocol-Version` and the body size, each with its status and a
 //!   JSON-RPC error body.
 
+mod body;
 mod checks;
 mod config;
 mod event_store;
@@ -44,7 +45,7 @@ use tidewire_core::session::Driver;
 use tidewire_core::transport::Codec;
 
 pub use config::{HttpConfig, ResponseMode};
-pub use event_store::{EventStore, MemoryEventStore, StoredEvent, StreamId};
+pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
 pub use session::{HttpReceiver, HttpSender};
 
 use session::HttpSession;
@@ -88,6 +89,10 @@ pub(crate) struct State {
     reaper_started: std::sync::Once,
     /// Numbers the one-shot sessions of stateless mode (their key in the event store).
     stateless_seq: std::sync::atomic::AtomicU64,
+    /// Bytes of POST bodies being read at once, over the endpoint.
+    body_budget: body::BodyBudget,
+    /// Refused bodies being read and thrown away now.
+    drains: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl StreamableHttp {
@@ -101,17 +106,23 @@ impl StreamableHttp {
         let codec = Codec::new(config.max_message_size);
         let store: Arc<dyn EventStore> = match &config.event_store {
             Some(store) => store.clone(),
-            None => Arc::new(MemoryEventStore::new(config.stream_capacity)),
+            None => Arc::new(MemoryEventStore::with_limits(
+                config
+                    .event_store_limits
+                    .events_per_stream(config.stream_capacity),
+            )),
         };
         Self {
             state: Arc::new(State {
-                config,
                 codec,
                 make_driver: Box::new(make_driver),
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 reaper_started: std::sync::Once::new(),
                 stateless_seq: std::sync::atomic::AtomicU64::new(0),
+                body_budget: body::BodyBudget::new(config.body_bytes_total),
+                drains: Arc::default(),
+                config,
             }),
         }
     }
@@ -127,6 +138,12 @@ impl StreamableHttp {
     /// Sessions open now.
     pub fn session_count(&self) -> usize {
         self.state.sessions().len()
+    }
+
+    /// Bytes of POST bodies being read now, over the endpoint, as the body budget counts them
+    /// (`Content-Length` rounded up to KiB; see [`HttpConfig::body_budget`]).
+    pub fn body_bytes_reading(&self) -> usize {
+        self.state.body_budget.in_use()
     }
 
     /// Ends every session (their streams end, their engines stop).
@@ -153,6 +170,8 @@ impl State {
             self.store.clone(),
             self.config.stream_capacity,
             self.config.stream_patience,
+            self.config.max_streams_per_session,
+            self.config.body_bytes_per_session,
         ));
         let transport = (
             HttpSender {

@@ -16,6 +16,7 @@ use tidewire_core::transport::{
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::body::BodyBudget;
 use super::event_store::EventStore;
 use super::streams::{STANDALONE, StreamId, Streams};
 
@@ -40,6 +41,8 @@ pub(crate) struct HttpSession {
     last_active: Mutex<Instant>,
     /// The negotiated revision, read from the `initialize` result on its way out; 0 = unknown.
     version: AtomicU8,
+    /// Bytes of this session's POST bodies being read at once.
+    pub(crate) body_budget: BodyBudget,
 }
 
 /// A request id is already waiting for its response in this session.
@@ -53,14 +56,17 @@ impl HttpSession {
         store: Arc<dyn EventStore>,
         stream_capacity: usize,
         patience: Duration,
+        max_streams: usize,
+        body_bytes: usize,
     ) -> Self {
         Self {
-            streams: Streams::new(id.clone(), store, stream_capacity, patience),
+            streams: Streams::new(id.clone(), store, stream_capacity, patience, max_streams),
             id,
             inbox: BoundedQueue::new(inbound_queue),
             routes: Mutex::new(HashMap::new()),
             last_active: Mutex::new(Instant::now()),
             version: AtomicU8::new(0),
+            body_budget: BodyBudget::new(body_bytes),
         }
     }
 
@@ -107,6 +113,16 @@ impl HttpSession {
         }
         routes.insert(id, target);
         Ok(())
+    }
+
+    /// The client cancelled request `id`: no response will come (the engine sends none after
+    /// a cancellation), so its route goes now — or the session would never be idle again — and
+    /// its POST stream ends after what it already holds. A JSON reply's waiting POST learns it
+    /// from its dropped sender.
+    pub(crate) fn cancelled(&self, id: &RequestId) {
+        if let Some(ReplyTarget::Stream(stream)) = self.take_route(id) {
+            self.streams.abandon_response(stream);
+        }
     }
 
     /// Forgets request `id` (its POST went away before a JSON reply).
@@ -242,7 +258,14 @@ impl TransportSender for HttpSender {
 
 impl TransportReceiver for HttpReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
-        self.session.inbox.pop().await.map(|e| Ok(*e))
+        match self.session.inbox.pop().await {
+            Some(envelope) => Some(Ok(*envelope)),
+            // Only the server ends an HTTP session (DELETE, expiry, a stateless request's end,
+            // shutdown), and nothing it still does can reach the client then: an error, not
+            // the end of input, so the engine stops running handlers at once instead of
+            // letting them drain.
+            None => Some(Err(TransportError::closed())),
+        }
     }
 }
 

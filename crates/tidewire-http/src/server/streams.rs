@@ -33,6 +33,9 @@ struct Stream {
     last: Option<u64>,
     /// The server asked the current reader to stop (SSE polling); the client resumes.
     interrupted: bool,
+    /// A POST stream whose reader went away before its end: kept so the client can resume it,
+    /// and the first to go when the session needs room for a new stream.
+    kept: bool,
     /// Woken when events are added or taken, or the stream ends.
     changed: Arc<Notify>,
 }
@@ -46,6 +49,7 @@ impl Stream {
             awaiting: 0,
             last: None,
             interrupted: false,
+            kept: false,
             changed: Arc::new(Notify::new()),
         }
     }
@@ -53,7 +57,17 @@ impl Stream {
     fn unread(&self) -> u64 {
         (self.next_seq - 1).saturating_sub(self.delivered)
     }
+
+    /// Whether a POST stream may be dropped to make room: no reader, and nothing more will be
+    /// written to it (its responses are in, or its requests were cancelled).
+    fn evictable(&self) -> bool {
+        !self.attached && self.awaiting == 0
+    }
 }
+
+/// The session already holds its most streams, each with a request in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooManyStreams(pub(crate) usize);
 
 /// Whether a stream has room for one more event.
 enum Admit {
@@ -76,6 +90,8 @@ pub(crate) struct Streams {
     /// How long a writer waits for a slow or absent reader before it goes on anyway (the
     /// store then drops what no reader took, oldest first).
     patience: Duration,
+    /// The most POST streams held at once (in flight or kept for resumption).
+    max_streams: usize,
 }
 
 impl std::fmt::Debug for Streams {
@@ -92,6 +108,7 @@ impl Streams {
         store: Arc<dyn EventStore>,
         window: usize,
         patience: Duration,
+        max_streams: usize,
     ) -> Self {
         let mut streams = StreamTable::default();
         streams.insert(STANDALONE, Stream::new());
@@ -102,6 +119,7 @@ impl Streams {
             next_id: Mutex::new(STANDALONE + 1),
             window: u64::try_from(window.max(1)).unwrap_or(u64::MAX),
             patience,
+            max_streams: max_streams.max(1),
         }
     }
 
@@ -111,8 +129,30 @@ impl Streams {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Opens a stream for a POST reply.
-    pub(crate) fn open(&self) -> StreamId {
+    /// Opens a stream for a POST reply. When the session holds its most streams, the oldest
+    /// one kept only for resumption makes room (its events are forgotten); when every one has
+    /// a request in flight, the new one is refused.
+    pub(crate) fn open(&self) -> Result<StreamId, TooManyStreams> {
+        let mut streams = self.lock();
+        // The standalone stream does not count.
+        if streams.len() > self.max_streams {
+            let oldest = streams
+                .iter()
+                .filter(|(id, s)| **id != STANDALONE && s.evictable())
+                .map(|(id, _)| *id)
+                .min();
+            let Some(oldest) = oldest else {
+                return Err(TooManyStreams(self.max_streams));
+            };
+            if let Some(gone) = streams.remove(&oldest) {
+                gone.changed.notify_waiters();
+            }
+            tracing::debug!(
+                stream = oldest,
+                "a stream kept for resumption was dropped to make room"
+            );
+            self.forget_later(Some(oldest));
+        }
         let id = {
             let mut next = self
                 .next_id
@@ -122,8 +162,26 @@ impl Streams {
             *next += 1;
             id
         };
-        self.lock().insert(id, Stream::new());
-        id
+        streams.insert(id, Stream::new());
+        Ok(id)
+    }
+
+    /// Streams held now, besides the standalone one.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.lock().len().saturating_sub(1)
+    }
+
+    /// Notes that a response expected on a POST stream will not come (its request was
+    /// cancelled): when it was the last one awaited, the stream ends after what it holds.
+    pub(crate) fn abandon_response(&self, stream: StreamId) {
+        if let Some(s) = self.lock().get_mut(&stream) {
+            s.awaiting = s.awaiting.saturating_sub(1);
+            if s.awaiting == 0 && s.last.is_none() {
+                s.last = Some(s.next_seq - 1);
+                s.changed.notify_waiters();
+            }
+        }
     }
 
     /// Notes that one more response is expected on a POST stream.
@@ -218,34 +276,26 @@ impl Streams {
             return None;
         }
         s.attached = true;
+        s.kept = false;
         Some(resume_after.unwrap_or(s.delivered))
     }
 
-    /// Detaches the reader; a POST stream whose response was taken is forgotten (its events
-    /// leave the store in the background).
+    /// Detaches the reader. A POST stream stays for resumption, even when its reader had taken
+    /// every event from the store: taken is not received, and a connection cut mid-stream
+    /// leaves the rest of it unsent. Only [`finish`](Self::finish), after the reader passed the
+    /// stream's end, forgets it.
     pub(crate) fn detach(&self, stream: StreamId) {
-        let finished = {
-            let mut streams = self.lock();
-            let finished = match streams.get_mut(&stream) {
-                Some(s) => {
-                    s.attached = false;
-                    s.changed.notify_waiters();
-                    stream != STANDALONE && s.last.is_some_and(|last| s.delivered >= last)
-                }
-                None => false,
-            };
-            if finished {
-                streams.remove(&stream);
-            }
-            finished
-        };
-        if finished {
-            self.forget_later(Some(stream));
+        let mut streams = self.lock();
+        if let Some(s) = streams.get_mut(&stream) {
+            s.attached = false;
+            s.kept = stream != STANDALONE;
+            s.changed.notify_waiters();
         }
     }
 
-    /// Ends a POST stream whose reader has taken its response: forgets it here and, without a
-    /// task of its own, in the store. The reader's detach then finds nothing left to do.
+    /// Ends a POST stream whose reader has passed its end (its response, or the point where its
+    /// cancelled requests left it): forgets it here and, without a task of its own, in the
+    /// store. The reader's detach then finds nothing left to do.
     pub(crate) async fn finish(&self, stream: StreamId) {
         let finished = {
             let mut streams = self.lock();
@@ -392,7 +442,7 @@ mod tests {
     fn streams(window: usize, patience: Duration) -> (Streams, Arc<MemoryEventStore>) {
         let store = Arc::new(MemoryEventStore::new(16));
         (
-            Streams::new("s".into(), store.clone(), window, patience),
+            Streams::new("s".into(), store.clone(), window, patience, 4),
             store,
         )
     }
@@ -400,7 +450,7 @@ mod tests {
     #[tokio::test]
     async fn readers_resume_after_an_id_and_streams_end_after_their_response() {
         let (streams, store) = streams(8, Duration::from_millis(10));
-        let s = streams.open();
+        let s = streams.open().expect("room");
         streams.expect_response(s);
         assert!(streams.push(s, data("a"), false).await);
         assert!(streams.push(s, data("b"), false).await);
@@ -418,9 +468,9 @@ mod tests {
             streams.take(s, 3).await.is_none(),
             "the stream ends after its response"
         );
+        streams.finish(s).await;
         streams.detach(s);
         assert!(!streams.exists(s), "a finished POST stream is forgotten");
-        tokio::task::yield_now().await;
         assert!(store.is_empty(), "and so are its events");
         assert_eq!(parse_event_id(&event_id(s, 3)), Some((s, 3)));
         assert_eq!(parse_event_id("x-1"), None);
@@ -451,5 +501,41 @@ mod tests {
             "one reader at a time"
         );
         assert_eq!(store.len(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_full_session_drops_kept_streams_but_never_ones_in_flight() {
+        let (streams, _store) = streams(8, Duration::from_millis(10));
+        // Four streams (the limit), each awaiting a response.
+        let ids: Vec<StreamId> = (0..4)
+            .map(|_| {
+                let s = streams.open().expect("room");
+                streams.expect_response(s);
+                s
+            })
+            .collect();
+        assert_eq!(streams.held(), 4);
+        assert_eq!(streams.open(), Err(TooManyStreams(4)), "all in flight");
+        // The second one's request is cancelled and its reader went: kept, and evictable.
+        streams.abandon_response(ids[1]);
+        let fifth = streams.open().expect("room made");
+        assert!(!streams.exists(ids[1]), "the kept stream made room");
+        assert!(streams.exists(ids[0]) && streams.exists(fifth));
+        assert_eq!(streams.held(), 4);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_stream_ends_after_what_it_holds() {
+        let (streams, _store) = streams(8, Duration::from_millis(10));
+        let s = streams.open().expect("room");
+        streams.expect_response(s);
+        assert!(streams.push(s, data("progress"), false).await);
+        let cursor = streams.attach(s, None).expect("attach");
+        streams.abandon_response(s);
+        let events = streams.take(s, cursor).await.expect("what it holds");
+        assert_eq!(events.len(), 1);
+        assert!(streams.take(s, 1).await.is_none(), "then its end");
+        streams.finish(s).await;
+        assert!(!streams.exists(s));
     }
 }
