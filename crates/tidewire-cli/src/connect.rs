@@ -16,6 +16,7 @@ use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioCli
 use tidewire_ws::client::WsClient;
 
 use crate::error::{CliError, describe};
+use crate::sanitize;
 use crate::target::Target;
 use crate::ui::Ui;
 
@@ -244,11 +245,12 @@ fn http_transport(
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
 }
 
-/// Hands the server's stderr to the screen (dimmed, above the bar) or keeps only its last line.
+/// Hands the server's stderr to the screen (dimmed, above the bar, its control characters
+/// escaped) or keeps only its last line (escaped when the error that quotes it is printed).
 fn stderr_mode(show: bool, ui: Ui, tail: Tail) -> StderrMode {
     StderrMode::callback(move |line: String| {
         if show {
-            ui.dim_note(&line);
+            ui.dim_note(&sanitize::line(&line));
         }
         if !line.trim().is_empty() {
             *tail.lock().unwrap_or_else(PoisonError::into_inner) = Some(line);

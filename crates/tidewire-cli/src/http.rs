@@ -8,6 +8,7 @@ use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
 use crate::ServeArgs;
+use crate::duration::Span;
 
 /// Serves the demo server until Ctrl-C on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
 /// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`.
@@ -22,14 +23,26 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let Span(idle) = args.session_idle_timeout;
     let mut config = HttpConfig::default()
         .max_body(args.max_message_size)
         .max_message_size(args.max_message_size)
-        .stateless(args.stateless);
+        .stateless(args.stateless)
+        .session_idle_timeout(idle)
+        .max_sessions(args.max_sessions)
+        .max_streams_per_session(args.max_streams_per_session)
+        .event_store_bytes(args.event_store_bytes);
     if args.json_response {
         config = config.response_mode(ResponseMode::Json);
     }
-    let max_message_size = args.max_message_size;
+    let sse_config = SseConfig::default()
+        .max_body(args.max_message_size)
+        .max_message_size(args.max_message_size)
+        .idle_timeout(idle)
+        .max_sessions(args.max_sessions);
+    let ws_config = WsConfig::default()
+        .max_message_size(args.max_message_size)
+        .max_connections(args.max_sessions);
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(address)
             .await
@@ -43,11 +56,7 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         let server = tidewire_demo::demo_server();
         let (for_sse, for_ws) = (server.clone(), server.clone());
         let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
-        let sse_config = SseConfig::default()
-            .max_body(max_message_size)
-            .max_message_size(max_message_size);
         let sse = LegacySse::new(sse_config, move |transport| for_sse.serve(transport).1);
-        let ws_config = WsConfig::default().max_message_size(max_message_size);
         let ws = WebSocketServer::new(ws_config, move |transport| for_ws.serve(transport).1);
         let app = mcp
             .router("/mcp")

@@ -11,9 +11,12 @@
 
 mod commands;
 mod connect;
+mod duration;
 mod error;
 mod http;
 mod output;
+mod sanitize;
+mod save;
 mod serve;
 mod target;
 mod ui;
@@ -21,11 +24,13 @@ mod ui;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 pub(crate) use serve::ServeArgs;
 
+use crate::commands::OutputArgs;
 use crate::commands::call::CallArgs;
 use crate::commands::demo::DemoArgs;
 use crate::commands::list::ListArgs;
@@ -73,7 +78,10 @@ enum Command {
                       to stop (notifications/cancelled), waits briefly for it, and exits 130; a \
                       second Ctrl-C exits at once.\n\n\
                       The result: text as it is, structured content as pretty JSON, images and \
-                      audio saved to files whose paths are printed; --json prints the raw result.\n\n\
+                      audio saved to new files whose paths are printed; --json prints the raw \
+                      result. The server's text shows its control characters as escapes \
+                      (\\x1b[2J) on a terminal, and always on stderr; --raw prints stdout as it \
+                      came.\n\n\
                       Exit status: 0 success, 1 the tool reported an error (isError), 2 a \
                       protocol, transport or usage error (one line on stderr), 130 cancelled."
     )]
@@ -135,31 +143,53 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if error.kind() == ErrorKind::ValueValidation => return bad_value(&error),
+        Err(error) => error.exit(),
+    };
     init_logging();
     match cli.command {
         Command::Serve(args) => serve::serve(&args),
         Command::Call(args) => {
-            let ui = Ui::new(args.quiet());
+            let ui = start(args.output());
             commands::run(&ui, commands::call::run(args, ui.clone()))
         }
         Command::List(args) => {
-            let ui = Ui::new(args.quiet());
+            let ui = start(args.output());
             commands::run(&ui, commands::list::run(args, ui.clone()))
         }
         Command::Read(args) => {
-            let ui = Ui::new(args.quiet());
+            let ui = start(args.output());
             commands::run(&ui, commands::read::run(args, ui.clone()))
         }
         Command::Prompt(args) => {
-            let ui = Ui::new(args.quiet());
+            let ui = start(args.output());
             commands::run(&ui, commands::prompt::run(args, ui.clone()))
         }
         Command::Demo(args) => {
+            output::init(false);
             let ui = Ui::new(false);
             commands::run(&ui, commands::demo::run(args, ui.clone()))
         }
     }
+}
+
+/// Sets up the output of a client command: how the server's text reaches stdout, and the
+/// stderr side.
+fn start(args: OutputArgs) -> Ui {
+    output::init(args.raw);
+    Ui::new(args.quiet)
+}
+
+/// A value clap's parser refused (`--timeout 1e30`, `--max-sessions 0`): one line saying why,
+/// exit status 2, like every other usage error of the program.
+fn bad_value(error: &clap::Error) -> ExitCode {
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let line = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("tidewire: {}", sanitize::line(line));
+    ExitCode::from(2)
 }
 
 /// Logs to stderr (stdout belongs to the protocol or the result), filtered by `RUST_LOG`,

@@ -1,15 +1,34 @@
 //! Printing results on stdout: text plainly, structured content as pretty JSON, binary content
-//! saved to files (their paths printed), or the raw JSON with `--json`.
+//! saved to files (their paths printed, see `save.rs`), or the raw JSON with `--json`.
+//!
+//! The server's text goes through [`text`] and [`one_line`]: on a terminal its control
+//! characters are shown as escapes (see `sanitize.rs`) unless `--raw` was given; into a pipe or
+//! a file it goes as it came.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
 
-use base64::Engine as _;
 use serde_json::Value;
 use tidewire_client::schema::{ContentBlock, ResourceContents};
 
+pub(crate) use crate::save::Saver;
+
 use crate::error::CliError;
+use crate::sanitize;
+
+/// Whether the server's text is escaped on stdout; decided once, by [`init`].
+static ESCAPE: OnceLock<bool> = OnceLock::new();
+
+/// Decides how the server's text reaches stdout: escaped when stdout is a terminal, unless
+/// `raw`. Called once, before anything is printed.
+pub(crate) fn init(raw: bool) {
+    let _ = ESCAPE.set(!raw && std::io::stdout().is_terminal());
+}
+
+fn escapes() -> bool {
+    *ESCAPE.get_or_init(|| std::io::stdout().is_terminal())
+}
 
 /// Writes `text` and a newline on stdout. A closed stdout (`| head`) is not an error.
 pub(crate) fn out(text: &str) {
@@ -17,83 +36,35 @@ pub(crate) fn out(text: &str) {
     let _ = writeln!(stdout, "{text}");
 }
 
+/// Writes the server's text, which may span lines, on stdout (see the module's note).
+pub(crate) fn text(text: &str) {
+    if escapes() {
+        out(&sanitize::text(text));
+    } else {
+        out(text);
+    }
+}
+
+/// A piece of the server's text for one line of stdout: a table cell, a URI, a MIME type (see
+/// the module's note).
+pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
+    if escapes() {
+        sanitize::line(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// Prints a value as pretty JSON.
 pub(crate) fn json(value: &impl serde::Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| CliError::new(format!("cannot write the result as JSON: {e}")))?;
-    out(&text);
+    if escapes() {
+        out(&sanitize::json(&text));
+    } else {
+        out(&text);
+    }
     Ok(())
-}
-
-/// Where binary content goes.
-#[derive(Debug)]
-pub(crate) struct Saver {
-    dir: PathBuf,
-    stem: String,
-}
-
-static SAVED: AtomicU32 = AtomicU32::new(0);
-
-impl Saver {
-    /// Saves into `dir`, naming files after `stem`.
-    pub(crate) fn new(dir: Option<PathBuf>, stem: &str) -> Self {
-        let stem = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        Self {
-            dir: dir.unwrap_or_else(std::env::temp_dir),
-            stem,
-        }
-    }
-
-    /// Decodes base64 `data` and writes it to a new file; returns its path.
-    pub(crate) fn save(&self, data: &str, mime: Option<&str>) -> Result<PathBuf, CliError> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map_err(|e| {
-                CliError::new(format!(
-                    "the server sent binary content that is not base64: {e}"
-                ))
-            })?;
-        let n = SAVED.fetch_add(1, Ordering::Relaxed) + 1;
-        let name = format!(
-            "tidewire-{}-{}-{n}.{}",
-            self.stem,
-            std::process::id(),
-            extension(mime.unwrap_or_default())
-        );
-        let path = self.dir.join(name);
-        std::fs::write(&path, bytes)
-            .map_err(|e| CliError::new(format!("cannot save {}: {e}", path.display())))?;
-        Ok(path)
-    }
-}
-
-/// A file extension for a MIME type.
-fn extension(mime: &str) -> &'static str {
-    let base = mime.split(';').next().unwrap_or_default().trim();
-    match base {
-        "image/png" => "png",
-        "image/jpeg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/svg+xml" => "svg",
-        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
-        "audio/mpeg" => "mp3",
-        "audio/ogg" => "ogg",
-        "audio/flac" => "flac",
-        "application/pdf" => "pdf",
-        "application/json" => "json",
-        _ if base.starts_with("text/") => "txt",
-        _ => "bin",
-    }
 }
 
 /// Prints content blocks; `structured` is printed as pretty JSON, and a text block that only
@@ -105,19 +76,19 @@ pub(crate) fn content(
 ) -> Result<(), CliError> {
     for block in blocks {
         match block {
-            ContentBlock::Text(text) => {
+            ContentBlock::Text(block) => {
                 let repeats = structured.is_some_and(|s| {
-                    serde_json::from_str::<Value>(&text.text).is_ok_and(|v| &v == s)
+                    serde_json::from_str::<Value>(&block.text).is_ok_and(|v| &v == s)
                 });
                 if !repeats {
-                    out(&text.text);
+                    text(&block.text);
                 }
             }
             ContentBlock::Image(image) => {
                 let path = saver.save(&image.data, Some(&image.mime_type))?;
                 out(&format!(
                     "[image {} saved to {}]",
-                    image.mime_type,
+                    one_line(&image.mime_type),
                     path.display()
                 ));
             }
@@ -125,17 +96,21 @@ pub(crate) fn content(
                 let path = saver.save(&audio.data, Some(&audio.mime_type))?;
                 out(&format!(
                     "[audio {} saved to {}]",
-                    audio.mime_type,
+                    one_line(&audio.mime_type),
                     path.display()
                 ));
             }
             ContentBlock::ResourceLink(link) => {
-                out(&format!("[link {} ({})]", link.uri, link.name));
+                out(&format!(
+                    "[link {} ({})]",
+                    one_line(&link.uri),
+                    one_line(&link.name)
+                ));
             }
             ContentBlock::Resource(embedded) => resource(&embedded.resource, saver)?,
             other @ ContentBlock::Unknown(_) => out(&format!(
                 "[content of a kind this version does not know: {}]",
-                serde_json::to_string(other).unwrap_or_default()
+                one_line(&serde_json::to_string(other).unwrap_or_default())
             )),
         }
     }
@@ -148,13 +123,13 @@ pub(crate) fn content(
 /// Prints the contents of a resource: text plainly, binary saved to a file.
 pub(crate) fn resource(contents: &ResourceContents, saver: &Saver) -> Result<(), CliError> {
     match contents {
-        ResourceContents::Text(text) => out(&text.text),
+        ResourceContents::Text(contents) => text(&contents.text),
         ResourceContents::Blob(blob) => {
             let path = saver.save(&blob.blob, blob.mime_type.as_deref())?;
             out(&format!(
                 "[{} {} saved to {}]",
-                blob.uri,
-                blob.mime_type.as_deref().unwrap_or("binary"),
+                one_line(&blob.uri),
+                one_line(blob.mime_type.as_deref().unwrap_or("binary")),
                 path.display()
             ));
         }
@@ -240,13 +215,5 @@ mod tests {
         let text = table(&["NAME", "DESCRIPTION"], &rows, Some(12));
         assert!(text.lines().all(|l| l.chars().count() <= 12), "{text}");
         assert!(text.contains("crawl  Craw…"), "{text}");
-    }
-
-    #[test]
-    fn extensions_follow_the_mime_type() {
-        assert_eq!(extension("image/png"), "png");
-        assert_eq!(extension("audio/wav"), "wav");
-        assert_eq!(extension("text/plain; charset=utf-8"), "txt");
-        assert_eq!(extension(""), "bin");
     }
 }

@@ -8,11 +8,22 @@ use std::time::Duration;
 use clap::Args;
 use tidewire_core::session::SessionOptions;
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use tidewire_http::server::{EventStoreLimits, HttpConfig};
 
+use crate::duration::{self, Span};
 use crate::http;
 
 /// Exit status for a command line that cannot be served (usage errors, as clap uses).
 const USAGE_ERROR: u8 = 2;
+
+/// The libraries' default idle timeout of a session: 30 minutes, for Streamable HTTP
+/// (`HttpConfig`) and legacy HTTP+SSE (`SseConfig`) alike. They publish no constant; a test
+/// checks this one against them.
+pub(crate) const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The libraries' default limit of sessions (and of WebSocket connections): 10,000. They publish
+/// no constant; a test checks this one against them.
+pub(crate) const MAX_SESSIONS: usize = 10_000;
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -43,6 +54,50 @@ pub(crate) struct ServeArgs {
     /// the server stops them and exits, in milliseconds (0: stop them at once).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub(crate) eof_grace_ms: u64,
+
+    /// HTTP: a session that has been idle this long ends: a Streamable HTTP session with no
+    /// request in flight and no open stream (its id then gets 404), a legacy HTTP+SSE session
+    /// whose client has sent nothing and been sent nothing (its stream is closed). Seconds, or
+    /// a number with a unit: 500ms, 90s, 30m, 2h.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value_t = Span(SESSION_IDLE_TIMEOUT),
+        value_parser = duration::parse,
+        allow_hyphen_values = true,
+    )]
+    pub(crate) session_idle_timeout: Span,
+
+    /// HTTP: the most sessions at once on each transport: Streamable HTTP sessions, legacy
+    /// HTTP+SSE streams, WebSocket connections. Past it a new one gets 503 with Retry-After;
+    /// the open ones are unaffected.
+    #[arg(
+        long,
+        value_name = "COUNT",
+        default_value_t = MAX_SESSIONS,
+        value_parser = parse_count,
+    )]
+    pub(crate) max_sessions: usize,
+
+    /// HTTP: the most POST streams one Streamable HTTP session holds at once (those with a
+    /// request in flight, and those kept for resumption after their reader went away).
+    #[arg(
+        long,
+        value_name = "COUNT",
+        default_value_t = HttpConfig::DEFAULT_MAX_STREAMS_PER_SESSION,
+        value_parser = parse_count,
+    )]
+    pub(crate) max_streams_per_session: usize,
+
+    /// HTTP: the most bytes of events the Streamable HTTP server keeps, over every session,
+    /// so that streams can be resumed (Last-Event-ID); past it the oldest go first.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = EventStoreLimits::DEFAULT_TOTAL_BYTES,
+        value_parser = parse_size,
+    )]
+    pub(crate) event_store_bytes: usize,
 }
 
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -53,6 +108,15 @@ fn parse_size(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Parses a limit on how many: a whole number, at least 1.
+fn parse_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("the limit must be at least 1".to_owned()),
+        Ok(count) => Ok(count),
+        Err(e) => Err(format!("not a whole number: {e}")),
+    }
+}
+
 pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
     if let Some(address) = &args.bind {
         return http::serve(address, args);
@@ -60,6 +124,18 @@ pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
     if args.json_response || args.stateless {
         eprintln!(
             "tidewire serve: --json-response and --stateless apply to HTTP: use them with --bind ADDR"
+        );
+        return ExitCode::from(USAGE_ERROR);
+    }
+    // The HTTP limits differ from their defaults only when given.
+    let http_limits = args.session_idle_timeout != Span(SESSION_IDLE_TIMEOUT)
+        || args.max_sessions != MAX_SESSIONS
+        || args.max_streams_per_session != HttpConfig::DEFAULT_MAX_STREAMS_PER_SESSION
+        || args.event_store_bytes != EventStoreLimits::DEFAULT_TOTAL_BYTES;
+    if http_limits {
+        eprintln!(
+            "tidewire serve: --session-idle-timeout, --max-sessions, --max-streams-per-session \
+             and --event-store-bytes apply to HTTP: use them with --bind ADDR"
         );
         return ExitCode::from(USAGE_ERROR);
     }
@@ -118,5 +194,42 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
             eprintln!("tidewire serve: the stdio connection failed: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tidewire_sse::server::SseConfig;
+    use tidewire_ws::server::WsConfig;
+
+    use super::*;
+
+    /// The defaults printed in `--help` change nothing: the configurations they make are the
+    /// libraries' own defaults (as far as their `Debug` shows).
+    #[test]
+    fn the_defaults_are_the_libraries() {
+        let shown = |config: &dyn std::fmt::Debug| format!("{config:?}");
+        assert_eq!(
+            shown(&HttpConfig::default()),
+            shown(
+                &HttpConfig::default()
+                    .max_sessions(MAX_SESSIONS)
+                    .session_idle_timeout(SESSION_IDLE_TIMEOUT)
+                    .max_streams_per_session(HttpConfig::DEFAULT_MAX_STREAMS_PER_SESSION)
+                    .event_store_bytes(EventStoreLimits::DEFAULT_TOTAL_BYTES)
+            )
+        );
+        assert_eq!(
+            shown(&SseConfig::default()),
+            shown(
+                &SseConfig::default()
+                    .max_sessions(MAX_SESSIONS)
+                    .idle_timeout(SESSION_IDLE_TIMEOUT)
+            )
+        );
+        assert_eq!(
+            shown(&WsConfig::default()),
+            shown(&WsConfig::default().max_connections(MAX_SESSIONS))
+        );
     }
 }

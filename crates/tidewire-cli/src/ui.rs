@@ -1,6 +1,9 @@
 //! What the user sees on stderr while a command runs: progress bars on a terminal, plain
 //! progress lines elsewhere (CI, pipes), nothing with `--quiet`; and notes (server logs, the
 //! server's stderr) printed above the bar.
+//!
+//! Text from the server reaches stderr only escaped (see `sanitize.rs`): the progress message
+//! here, the notes by their callers, who add styling around the escaped text.
 
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,6 +11,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tidewire_client::Progress;
+
+use crate::sanitize;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,9 +146,10 @@ pub(crate) struct ProgressView {
 }
 
 impl ProgressView {
-    /// Shows a progress report.
+    /// Shows a progress report. Its message is the server's text: shown on one line, its
+    /// control characters escaped.
     pub(crate) fn update(&mut self, progress: &Progress) {
-        let message = progress.message.clone().unwrap_or_default();
+        let message = sanitize::line(progress.message.as_deref().unwrap_or_default());
         if let Some(bar) = &self.bar {
             match progress.total {
                 Some(total) if total > 0.0 => {

@@ -169,6 +169,92 @@ fn images_are_saved_to_files_whose_paths_are_printed() {
 }
 
 #[test]
+fn saved_files_are_new_files_no_one_else_can_predict_or_plant() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let base = std::env::temp_dir().join(format!("tidewire-cli-save-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let saved_path = |output: &Output| -> std::path::PathBuf {
+        let text = stdout(output);
+        text.trim()
+            .strip_prefix("[image image/png saved to ")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("unexpected output: {text}"))
+            .into()
+    };
+
+    // By default: a new directory of its own, mode 0700, under the temporary directory, with
+    // another name on every run.
+    let default_run = || {
+        let output = assert_cmd::Command::new(BIN)
+            .args(over_stdio(&["call"], &["test_image_content"]))
+            .env("TMPDIR", &base)
+            .timeout(LIMIT)
+            .output()
+            .expect("run tidewire");
+        assert!(output.status.success(), "{}", stderr(&output));
+        saved_path(&output)
+    };
+    let (first, second) = (default_run(), default_run());
+    let dir = first.parent().unwrap().to_path_buf();
+    assert_eq!(dir.parent(), Some(base.as_path()));
+    assert_ne!(
+        second.parent(),
+        Some(dir.as_path()),
+        "a new directory per run"
+    );
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+    assert_eq!(&std::fs::read(&first).unwrap()[..4], b"\x89PNG");
+
+    // With --save-dir: a link planted at the first name and a file at the second are left
+    // alone; the content goes to a new file.
+    let victim = base.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, base.join("tidewire-test_image_content-1.png")).unwrap();
+    let existing = base.join("tidewire-test_image_content-2.png");
+    std::fs::write(&existing, b"keep").unwrap();
+    let save = format!("--save-dir={}", base.display());
+    let output = tidewire(&over_stdio(&["call", &save], &["test_image_content"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let path = saved_path(&output);
+    assert_eq!(path, base.join("tidewire-test_image_content-3.png"));
+    assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn absurd_durations_are_one_line_usage_errors() {
+    for value in ["1e30", "-1", "0", "NaN", "inf", "ten", "1e-12"] {
+        let output = tidewire(&strings(&[
+            "call",
+            "--timeout",
+            value,
+            "http://127.0.0.1:1/mcp",
+            "echo",
+        ]));
+        let line = one_line_error(&output);
+        assert!(
+            line.contains("--timeout") && line.contains(value),
+            "{value}: {line}"
+        );
+    }
+    // A unit is fine; the call then fails for want of a server, not a usage error.
+    let output = tidewire(&strings(&[
+        "call",
+        "--timeout",
+        "2m",
+        "http://127.0.0.1:1/mcp",
+        "echo",
+    ]));
+    let line = one_line_error(&output);
+    assert!(line.contains("the connection was refused"), "{line}");
+}
+
+#[test]
 fn errors_exit_2_with_one_clear_line() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (

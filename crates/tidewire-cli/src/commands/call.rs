@@ -12,8 +12,10 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::{OutputArgs, TargetArgs, json_object};
 use crate::connect::{Connection, connect};
+use crate::duration::{self, Span};
 use crate::error::{CANCELLED, CliError, Outcome, describe};
 use crate::output::{self, Saver};
+use crate::sanitize;
 use crate::target::{Operands, looks_like_json_object};
 use crate::ui::{ProgressView, Ui, dim};
 
@@ -34,20 +36,27 @@ pub(crate) struct CallArgs {
     #[command(flatten)]
     output: OutputArgs,
 
-    /// Give up after this many seconds without a result (the server is told to stop). By
-    /// default the call waits as long as it takes.
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    /// Give up when no result has come after this long (the server is told to stop): seconds
+    /// (2.5) or a number with a unit (500ms, 90s, 30m, 2h), at most 365 days. By default the
+    /// call waits as long as it takes.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        allow_hyphen_values = true
+    )]
+    timeout: Option<Span>,
 
-    /// Where images, audio and other binary content are saved (default: the system's temporary
-    /// directory).
+    /// Where images, audio and other binary content are saved, as new files (default: a new
+    /// private directory under the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 }
 
 impl CallArgs {
-    pub(crate) fn quiet(&self) -> bool {
-        self.output.quiet
+    /// How the command prints: `--json`, `--quiet`, `--raw`.
+    pub(crate) fn output(&self) -> OutputArgs {
+        self.output
     }
 }
 
@@ -61,15 +70,7 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
     let (target, operands) = args.target.split(OPERANDS)?;
     let tool = operands.first().cloned().unwrap_or_default();
     let arguments = json_object(operands.get(1), "JSON-ARGS")?;
-    let timeout = match args.timeout {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(CliError::new(format!(
-                "--timeout {s}: give a positive number of seconds"
-            )));
-        }
-        None => None,
-    };
+    let timeout = args.timeout.map(|Span(timeout)| timeout);
     // One listener for both presses: a second Ctrl-C that comes before the wait after the first
     // has started listening is still seen.
     let mut interrupts = signal(SignalKind::interrupt())
@@ -204,14 +205,14 @@ async fn stop(connection: Connection, interrupts: &mut Signal) {
     }
 }
 
-/// A log notification as one line: `[level logger] message`.
+/// A log notification as one line: `[level logger] message`, the server's text escaped.
 fn log_line(log: &LoggingMessageParams) -> String {
     let text = match &log.data {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
+        serde_json::Value::String(s) => sanitize::line(s).into_owned(),
+        other => sanitize::line(&other.to_string()).into_owned(),
     };
     let source = match &log.logger {
-        Some(logger) => format!("{} {logger}", log.level),
+        Some(logger) => format!("{} {}", log.level, sanitize::line(logger)),
         None => log.level.to_string(),
     };
     format!("{} {text}", dim(&format!("[{source}]")))

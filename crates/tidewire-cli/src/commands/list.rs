@@ -1,4 +1,7 @@
 //! `tidewire list TARGET [tools|resources|prompts]`: every page, as a table or as JSON.
+//!
+//! Every cell is the server's text: [`cell`] and [`description`] keep each on one line, its
+//! control characters escaped on a terminal (see `output.rs`).
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -8,7 +11,7 @@ use tidewire_client::schema::{Prompt, Resource, ResourceTemplate, Tool};
 use super::{OutputArgs, TargetArgs};
 use crate::connect::connect;
 use crate::error::{CliError, Outcome, describe};
-use crate::output::{self, cut, first_line, table, terminal_width};
+use crate::output::{self, cut, first_line, one_line, table, terminal_width};
 use crate::target::Operands;
 use crate::ui::Ui;
 
@@ -34,8 +37,9 @@ pub(crate) struct ListArgs {
 }
 
 impl ListArgs {
-    pub(crate) fn quiet(&self) -> bool {
-        self.output.quiet
+    /// How the command prints: `--json`, `--quiet`, `--raw`.
+    pub(crate) fn output(&self) -> OutputArgs {
+        self.output
     }
 }
 
@@ -111,7 +115,7 @@ fn tool_arguments(tool: &Tool) -> String {
     else {
         return String::new();
     };
-    properties
+    let names = properties
         .keys()
         .map(|name| {
             if required.contains(&name.as_str()) {
@@ -121,19 +125,30 @@ fn tool_arguments(tool: &Tool) -> String {
             }
         })
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    cell(&names)
 }
 
 const DESCRIPTION_WIDTH: usize = 60;
+
+/// A cell of the server's text, on one line.
+fn cell(text: &str) -> String {
+    one_line(text).into_owned()
+}
+
+/// The first line of a description, on one line and cut to [`DESCRIPTION_WIDTH`].
+fn description(text: Option<&str>) -> String {
+    cut(&one_line(&first_line(text)), DESCRIPTION_WIDTH)
+}
 
 fn print_tools(tools: &[Tool], width: Option<usize>) {
     let rows: Vec<Vec<String>> = tools
         .iter()
         .map(|t| {
             vec![
-                t.name.clone(),
-                t.title.clone().unwrap_or_default(),
-                cut(&first_line(t.description.as_deref()), DESCRIPTION_WIDTH),
+                cell(&t.name),
+                cell(t.title.as_deref().unwrap_or_default()),
+                description(t.description.as_deref()),
                 tool_arguments(t),
             ]
         })
@@ -154,19 +169,19 @@ fn print_resources(resources: &[Resource], templates: &[ResourceTemplate], width
         .iter()
         .map(|r| {
             vec![
-                r.uri.clone(),
-                r.name.clone(),
-                r.mime_type.clone().unwrap_or_default(),
-                cut(&first_line(r.description.as_deref()), DESCRIPTION_WIDTH),
+                cell(&r.uri),
+                cell(&r.name),
+                cell(r.mime_type.as_deref().unwrap_or_default()),
+                description(r.description.as_deref()),
             ]
         })
         .collect();
     rows.extend(templates.iter().map(|t| {
         vec![
-            t.uri_template.clone(),
-            format!("{} (template)", t.name),
-            t.mime_type.clone().unwrap_or_default(),
-            cut(&first_line(t.description.as_deref()), DESCRIPTION_WIDTH),
+            cell(&t.uri_template),
+            format!("{} (template)", one_line(&t.name)),
+            cell(t.mime_type.as_deref().unwrap_or_default()),
+            description(t.description.as_deref()),
         ]
     }));
     print!(
@@ -197,10 +212,10 @@ fn print_prompts(prompts: &[Prompt], width: Option<usize>) {
                 .collect::<Vec<_>>()
                 .join(", ");
             vec![
-                p.name.clone(),
-                p.title.clone().unwrap_or_default(),
-                cut(&first_line(p.description.as_deref()), DESCRIPTION_WIDTH),
-                arguments,
+                cell(&p.name),
+                cell(p.title.as_deref().unwrap_or_default()),
+                description(p.description.as_deref()),
+                cell(&arguments),
             ]
         })
         .collect();

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::connect::ConnectArgs;
 use crate::error::{CliError, Outcome};
+use crate::sanitize;
 use crate::target::{Operands, Target, split};
 use crate::ui::Ui;
 
@@ -41,7 +42,7 @@ impl TargetArgs {
     }
 }
 
-/// `--json` and `--quiet`.
+/// `--json`, `--quiet` and `--raw`.
 #[derive(Debug, Clone, Copy, Args)]
 pub(crate) struct OutputArgs {
     /// Print the raw JSON result, for scripts.
@@ -51,6 +52,13 @@ pub(crate) struct OutputArgs {
     /// Show no progress and no server logs; errors are still printed.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+
+    /// Print the server's text on stdout exactly as it came, even on a terminal. Without it,
+    /// control characters and escape sequences in that text show as escapes (`\x1b[2J`) when
+    /// stdout is a terminal; into a pipe or a file the text goes as it came either way. On
+    /// stderr (progress, logs, errors, the server's stderr) they always show as escapes.
+    #[arg(long)]
+    pub(crate) raw: bool,
 }
 
 /// Parses a JSON-object argument (`{…}`); `None` stands for no arguments.
@@ -89,7 +97,8 @@ where
     match result {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
-            ui.line(&format!("tidewire: {error}"));
+            // The line may quote the server (an error message, an HTTP body, its stderr).
+            ui.line(&format!("tidewire: {}", sanitize::line(&error.to_string())));
             error.exit_code()
         }
     }

@@ -25,15 +25,16 @@ pub(crate) struct PromptArgs {
     #[command(flatten)]
     output: OutputArgs,
 
-    /// Where images, audio and other binary content are saved (default: the system's temporary
-    /// directory).
+    /// Where images, audio and other binary content are saved, as new files (default: a new
+    /// private directory under the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 }
 
 impl PromptArgs {
-    pub(crate) fn quiet(&self) -> bool {
-        self.output.quiet
+    /// How the command prints: `--json`, `--quiet`, `--raw`.
+    pub(crate) fn output(&self) -> OutputArgs {
+        self.output
     }
 }
 
@@ -55,7 +56,7 @@ pub(crate) async fn run(args: PromptArgs, ui: Ui) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     if let Some(description) = &result.description {
-        output::out(description);
+        output::text(description);
     }
     let saver = Saver::new(args.save_dir, &name);
     for message in &result.messages {

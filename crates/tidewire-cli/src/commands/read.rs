@@ -25,14 +25,16 @@ pub(crate) struct ReadArgs {
     #[command(flatten)]
     output: OutputArgs,
 
-    /// Where binary contents are saved (default: the system's temporary directory).
+    /// Where binary contents are saved, as new files (default: a new private directory under
+    /// the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
 }
 
 impl ReadArgs {
-    pub(crate) fn quiet(&self) -> bool {
-        self.output.quiet
+    /// How the command prints: `--json`, `--quiet`, `--raw`.
+    pub(crate) fn output(&self) -> OutputArgs {
+        self.output
     }
 }
 

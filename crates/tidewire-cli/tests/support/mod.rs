@@ -38,9 +38,16 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
+    /// `tidewire serve --bind 127.0.0.1:0`.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// `tidewire serve --bind 127.0.0.1:0 EXTRA…`.
+    pub fn start_with(extra: &[&str]) -> Self {
         let mut child = Command::new(BIN)
             .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

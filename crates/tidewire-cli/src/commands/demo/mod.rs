@@ -13,6 +13,7 @@ use self::walk::{Arrivals, CANCEL_AFTER, URLS, Walk};
 use crate::connect::{ConnectArgs, connect_observed};
 use crate::error::{CliError, Outcome};
 use crate::output::{self, table};
+use crate::sanitize;
 use crate::ui::{Ui, bold};
 
 /// The longest one transport's walkthrough may take.
@@ -68,7 +69,11 @@ pub(crate) async fn run(args: DemoArgs, ui: Ui) -> Result<Outcome, CliError> {
             Row::Ran(walk) => walk.problems(),
         };
         for problem in problems {
-            output::out(&format!("{}: {problem}", transport.name()));
+            output::out(&format!(
+                "{}: {}",
+                transport.name(),
+                output::one_line(&problem)
+            ));
         }
     }
     let seconds = started.elapsed().as_secs_f64();
@@ -113,7 +118,7 @@ fn cells(transport: Transport, row: &Row) -> Vec<String> {
             if walk.late.is_empty() {
                 "nothing".to_owned()
             } else {
-                walk.late.join(", ")
+                output::one_line(&walk.late.join(", ")).into_owned()
             },
             if walk.problems().is_empty() {
                 "ok"
@@ -173,7 +178,7 @@ async fn one(transport: Transport, args: &DemoArgs, ui: &Ui) -> Result<Walk, Str
                     stopped(walk),
                     stop_time(walk.stop_ms)
                 ),
-                Err(problem) => format!("failed: {problem}"),
+                Err(problem) => format!("failed: {}", sanitize::line(problem)),
             };
             view.finish(&summary);
             if !ui.is_interactive() {
