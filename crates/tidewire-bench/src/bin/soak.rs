@@ -1,0 +1,459 @@
+//! `soak`: holds thousands of Streamable HTTP sessions with GET streams against one
+//! `tidewire serve`, runs hostile loops beside them for a while, and reports the server's
+//! resident memory as it goes. Memory must settle, not climb.
+//!
+//! The loops, each on its own task until the time is up:
+//! - **request + cancel**: a slow `crawl`, cancelled after its first progress report, its POST
+//!   connection then dropped;
+//! - **vanish**: a new session that starts a call and disappears (no DELETE, no cancel), left
+//!   for idle expiry;
+//! - **flood**: bursts of `echo` calls on one session;
+//! - **slow reader**: `notify` calls on sessions whose GET stream is never read, so their
+//!   unrelated notifications pile up on the server side.
+//!
+//! ```text
+//! cargo build --release -p tidewire-cli -p tidewire-bench
+//! ulimit -n 16384
+//! target/release/soak --sessions 2000 --minutes 5
+//! ```
+//!
+//! Every request is written by hand over its own TCP connection (`Connection: close`), so a
+//! connection can be cut at any point, as a vanishing client cuts it.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail, ensure};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// What the run is asked to do.
+struct Options {
+    server: String,
+    sessions: usize,
+    duration: Duration,
+    idle_timeout_secs: u64,
+}
+
+/// The options, or `None` when only the usage was asked for.
+fn options() -> anyhow::Result<Option<Options>> {
+    let mut options = Options {
+        server: "target/release/tidewire".to_owned(),
+        sessions: 2000,
+        duration: Duration::from_secs(120),
+        idle_timeout_secs: 5,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--server" => options.server = value()?,
+            "--sessions" => options.sessions = value()?.parse()?,
+            "--minutes" => {
+                options.duration = Duration::from_secs_f64(
+                    value()?.parse::<f64>()?.clamp(0.05, 24.0 * 60.0) * 60.0,
+                )
+            }
+            "--seconds" => {
+                options.duration = Duration::from_secs(value()?.parse::<u64>()?.clamp(1, 86_400))
+            }
+            "--idle-timeout-secs" => options.idle_timeout_secs = value()?.parse()?,
+            "--help" | "-h" => {
+                println!(
+                    "soak [--server PATH] [--sessions N] [--minutes M | --seconds S] [--idle-timeout-secs S]"
+                );
+                return Ok(None);
+            }
+            other => bail!("unknown flag {other} (see --help)"),
+        }
+    }
+    Ok(Some(options))
+}
+
+/// Counts of what the loops did.
+#[derive(Default)]
+struct Tally {
+    calls: AtomicU64,
+    cancels: AtomicU64,
+    vanished: AtomicU64,
+    notifies: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Tally {
+    fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Where the server listens, as `127.0.0.1:PORT`.
+#[derive(Clone)]
+struct Target(Arc<str>);
+
+/// The head of an answer: its status and its session header, if any.
+struct Head {
+    status: u16,
+    session: Option<String>,
+}
+
+impl Target {
+    /// Sends one POST on a fresh connection and reads the answer's head; the connection is
+    /// returned positioned at the body.
+    async fn post(
+        &self,
+        session: Option<&str>,
+        body: &str,
+    ) -> anyhow::Result<(Head, BufReader<TcpStream>)> {
+        let mut tcp = TcpStream::connect(&*self.0).await?;
+        tcp.set_nodelay(true)?;
+        let session = session.map_or(String::new(), |s| format!("mcp-session-id: {s}\r\n"));
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+             content-type: application/json\r\nmcp-protocol-version: 2025-11-25\r\n{session}\
+             connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            self.0,
+            body.len()
+        );
+        tcp.write_all(request.as_bytes()).await?;
+        let mut reader = BufReader::new(tcp);
+        let head = read_head(&mut reader).await?;
+        Ok((head, reader))
+    }
+
+    /// Opens a session's GET stream and returns it positioned at its events.
+    async fn get(&self, session: &str) -> anyhow::Result<BufReader<TcpStream>> {
+        let mut tcp = TcpStream::connect(&*self.0).await?;
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nhost: {}\r\naccept: text/event-stream\r\n\
+             mcp-protocol-version: 2025-11-25\r\nmcp-session-id: {session}\r\n\r\n",
+            self.0
+        );
+        tcp.write_all(request.as_bytes()).await?;
+        let mut reader = BufReader::new(tcp);
+        let head = read_head(&mut reader).await?;
+        ensure!(head.status == 200, "GET answered {}", head.status);
+        Ok(reader)
+    }
+
+    /// `initialize` + `initialized`: a new session's id.
+    async fn session(&self) -> anyhow::Result<String> {
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"soak","version":"1"}}}"#;
+        let (head, mut body) = self.post(None, init).await?;
+        ensure!(head.status == 200, "initialize answered {}", head.status);
+        let session = head.session.context("no session id")?;
+        drain(&mut body).await?;
+        let (head, _) = self
+            .post(
+                Some(&session),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            )
+            .await?;
+        ensure!(head.status == 202, "initialized answered {}", head.status);
+        Ok(session)
+    }
+
+    /// A tool call, read to its end.
+    async fn call(
+        &self,
+        session: &str,
+        id: u64,
+        tool: &str,
+        arguments: &str,
+    ) -> anyhow::Result<()> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
+        );
+        let (head, mut reply) = self.post(Some(session), &body).await?;
+        ensure!(head.status == 200, "{tool} answered {}", head.status);
+        drain(&mut reply).await
+    }
+}
+
+async fn read_head(reader: &mut BufReader<TcpStream>) -> anyhow::Result<Head> {
+    let mut line = String::new();
+    reader.read_line(&mut line).await?;
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("not an HTTP status line: {line:?}"))?;
+    let mut session = None;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).await? == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("mcp-session-id")
+        {
+            session = Some(value.trim().to_owned());
+        }
+    }
+    Ok(Head { status, session })
+}
+
+/// Reads a body to its end (the server closes the connection after it).
+async fn drain(reader: &mut BufReader<TcpStream>) -> anyhow::Result<()> {
+    let mut sink = vec![0u8; 16 << 10];
+    while reader.read(&mut sink).await? > 0 {}
+    Ok(())
+}
+
+/// The server's resident memory, in KiB.
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS")
+}
+
+async fn cancel_loop(
+    target: Target,
+    sessions: Arc<Vec<String>>,
+    ids: Arc<AtomicU64>,
+    tally: Arc<Tally>,
+    until: Instant,
+) {
+    let mut n = 0usize;
+    while Instant::now() < until {
+        n += 1;
+        let session = &sessions[n % sessions.len()];
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"crawl","arguments":{{"urls":["a","b","c","d"],"delay_ms":50}},"_meta":{{"progressToken":{id}}}}}}}"#
+        );
+        let outcome = async {
+            let (head, mut reply) = target.post(Some(session), &body).await?;
+            ensure!(head.status == 200, "crawl answered {}", head.status);
+            let mut line = String::new();
+            while reply.read_line(&mut line).await? > 0 && !line.contains("notifications/progress")
+            {
+                line.clear();
+            }
+            let cancel = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+            );
+            target.post(Some(session), &cancel).await?;
+            anyhow::Ok(())
+        };
+        match outcome.await {
+            Ok(()) => Tally::add(&tally.cancels),
+            Err(_) => Tally::add(&tally.errors),
+        }
+    }
+}
+
+async fn vanish_loop(target: Target, tally: Arc<Tally>, until: Instant) {
+    while Instant::now() < until {
+        let outcome = async {
+            let session = target.session().await?;
+            let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crawl","arguments":{"urls":["a","b"],"delay_ms":100}}}"#;
+            // The head is read, then the connection is dropped: the client is gone.
+            let _ = target.post(Some(&session), body).await?;
+            anyhow::Ok(())
+        };
+        match outcome.await {
+            Ok(()) => Tally::add(&tally.vanished),
+            Err(_) => Tally::add(&tally.errors),
+        }
+    }
+}
+
+async fn flood_loop(
+    target: Target,
+    sessions: Arc<Vec<String>>,
+    ids: Arc<AtomicU64>,
+    tally: Arc<Tally>,
+    until: Instant,
+) {
+    let mut n = 0usize;
+    while Instant::now() < until {
+        n += 7;
+        let session = &sessions[n % sessions.len()];
+        let burst = (0..32).map(|_| {
+            let id = ids.fetch_add(1, Ordering::Relaxed);
+            target.call(session, id, "echo", r#"{"text":"flood"}"#)
+        });
+        for outcome in futures::future::join_all(burst).await {
+            match outcome {
+                Ok(()) => Tally::add(&tally.calls),
+                Err(_) => Tally::add(&tally.errors),
+            }
+        }
+    }
+}
+
+async fn slow_reader_loop(
+    target: Target,
+    sessions: Arc<Vec<String>>,
+    ids: Arc<AtomicU64>,
+    tally: Arc<Tally>,
+    until: Instant,
+) {
+    let mut n = 0usize;
+    while Instant::now() < until {
+        n += 1;
+        let session = &sessions[n % sessions.len()];
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        match target.call(session, id, "notify", r#"{"count":20}"#).await {
+            Ok(()) => Tally::add(&tally.notifies),
+            Err(_) => Tally::add(&tally.errors),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let Some(options) = options()? else {
+        return Ok(());
+    };
+    let mut child = tokio::process::Command::new(&options.server)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--max-sessions",
+            "100000",
+            "--session-idle-timeout",
+            &format!("{}s", options.idle_timeout_secs),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| {
+            format!(
+                "cannot start {} (build it with cargo build --release -p tidewire-cli)",
+                options.server
+            )
+        })?;
+    let pid = child.id().context("the server has no pid")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut url = String::new();
+    BufReader::new(stdout).read_line(&mut url).await?;
+    let authority = url
+        .trim()
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .with_context(|| format!("the server printed {url:?}, not its URL"))?;
+    let target = Target(authority.into());
+    println!(
+        "soak: tidewire serve at {} (pid {pid}), {} sessions, {} s",
+        url.trim(),
+        options.sessions,
+        options.duration.as_secs()
+    );
+    let baseline = rss_kib(pid)?;
+
+    // The held sessions, each with a GET stream: most read theirs, every tenth never does.
+    let mut sessions = Vec::with_capacity(options.sessions);
+    let mut slow = Vec::new();
+    let mut streams = Vec::with_capacity(options.sessions);
+    for i in 0..options.sessions {
+        let session = target.session().await?;
+        let mut stream = target.get(&session).await?;
+        if i % 10 == 0 {
+            slow.push(session.clone());
+            streams.push(tokio::spawn(async move {
+                // Held open, never read.
+                std::future::pending::<()>().await;
+                drop(stream);
+            }));
+        } else {
+            streams.push(tokio::spawn(async move {
+                let _ = drain(&mut stream).await;
+            }));
+        }
+        sessions.push(session);
+    }
+    let sessions = Arc::new(sessions);
+    let slow = Arc::new(slow);
+    let start = rss_kib(pid)?;
+    println!(
+        "soak: baseline {} KiB; with {} sessions held: {} KiB",
+        baseline,
+        sessions.len(),
+        start
+    );
+
+    let tally = Arc::new(Tally::default());
+    let ids = Arc::new(AtomicU64::new(1000));
+    let begun = Instant::now();
+    let until = begun + options.duration;
+    let mut loops = Vec::new();
+    for _ in 0..4 {
+        loops.push(tokio::spawn(cancel_loop(
+            target.clone(),
+            sessions.clone(),
+            ids.clone(),
+            tally.clone(),
+            until,
+        )));
+    }
+    for _ in 0..2 {
+        loops.push(tokio::spawn(vanish_loop(
+            target.clone(),
+            tally.clone(),
+            until,
+        )));
+    }
+    loops.push(tokio::spawn(flood_loop(
+        target.clone(),
+        sessions.clone(),
+        ids.clone(),
+        tally.clone(),
+        until,
+    )));
+    loops.push(tokio::spawn(slow_reader_loop(
+        target.clone(),
+        slow.clone(),
+        ids.clone(),
+        tally.clone(),
+        until,
+    )));
+
+    let mut samples = Vec::new();
+    let every = (options.duration / 10).max(Duration::from_secs(1));
+    while Instant::now() < until {
+        tokio::time::sleep(every.min(until.saturating_duration_since(Instant::now()))).await;
+        let rss = rss_kib(pid)?;
+        samples.push(rss);
+        println!(
+            "soak: {:>5.0} s  {:>8} KiB  calls {}  cancels {}  vanished {}  notify {}  errors {}",
+            begun.elapsed().as_secs_f64(),
+            rss,
+            tally.calls.load(Ordering::Relaxed),
+            tally.cancels.load(Ordering::Relaxed),
+            tally.vanished.load(Ordering::Relaxed),
+            tally.notifies.load(Ordering::Relaxed),
+            tally.errors.load(Ordering::Relaxed),
+        );
+    }
+    for l in loops {
+        let _ = l.await;
+    }
+    // Vanished sessions expire after the idle timeout; the reaper checks a few times per timeout.
+    tokio::time::sleep(Duration::from_secs(options.idle_timeout_secs * 2 + 1)).await;
+    let end = rss_kib(pid)?;
+    let middle = samples.get(samples.len() / 2).copied().unwrap_or(start);
+    println!(
+        "soak: resident memory: start {start} KiB, middle {middle} KiB, end {end} KiB (after {} s of expiry)",
+        options.idle_timeout_secs * 2 + 1
+    );
+    for s in streams {
+        s.abort();
+    }
+    let _ = child.kill().await;
+    // Settled: the end is no more than 10% (and 8 MiB of allocator slack) above the middle.
+    let settled = end <= middle + middle / 10 + 8 * 1024;
+    if settled {
+        println!("soak: settled (end within 10% + 8 MiB of the middle)");
+        Ok(())
+    } else {
+        bail!("resident memory climbed: middle {middle} KiB, end {end} KiB")
+    }
+}
