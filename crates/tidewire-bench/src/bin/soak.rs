@@ -29,6 +29,9 @@ use anyhow::{Context as _, bail, ensure};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+/// The longest a call may take before it counts as stalled (the server must answer every one).
+const CALL_LIMIT: Duration = Duration::from_secs(30);
+
 /// What the run is asked to do.
 struct Options {
     server: String,
@@ -85,6 +88,13 @@ struct Tally {
 impl Tally {
     fn add(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an error and prints the first few.
+    fn error(&self, error: &anyhow::Error) {
+        if self.errors.fetch_add(1, Ordering::Relaxed) < 5 {
+            eprintln!("soak: {error:#}");
+        }
     }
 }
 
@@ -154,7 +164,7 @@ impl Target {
         Ok(session)
     }
 
-    /// A tool call, read to its end.
+    /// A tool call, read to its end (within [`CALL_LIMIT`]).
     async fn call(
         &self,
         session: &str,
@@ -165,9 +175,24 @@ impl Target {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
         );
-        let (head, mut reply) = self.post(Some(session), &body).await?;
-        ensure!(head.status == 200, "{tool} answered {}", head.status);
-        drain(&mut reply).await
+        let call = async {
+            let (head, mut reply) = self.post(Some(session), &body).await?;
+            ensure!(head.status == 200, "{tool} answered {}", head.status);
+            let mut text = String::new();
+            reply.read_to_string(&mut text).await?;
+            ensure!(
+                text.contains(&format!(r#""id":{id}"#)),
+                "{tool} (id {id}) ended without its response"
+            );
+            anyhow::Ok(())
+        };
+        match tokio::time::timeout(CALL_LIMIT, call).await {
+            Ok(outcome) => outcome,
+            Err(_) => bail!(
+                "{tool} (id {id}) was not answered within {} s",
+                CALL_LIMIT.as_secs()
+            ),
+        }
     }
 }
 
@@ -240,9 +265,10 @@ async fn cancel_loop(
             target.post(Some(session), &cancel).await?;
             anyhow::Ok(())
         };
-        match outcome.await {
-            Ok(()) => Tally::add(&tally.cancels),
-            Err(_) => Tally::add(&tally.errors),
+        match tokio::time::timeout(CALL_LIMIT, outcome).await {
+            Ok(Ok(())) => Tally::add(&tally.cancels),
+            Ok(Err(error)) => tally.error(&error),
+            Err(_) => tally.error(&anyhow::anyhow!("a crawl to cancel stalled")),
         }
     }
 }
@@ -256,9 +282,10 @@ async fn vanish_loop(target: Target, tally: Arc<Tally>, until: Instant) {
             let _ = target.post(Some(&session), body).await?;
             anyhow::Ok(())
         };
-        match outcome.await {
-            Ok(()) => Tally::add(&tally.vanished),
-            Err(_) => Tally::add(&tally.errors),
+        match tokio::time::timeout(CALL_LIMIT, outcome).await {
+            Ok(Ok(())) => Tally::add(&tally.vanished),
+            Ok(Err(error)) => tally.error(&error),
+            Err(_) => tally.error(&anyhow::anyhow!("a session to vanish from stalled")),
         }
     }
 }
@@ -281,7 +308,7 @@ async fn flood_loop(
         for outcome in futures::future::join_all(burst).await {
             match outcome {
                 Ok(()) => Tally::add(&tally.calls),
-                Err(_) => Tally::add(&tally.errors),
+                Err(error) => tally.error(&error),
             }
         }
     }
@@ -301,7 +328,7 @@ async fn slow_reader_loop(
         let id = ids.fetch_add(1, Ordering::Relaxed);
         match target.call(session, id, "notify", r#"{"count":20}"#).await {
             Ok(()) => Tally::add(&tally.notifies),
-            Err(_) => Tally::add(&tally.errors),
+            Err(error) => tally.error(&error),
         }
     }
 }

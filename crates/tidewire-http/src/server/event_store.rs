@@ -74,6 +74,14 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Forgets one stream of a session, or (`None`) every stream of it.
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()>;
+
+    /// Tells the store that a reader has taken the events of `stream` up to `seq`. What is at
+    /// or below it is kept only for resumption, so a bounded store drops it before events
+    /// nobody has read. The default ignores the hint.
+    fn delivered<'a>(&'a self, session: &'a str, stream: StreamId, seq: u64) -> BoxFuture<'a, ()> {
+        let _ = (session, stream, seq);
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// The bounds of a [`MemoryEventStore`], in events and bytes. Past any of them the oldest
@@ -171,6 +179,19 @@ fn cost(event: &StoredEvent) -> usize {
 struct Kept {
     events: VecDeque<(u64, StoredEvent)>,
     bytes: usize,
+    /// The highest `seq` a reader has taken: what is at or below it is kept only for
+    /// resumption, and goes before what nobody has read yet.
+    delivered: u64,
+}
+
+impl Kept {
+    /// The arrival order of the oldest event, if it was read already.
+    fn oldest_read(&self) -> Option<u64> {
+        self.events
+            .front()
+            .filter(|(_, e)| e.seq <= self.delivered)
+            .map(|(order, _)| *order)
+    }
 }
 
 /// One session's streams.
@@ -181,25 +202,50 @@ struct SessionEvents {
 }
 
 impl SessionEvents {
-    /// Drops the session's oldest event (over all its streams) unless it is the only one left.
-    /// Returns the bytes freed.
+    /// Drops one event of the session, unless only one is left, and returns the bytes freed.
+    /// The victim is, in this order: the oldest event a reader has taken already (kept only
+    /// for resumption); the oldest unread event of the standalone stream (notifications
+    /// related to no request); the oldest unread event of any stream. So a POST stream's
+    /// response waiting for its reader goes last.
     fn evict_oldest(&mut self) -> usize {
         let count: usize = self.streams.values().map(|k| k.events.len()).sum();
         if count <= 1 {
             return 0;
         }
-        let oldest = self
+        let read = self
             .streams
             .iter()
-            .filter_map(|(id, k)| k.events.front().map(|(order, _)| (*order, *id)))
-            .min();
-        let Some((_, stream)) = oldest else { return 0 };
+            .filter_map(|(id, k)| k.oldest_read().map(|order| (order, *id)))
+            .min()
+            .map(|(_, id)| id);
+        let standalone = self
+            .streams
+            .get(&0)
+            .is_some_and(|k| !k.events.is_empty())
+            .then_some(0);
+        let any = || {
+            self.streams
+                .iter()
+                .filter_map(|(id, k)| k.events.front().map(|(order, _)| (*order, *id)))
+                .min()
+                .map(|(_, id)| id)
+        };
+        let Some(stream) = read.or(standalone).or_else(any) else {
+            return 0;
+        };
         let Some(kept) = self.streams.get_mut(&stream) else {
             return 0;
         };
         let Some((_, event)) = kept.events.pop_front() else {
             return 0;
         };
+        if event.seq > kept.delivered {
+            tracing::debug!(
+                stream,
+                seq = event.seq,
+                "an unread event was dropped to stay within the store's byte budget"
+            );
+        }
         let freed = cost(&event);
         kept.bytes -= freed;
         if kept.events.is_empty() {
@@ -373,6 +419,18 @@ impl EventStore for MemoryEventStore {
         Box::pin(std::future::ready(found))
     }
 
+    fn delivered<'a>(&'a self, session: &'a str, stream: StreamId, seq: u64) -> BoxFuture<'a, ()> {
+        if let Some(kept) = self
+            .lock()
+            .sessions
+            .get_mut(session)
+            .and_then(|s| s.streams.get_mut(&stream))
+        {
+            kept.delivered = kept.delivered.max(seq);
+        }
+        Box::pin(std::future::ready(()))
+    }
+
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()> {
         let mut guard = self.lock();
         let inner = &mut *guard;
@@ -478,5 +536,29 @@ mod tests {
         store.forget("c", None).await;
         assert_eq!(store.bytes(), 0);
         assert!(store.is_empty());
+    }
+
+    #[tokio::test]
+    async fn what_a_reader_took_goes_before_what_nobody_read() {
+        let unit = 1000 + EVENT_OVERHEAD;
+        let store =
+            MemoryEventStore::with_limits(EventStoreLimits::default().bytes_per_session(4 * unit));
+        // Stream 1 (a POST reply) has two unread events; stream 0 two read ones, newer.
+        store.append("s", 1, sized(1, 1000)).await;
+        store.append("s", 1, sized(2, 1000)).await;
+        store.append("s", 0, sized(1, 1000)).await;
+        store.append("s", 0, sized(2, 1000)).await;
+        store.delivered("s", 0, 2).await;
+        store.append("s", 0, sized(3, 1000)).await;
+        let zero: Vec<u64> = store.after("s", 0, 0).await.iter().map(|e| e.seq).collect();
+        let one: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
+        assert_eq!(zero, vec![2, 3], "the oldest read event went");
+        assert_eq!(one, vec![1, 2], "the unread reply is whole");
+        // With nothing read left, unread notifications (stream 0) go before a reply.
+        store.append("s", 0, sized(4, 1000)).await;
+        store.append("s", 0, sized(5, 1000)).await;
+        let one: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
+        assert_eq!(one, vec![1, 2]);
+        assert_eq!(store.session_bytes("s"), 4 * unit);
     }
 }

@@ -25,6 +25,8 @@ struct Stream {
     next_seq: u64,
     /// The highest sequence number a reader has taken.
     delivered: u64,
+    /// The highest sequence number in the store (numbered events reach it a moment later).
+    stored: u64,
     /// A reader is attached.
     attached: bool,
     /// Responses still expected on this POST stream (more than one for a batch).
@@ -45,6 +47,7 @@ impl Stream {
         Self {
             next_seq: 1,
             delivered: 0,
+            stored: 0,
             attached: false,
             awaiting: 0,
             last: None,
@@ -204,8 +207,13 @@ impl Streams {
                 None => return false,
             },
         };
+        let seq = event.seq;
         self.store.append(&self.session, stream, event).await;
-        if let Some(changed) = self.notifier(stream) {
+        let changed = self.lock().get_mut(&stream).map(|s| {
+            s.stored = s.stored.max(seq);
+            s.changed.clone()
+        });
+        if let Some(changed) = changed {
             changed.notify_waiters();
         }
         true
@@ -330,16 +338,46 @@ impl Streams {
     /// Takes the events after `cursor`: `Some(events)` (empty means wait), or `None` when the
     /// stream is gone or a POST stream has delivered its response.
     pub(crate) async fn take(&self, stream: StreamId, cursor: u64) -> Option<Vec<StoredEvent>> {
-        let last = self.lock().get(&stream)?.last;
+        let (last, stored) = {
+            let streams = self.lock();
+            let s = streams.get(&stream)?;
+            (s.last, s.stored)
+        };
         if last.is_some_and(|last| cursor >= last) {
             return None;
         }
         let events = self.store.after(&self.session, stream, cursor).await;
-        if let Some(newest) = events.last() {
-            let mut streams = self.lock();
-            let s = streams.get_mut(&stream)?;
-            s.delivered = s.delivered.max(newest.seq);
-            s.changed.notify_waiters();
+        match events.last() {
+            Some(newest) => {
+                let newest = newest.seq;
+                {
+                    let mut streams = self.lock();
+                    let s = streams.get_mut(&stream)?;
+                    s.delivered = s.delivered.max(newest);
+                    s.changed.notify_waiters();
+                }
+                // What a reader took is kept only for resumption: the store drops it first.
+                self.store.delivered(&self.session, stream, newest).await;
+            }
+            None => {
+                if let Some(last) = last
+                    && stored >= last
+                {
+                    // Complete, but the store no longer has what came after the cursor (its
+                    // byte budget dropped it unread): the stream can only end here.
+                    tracing::warn!(
+                        stream,
+                        cursor,
+                        last,
+                        "the rest of a stream was dropped from the event store before it was \
+                         read; the stream ends without it"
+                    );
+                    if let Some(s) = self.lock().get_mut(&stream) {
+                        s.delivered = s.delivered.max(last);
+                    }
+                    return None;
+                }
+            }
         }
         Some(events)
     }
@@ -537,5 +575,86 @@ mod tests {
         assert!(streams.take(s, 1).await.is_none(), "then its end");
         streams.finish(s).await;
         assert!(!streams.exists(s));
+    }
+
+    /// Found by the soak run: a POST stream whose response waited for its reader while
+    /// unrelated notifications filled the session's byte budget lost the response, and its
+    /// reader waited for ever. Unread notifications go first now, and a stream whose rest is
+    /// gone ends instead of waiting.
+    #[tokio::test]
+    async fn a_response_waiting_for_its_reader_outlives_a_flood_of_notifications() {
+        use super::super::event_store::EventStoreLimits;
+        let unit = 1000 + 64;
+        let store = Arc::new(MemoryEventStore::with_limits(
+            EventStoreLimits::default().bytes_per_session(10 * unit),
+        ));
+        let streams = Streams::new("s".into(), store.clone(), 1000, Duration::ZERO, 4);
+        let post = streams.open().expect("room");
+        streams.expect_response(post);
+        assert!(
+            streams
+                .push(post, Bytes::from(vec![b'r'; 1000]), true)
+                .await
+        );
+        for _ in 0..30 {
+            assert!(
+                streams
+                    .push(STANDALONE, Bytes::from(vec![b'n'; 1000]), false)
+                    .await
+            );
+        }
+        let cursor = streams.attach(post, None).expect("attach");
+        let events = streams
+            .take(post, cursor)
+            .await
+            .expect("the stream is there");
+        assert_eq!(events.len(), 1, "the response survived");
+        assert!(events[0].last);
+        // Read history goes before unread notifications: take the standalone stream, and the
+        // next flood drops what was read.
+        let cursor = streams.attach(STANDALONE, None).expect("attach");
+        let taken = streams.take(STANDALONE, cursor).await.expect("events");
+        let newest = taken.last().expect("some").seq;
+        assert!(
+            streams
+                .push(STANDALONE, Bytes::from(vec![b'n'; 1000]), false)
+                .await
+        );
+        let left = streams.take(STANDALONE, 0).await.expect("events");
+        assert_eq!(
+            left.last().map(|e| e.seq),
+            Some(newest + 1),
+            "the new one is kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_rest_was_dropped_ends_instead_of_waiting() {
+        use super::super::event_store::EventStoreLimits;
+        let store = Arc::new(MemoryEventStore::with_limits(
+            EventStoreLimits::default().events_per_stream(2),
+        ));
+        let streams = Streams::new("s".into(), store, 1000, Duration::ZERO, 4);
+        let post = streams.open().expect("room");
+        streams.expect_response(post);
+        for _ in 0..4 {
+            assert!(streams.push(post, data("progress"), false).await);
+        }
+        assert!(streams.push(post, data("response"), true).await);
+        // A reader resuming after event 1 finds 2 and 3 gone, 4 and 5 kept: it gets those.
+        let cursor = streams.attach(post, Some(1)).expect("attach");
+        let events = streams.take(post, cursor).await.expect("events");
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5]);
+        streams.detach(post);
+        // Had everything after the cursor gone, the stream would end, not wait for ever.
+        store_drop_all(&streams).await;
+        let cursor = streams.attach(post, Some(1)).expect("attach");
+        assert!(streams.take(post, cursor).await.is_none(), "ends");
+        streams.finish(post).await;
+        assert!(!streams.exists(post), "and is forgotten");
+    }
+
+    async fn store_drop_all(streams: &Streams) {
+        streams.store.forget(&streams.session, None).await;
     }
 }
