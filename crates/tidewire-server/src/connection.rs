@@ -22,6 +22,10 @@ use tidewire_core::transport::text::excerpt;
 use crate::context::Context;
 use crate::server::{Inner, Server};
 
+/// The longest URI a client may subscribe to, in bytes (subscriptions last as long as the
+/// connection, so each is bounded in size as well as in number).
+const MAX_SUBSCRIBED_URI: usize = 8 * 1024;
+
 /// The server side of one connection.
 pub(crate) struct Connection {
     server: Arc<Inner>,
@@ -278,6 +282,13 @@ impl Connection {
     }
 
     fn subscribe(&self, uri: String) -> Result<(), ErrorObject> {
+        // Kept for the connection's life: each one is bounded in size, not only in number.
+        if uri.len() > MAX_SUBSCRIBED_URI {
+            return Err(ErrorObject::invalid_params(format!(
+                "the URI to subscribe to is {} bytes; the limit is {MAX_SUBSCRIBED_URI}",
+                uri.len()
+            )));
+        }
         let mut subs = self
             .subscriptions
             .lock()

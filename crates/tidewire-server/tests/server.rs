@@ -392,6 +392,13 @@ async fn huge_names_and_values_are_not_echoed_whole() {
     short(&error.message);
     let uri = error.data.as_ref().and_then(|d| d["uri"].as_str());
     short(uri.expect("data.uri"));
+    // A subscription is kept for the connection's life: a huge URI is refused, not kept.
+    let err = call(&peer, "resources/subscribe", json!({"uri": huge}))
+        .await
+        .expect_err("too long to keep");
+    let error = err.remote().expect("an error answer");
+    assert_eq!(error.code, -32602);
+    assert!(error.message.len() < 1024, "{} bytes", error.message.len());
     let err = call(&peer, "prompts/get", json!({"name": huge}))
         .await
         .expect_err("unknown prompt");

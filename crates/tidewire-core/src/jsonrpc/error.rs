@@ -82,11 +82,15 @@ impl ErrorObject {
         )
     }
 
-    /// `-32601`: nobody handles this method.
+    /// `-32601`: nobody handles this method (named by an excerpt of at most 200 characters).
     pub fn method_not_found(method: &str) -> Self {
+        // The name is the peer's: quoted by an excerpt, never whole (it may be megabytes).
         Self::new(
             ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
+            format!(
+                "Method not found: {}",
+                crate::transport::text::excerpt(method)
+            ),
         )
     }
 

@@ -47,7 +47,6 @@ pub use peer::{CancelHandle, InFlight, Peer, ProgressStream, RequestBuilder};
 
 use crate::jsonrpc::{ErrorObject, Notification, Request};
 use crate::transport::Transport;
-use crate::transport::text::excerpt;
 
 /// What serves the requests and notifications a peer sends us.
 ///
@@ -130,6 +129,6 @@ impl Handler for NoHandler {
         request: Request,
         _ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::method_not_found(&excerpt(&request.method)))
+        Err(ErrorObject::method_not_found(&request.method))
     }
 }
