@@ -26,3 +26,7 @@ ci-full:
 # The quick benchmark comparison (tidewire, rmcp and the raw-HTTP ceiling; see docs/performance.md).
 bench:
     cargo build --release -p tidewire-bench && target/release/bench --quick
+
+# The fuzz targets (proptest) for a set time each: `just fuzz 60` runs every target for 60 s.
+fuzz secs="30":
+    TIDEWIRE_FUZZ_SECS={{secs}} cargo test --release -p tidewire-tests --test fuzz -- --nocapture --test-threads 1

@@ -7,9 +7,12 @@
 //! - [`scenarios`]: the eight peer scenarios of the interop contract, usable against any server
 //!   that implements it (ours, or the official Python SDK's);
 //! - [`external`]: finding the outside programs (Python peers, official schemas) through
-//!   environment variables.
+//!   environment variables;
+//! - [`fuzz`]: the harness of the fuzz targets (`tests/fuzz.rs`): proptest on stable Rust, for a
+//!   case count or a time set by the environment.
 
 pub mod external;
+pub mod fuzz;
 pub mod harness;
 pub mod scenarios;
 mod suite_server;

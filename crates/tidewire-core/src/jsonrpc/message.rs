@@ -207,27 +207,46 @@ impl Message {
     /// [`DecodeFailure::Syntax`] when the bytes are not JSON, [`DecodeFailure::Invalid`] when
     /// they are JSON but not a valid JSON-RPC message.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, DecodeFailure> {
+        // Only an object can be a message. serde would read a struct from a positional array
+        // too (`["2.0",1,…]`), so anything else is told apart before the typed pass.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(not_an_object(bytes));
+        }
         match serde_json::from_slice::<RawMessage>(bytes) {
             Ok(raw) => raw.classify().map_err(DecodeFailure::Invalid),
             Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => {
                 Err(DecodeFailure::Syntax(e.to_string()))
             }
-            Err(e) => {
-                // Valid JSON of the wrong shape (an array, a string, a member of the wrong type).
-                let reason = match serde_json::from_slice::<Value>(bytes) {
-                    Ok(Value::Array(_)) => {
-                        "JSON-RPC batches are not supported (they exist only in 2025-03-26)".into()
-                    }
-                    Ok(Value::Object(_)) => e.to_string(),
-                    _ => "a JSON-RPC message must be an object".into(),
-                };
-                Err(DecodeFailure::Invalid(InvalidMessage {
+            // The typed pass stops at the first member of the wrong type, before it has seen
+            // the whole text: whether that text is JSON at all decides the answer.
+            Err(e) => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Ok(_) => Err(DecodeFailure::Invalid(InvalidMessage {
                     id: None,
-                    reason,
+                    reason: e.to_string(),
                     answerable: true,
-                }))
-            }
+                })),
+                Err(syntax) => Err(DecodeFailure::Syntax(syntax.to_string())),
+            },
         }
+    }
+}
+
+/// Why text that does not start with `{` is no message: not JSON (`-32700`), a batch, or
+/// another JSON value (`-32600`).
+fn not_an_object(bytes: &[u8]) -> DecodeFailure {
+    let invalid = |reason: &str| {
+        DecodeFailure::Invalid(InvalidMessage {
+            id: None,
+            reason: reason.into(),
+            answerable: true,
+        })
+    };
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Array(_)) => {
+            invalid("JSON-RPC batches are not supported (they exist only in 2025-03-26)")
+        }
+        Ok(_) => invalid("a JSON-RPC message must be an object"),
+        Err(e) => DecodeFailure::Syntax(e.to_string()),
     }
 }
 
@@ -322,6 +341,36 @@ impl<'de> Deserialize<'de> for Message {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Found by the `codec` fuzz target: serde reads a struct from a positional array, so an
+    /// array decoded as a message; and a JSON value followed by garbage was answered as
+    /// invalid JSON-RPC (`-32600`) instead of as not JSON (`-32700`).
+    #[test]
+    fn only_an_object_is_a_message_and_garbage_is_a_parse_error() {
+        let positional = br#"["2.0",1,null,null,{},null]"#;
+        assert!(matches!(
+            Message::from_slice(positional),
+            Err(DecodeFailure::Invalid(_))
+        ));
+        for not_json in [
+            &b"0 x"[..],
+            b"[1] x",
+            br#""a" }"#,
+            br#"{"id":1,"id":true x"#,
+        ] {
+            assert!(
+                matches!(Message::from_slice(not_json), Err(DecodeFailure::Syntax(_))),
+                "{}",
+                String::from_utf8_lossy(not_json)
+            );
+        }
+        assert!(matches!(
+            Message::from_slice(b"  42 "),
+            Err(DecodeFailure::Invalid(_))
+        ));
+        let ok = br#" {"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        assert!(Message::from_slice(ok).is_ok());
+    }
 
     fn parse(v: Value) -> Result<Message, InvalidMessage> {
         Message::from_value(v)
