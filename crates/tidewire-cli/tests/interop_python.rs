@@ -158,7 +158,8 @@ async fn python_client_sees_each_message_on_its_stream() {
                 .iter()
                 .filter(|l| l.contains(&format!("\"method\": \"{method}\"")))
                 .map(|l| {
-                    if l.contains("<<[POST]") {
+                    // `<<[POST]`, or `<<[POST 3]` naming the request (newer peers).
+                    if l.contains("<<[POST]") || l.contains("<<[POST ") {
                         "POST"
                     } else if l.contains("<<[GET]") {
                         "GET"
