@@ -19,6 +19,10 @@
 //!
 //! Every request is written by hand over its own TCP connection (`Connection: close`), so a
 //! connection can be cut at any point, as a vanishing client cuts it.
+//!
+//! It fails when any call fails or stalls (30 s), and, for runs of a minute or more, when
+//! resident memory at the end is more than 10% (plus 8 MiB) above the middle. CI runs a short
+//! smoke (`--sessions 200 --seconds 20`), which checks the calls only.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -475,6 +479,16 @@ async fn main() -> anyhow::Result<()> {
         s.abort();
     }
     let _ = child.kill().await;
+    // Every call must have been answered: a stalled or failed one is a defect.
+    let errors = tally.errors.load(Ordering::Relaxed);
+    ensure!(
+        errors == 0,
+        "{errors} calls failed or stalled (the first are printed above)"
+    );
+    if options.duration < Duration::from_secs(60) {
+        println!("soak: no verdict on memory for a run under 60 s (a smoke run)");
+        return Ok(());
+    }
     // Settled: the end is no more than 10% (and 8 MiB of allocator slack) above the middle.
     let settled = end <= middle + middle / 10 + 8 * 1024;
     if settled {
