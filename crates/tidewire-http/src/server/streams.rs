@@ -11,12 +11,21 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 pub(crate) use super::event_store::StreamId;
 use super::event_store::{EventStore, StoredEvent, StreamTable};
 
 /// The standalone stream, opened by GET.
 pub(crate) const STANDALONE: StreamId = 0;
+
+/// Finished POST streams a session keeps for resumption, at most.
+pub(crate) const FINISHED_KEPT: usize = 8;
+
+/// How long a finished POST stream stays resumable. Its reader handed the last event to the
+/// connection, but what sat in socket buffers when a connection was cut never arrived: a client
+/// that lost it resumes within this time.
+pub(crate) const FINISHED_GRACE: Duration = Duration::from_secs(30);
 
 /// What this process knows of one stream (its events are in the store).
 #[derive(Debug)]
@@ -38,6 +47,8 @@ struct Stream {
     /// A POST stream whose reader went away before its end: kept so the client can resume it,
     /// and the first to go when the session needs room for a new stream.
     kept: bool,
+    /// When a reader passed the end of this POST stream: it stays resumable a while.
+    finished_at: Option<Instant>,
     /// Woken when events are added or taken, or the stream ends.
     changed: Arc<Notify>,
 }
@@ -53,6 +64,7 @@ impl Stream {
             last: None,
             interrupted: false,
             kept: false,
+            finished_at: None,
             changed: Arc::new(Notify::new()),
         }
     }
@@ -137,6 +149,9 @@ impl Streams {
     /// a request in flight, the new one is refused.
     pub(crate) fn open(&self) -> Result<StreamId, TooManyStreams> {
         let mut streams = self.lock();
+        for gone in expire_finished(&mut streams) {
+            self.forget_later(Some(gone));
+        }
         // The standalone stream does not count.
         if streams.len() > self.max_streams {
             let oldest = streams
@@ -301,23 +316,24 @@ impl Streams {
         }
     }
 
-    /// Ends a POST stream whose reader has passed its end (its response, or the point where its
-    /// cancelled requests left it): forgets it here and, without a task of its own, in the
-    /// store. The reader's detach then finds nothing left to do.
+    /// Notes that a reader has passed the end of a POST stream (its response, or the point where
+    /// its cancelled requests left it). The stream stays resumable for [`FINISHED_GRACE`],
+    /// at most [`FINISHED_KEPT`] of them per session; older ones are forgotten here and, without
+    /// a task of their own, in the store.
     pub(crate) async fn finish(&self, stream: StreamId) {
-        let finished = {
+        let expired = {
             let mut streams = self.lock();
-            let finished = stream != STANDALONE
-                && streams
-                    .get(&stream)
-                    .is_some_and(|s| s.last.is_some_and(|last| s.delivered >= last));
-            if finished {
-                streams.remove(&stream);
+            let Some(s) = streams.get_mut(&stream) else {
+                return;
+            };
+            if stream == STANDALONE || !s.last.is_some_and(|last| s.delivered >= last) {
+                return;
             }
-            finished
+            s.finished_at = Some(Instant::now());
+            expire_finished(&mut streams)
         };
-        if finished {
-            self.store.forget(&self.session, Some(stream)).await;
+        for gone in expired {
+            self.store.forget(&self.session, Some(gone)).await;
         }
     }
 
@@ -456,6 +472,34 @@ impl Streams {
     }
 }
 
+/// Removes the finished POST streams past their grace, and the oldest past [`FINISHED_KEPT`],
+/// unless a reader is on them; returns them (for the store to forget).
+fn expire_finished(streams: &mut StreamTable<Stream>) -> Vec<StreamId> {
+    let now = Instant::now();
+    let mut finished: Vec<(Instant, StreamId, bool)> = streams
+        .iter()
+        .filter_map(|(id, s)| s.finished_at.map(|at| (at, *id, s.attached)))
+        .collect();
+    let stale = |at: &Instant| now.duration_since(*at) >= FINISHED_GRACE;
+    if finished.len() <= FINISHED_KEPT && !finished.iter().any(|(at, _, _)| stale(at)) {
+        return Vec::new();
+    }
+    finished.sort_unstable();
+    let mut excess = finished.len().saturating_sub(FINISHED_KEPT);
+    let mut gone = Vec::new();
+    for (at, id, attached) in finished {
+        if attached {
+            continue;
+        }
+        if excess > 0 || stale(&at) {
+            excess = excess.saturating_sub(1);
+            streams.remove(&id);
+            gone.push(id);
+        }
+    }
+    gone
+}
+
 /// Parses an event id `<stream>-<seq>`.
 pub(crate) fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
     let (stream, seq) = id.trim().split_once('-')?;
@@ -485,7 +529,7 @@ mod tests {
         )
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn readers_resume_after_an_id_and_streams_end_after_their_response() {
         let (streams, store) = streams(8, Duration::from_millis(10));
         let s = streams.open().expect("room");
@@ -508,8 +552,21 @@ mod tests {
         );
         streams.finish(s).await;
         streams.detach(s);
-        assert!(!streams.exists(s), "a finished POST stream is forgotten");
+        // What the reader handed over may not have arrived: the stream stays resumable a while.
+        assert!(
+            streams.exists(s),
+            "a finished POST stream is kept for its grace"
+        );
+        let cursor = streams.attach(s, Some(2)).expect("resume again");
+        let tail = streams.take(s, cursor).await.expect("events");
+        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3]);
+        streams.detach(s);
+        tokio::time::advance(FINISHED_GRACE).await;
+        let next = streams.open().expect("room");
+        assert!(!streams.exists(s), "then it is forgotten");
+        tokio::task::yield_now().await;
         assert!(store.is_empty(), "and so are its events");
+        assert!(streams.exists(next));
         assert_eq!(parse_event_id(&event_id(s, 3)), Some((s, 3)));
         assert_eq!(parse_event_id("x-1"), None);
     }
@@ -574,7 +631,32 @@ mod tests {
         assert_eq!(events.len(), 1);
         assert!(streams.take(s, 1).await.is_none(), "then its end");
         streams.finish(s).await;
-        assert!(!streams.exists(s));
+        streams.detach(s);
+        assert!(streams.exists(s), "kept for its grace");
+    }
+
+    #[tokio::test]
+    async fn a_session_keeps_only_its_newest_finished_streams() {
+        let store = Arc::new(MemoryEventStore::new(16));
+        let streams = Streams::new("s".into(), store.clone(), 8, Duration::ZERO, 64);
+        let mut ids = Vec::new();
+        for _ in 0..FINISHED_KEPT + 2 {
+            let s = streams.open().expect("room");
+            streams.expect_response(s);
+            assert!(streams.push(s, data("response"), true).await);
+            let cursor = streams.attach(s, None).expect("attach");
+            assert_eq!(streams.take(s, cursor).await.expect("events").len(), 1);
+            assert!(streams.take(s, 1).await.is_none());
+            streams.finish(s).await;
+            streams.detach(s);
+            ids.push(s);
+        }
+        assert!(
+            !streams.exists(ids[0]) && !streams.exists(ids[1]),
+            "the oldest go"
+        );
+        assert!(ids[2..].iter().all(|s| streams.exists(*s)));
+        assert_eq!(store.len(), FINISHED_KEPT, "and their events with them");
     }
 
     /// Found by the soak run: a POST stream whose response waited for its reader while
@@ -651,7 +733,8 @@ mod tests {
         let cursor = streams.attach(post, Some(1)).expect("attach");
         assert!(streams.take(post, cursor).await.is_none(), "ends");
         streams.finish(post).await;
-        assert!(!streams.exists(post), "and is forgotten");
+        streams.detach(post);
+        assert!(streams.exists(post), "and is finished (kept for its grace)");
     }
 
     async fn store_drop_all(streams: &Streams) {
