@@ -197,8 +197,8 @@ impl State {
         session
     }
 
-    /// Expires idle sessions, checking a few times per timeout, for as long as the endpoint
-    /// lives.
+    /// Expires idle sessions, and finished streams past their grace, checking a few times per
+    /// timeout (at least every 30 s), for as long as the endpoint lives.
     fn start_reaper(self: &Arc<Self>) {
         self.reaper_started.call_once(|| {
             let weak = Arc::downgrade(self);
@@ -211,7 +211,11 @@ impl State {
                     let expired: Vec<_> = state
                         .sessions()
                         .iter()
-                        .filter(|(_, s)| s.idle_for().is_some_and(|idle| idle >= timeout))
+                        .filter(|(_, s)| {
+                            // Finished streams past their grace go too, in live sessions.
+                            s.streams.expire();
+                            s.idle_for().is_some_and(|idle| idle >= timeout)
+                        })
                         .map(|(id, _)| id.clone())
                         .collect();
                     for id in expired {

@@ -326,7 +326,7 @@ impl Streams {
             let Some(s) = streams.get_mut(&stream) else {
                 return;
             };
-            if stream == STANDALONE || !s.last.is_some_and(|last| s.delivered >= last) {
+            if stream == STANDALONE || s.last.is_none_or(|last| s.delivered < last) {
                 return;
             }
             s.finished_at = Some(Instant::now());
@@ -334,6 +334,15 @@ impl Streams {
         };
         for gone in expired {
             self.store.forget(&self.session, Some(gone)).await;
+        }
+    }
+
+    /// Forgets the finished POST streams whose grace is over (the session reaper calls this, so
+    /// an idle session does not keep them until it expires).
+    pub(crate) fn expire(&self) {
+        let expired = expire_finished(&mut self.lock());
+        for gone in expired {
+            self.forget_later(Some(gone));
         }
     }
 
