@@ -68,7 +68,9 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
                 tracing::debug!(%error, "cannot set TCP_NODELAY");
             }
         });
-        println!("http://{local}/mcp");
+        // The first stdout line is the URL (scripts and tests read it); a closed stdout is not
+        // a reason to stop serving.
+        crate::output::out(&format!("http://{local}/mcp"));
         eprintln!("tidewire serve: the demo server is at http://{local}/mcp (Streamable HTTP); Ctrl-C stops it");
         eprintln!("tidewire serve: legacy HTTP+SSE at http://{local}/sse (messages to /messages)");
         eprintln!("tidewire serve: WebSocket (subprotocol mcp) at ws://{local}/ws");

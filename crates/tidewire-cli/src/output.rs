@@ -36,6 +36,14 @@ pub(crate) fn out(text: &str) {
     let _ = writeln!(stdout, "{text}");
 }
 
+/// Writes `block` (already laid out, newlines included) on stdout. A closed stdout is not an
+/// error (`print!` would panic).
+pub(crate) fn block(block: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(block.as_bytes());
+    let _ = stdout.flush();
+}
+
 /// Writes the server's text, which may span lines, on stdout (see the module's note).
 pub(crate) fn text(text: &str) {
     if escapes() {

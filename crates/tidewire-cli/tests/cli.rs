@@ -323,6 +323,23 @@ fn errors_exit_2_with_one_clear_line() {
     }
 }
 
+/// `list` into a pipe whose reader has gone (as `| head` leaves it) ends normally: `print!`
+/// used to panic on the broken pipe.
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    // The reader closes its end at once, long before `list` has its table.
+    let script = "\"$0\" \"$@\" | (exec 0<&-; sleep 0.2)";
+    let mut args = strings(&["-c", script, BIN, "list"]);
+    args.extend(stdio_server());
+    let output = assert_cmd::Command::new("sh")
+        .args(&args)
+        .timeout(LIMIT)
+        .output()
+        .expect("run sh");
+    let err = stderr(&output);
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn list_read_and_prompt_over_stdio() {
     let output = tidewire(&over_stdio(&["list", "--json"], &["tools"]));

@@ -153,14 +153,11 @@ fn print_tools(tools: &[Tool], width: Option<usize>) {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        table(
-            &["NAME", "TITLE", "DESCRIPTION", "ARGUMENTS (* required)"],
-            &rows,
-            width
-        )
-    );
+    output::block(&table(
+        &["NAME", "TITLE", "DESCRIPTION", "ARGUMENTS (* required)"],
+        &rows,
+        width,
+    ));
     output::out(&format!("{} tools", tools.len()));
 }
 
@@ -184,10 +181,11 @@ fn print_resources(resources: &[Resource], templates: &[ResourceTemplate], width
             description(t.description.as_deref()),
         ]
     }));
-    print!(
-        "{}",
-        table(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"], &rows, width)
-    );
+    output::block(&table(
+        &["URI", "NAME", "MIME TYPE", "DESCRIPTION"],
+        &rows,
+        width,
+    ));
     output::out(&format!(
         "{} resources, {} templates",
         resources.len(),
@@ -219,13 +217,10 @@ fn print_prompts(prompts: &[Prompt], width: Option<usize>) {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        table(
-            &["NAME", "TITLE", "DESCRIPTION", "ARGUMENTS (* required)"],
-            &rows,
-            width
-        )
-    );
+    output::block(&table(
+        &["NAME", "TITLE", "DESCRIPTION", "ARGUMENTS (* required)"],
+        &rows,
+        width,
+    ));
     output::out(&format!("{} prompts", prompts.len()));
 }

@@ -54,14 +54,11 @@ pub(crate) async fn run(args: DemoArgs, ui: Ui) -> Result<Outcome, CliError> {
         Row::Ran(walk) => walk.problems().is_empty(),
     });
     output::out("");
-    print!(
-        "{}",
-        table(
-            &HEADER,
-            &rows.iter().map(|(t, r)| cells(*t, r)).collect::<Vec<_>>(),
-            None
-        )
-    );
+    output::block(&table(
+        &HEADER,
+        &rows.iter().map(|(t, r)| cells(*t, r)).collect::<Vec<_>>(),
+        None,
+    ));
     output::out("");
     for (transport, row) in &rows {
         let problems = match row {
