@@ -514,8 +514,17 @@ async fn deliver(
                 .expect_reply(id.clone(), ReplyTarget::Stream(stream))
                 .is_err()
             {
+                session.streams.discard(stream);
                 return duplicate(id);
             }
+            // Until the engine has the request, a POST that goes away (its client left while
+            // the inbox was full) takes its route and stream with it.
+            let mut unsent = Unsent {
+                session: session.clone(),
+                id: id.clone(),
+                stream,
+                armed: true,
+            };
             let mut envelope = envelope;
             if priming {
                 // SSE polling (2025-11-25): the handler may end this stream; the client resumes.
@@ -527,9 +536,9 @@ async fn deliver(
                 }));
             }
             if session.inbox.push(Box::new(envelope)).await.is_err() {
-                session.forget(&id);
                 return session_not_found(&session.id);
             }
+            unsent.armed = false;
             let cursor = session.streams.attach(stream, None).unwrap_or(0);
             // A quick answer then leaves with the response head in one write.
             session
@@ -550,6 +559,25 @@ fn duplicate(id: RequestId) -> Response {
             "request id {id} is already in flight in this session"
         )),
     )
+}
+
+/// A request registered for an SSE reply but not yet handed to the engine: dropped, it takes its
+/// route and its (empty) stream back.
+struct Unsent {
+    session: Arc<HttpSession>,
+    id: RequestId,
+    stream: StreamId,
+    /// Still to be handed over.
+    armed: bool,
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        if self.armed {
+            self.session.forget(&self.id);
+            self.session.streams.discard(self.stream);
+        }
+    }
 }
 
 /// Forgets a JSON-mode request whose POST went away.

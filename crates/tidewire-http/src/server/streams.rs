@@ -190,6 +190,19 @@ impl Streams {
         self.lock().len().saturating_sub(1)
     }
 
+    /// Removes a POST stream that was opened but never used (its request was refused, or
+    /// never reached the engine).
+    pub(crate) fn discard(&self, stream: StreamId) {
+        let mut streams = self.lock();
+        if stream != STANDALONE
+            && streams
+                .get(&stream)
+                .is_some_and(|s| !s.attached && s.next_seq == 1)
+        {
+            streams.remove(&stream);
+        }
+    }
+
     /// Notes that a response expected on a POST stream will not come (its request was
     /// cancelled): when it was the last one awaited, the stream ends after what it holds.
     pub(crate) fn abandon_response(&self, stream: StreamId) {
@@ -748,5 +761,19 @@ mod tests {
 
     async fn store_drop_all(streams: &Streams) {
         streams.store.forget(&streams.session, None).await;
+    }
+
+    #[tokio::test]
+    async fn only_an_unused_stream_is_discarded() {
+        let (streams, _store) = streams(8, Duration::from_millis(10));
+        let unused = streams.open().expect("room");
+        streams.discard(unused);
+        assert!(!streams.exists(unused), "a refused request's stream goes");
+        let used = streams.open().expect("room");
+        assert!(streams.push(used, data("progress"), false).await);
+        streams.discard(used);
+        assert!(streams.exists(used), "one that carries events stays");
+        streams.discard(STANDALONE);
+        assert!(streams.exists(STANDALONE));
     }
 }
