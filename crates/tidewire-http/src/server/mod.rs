@@ -186,7 +186,10 @@ impl State {
         let weak: Weak<State> = Arc::downgrade(self);
         let ended = session.clone();
         tokio::spawn(async move {
-            if let Err(error) = driver.await {
+            // A session the server ended reaches its engine as a closed transport: no error.
+            if let Err(error) = driver.await
+                && !error.is_closed()
+            {
                 tracing::debug!(%error, "an HTTP session's engine stopped with an error");
             }
             ended.close();
