@@ -19,6 +19,7 @@ use tidewire_core::schema::{
 use tidewire_core::session::{Handler, Peer, RequestContext};
 use tidewire_core::transport::text::excerpt;
 
+use crate::catch_up::Owed;
 use crate::context::Context;
 use crate::server::{Inner, Server};
 
@@ -35,6 +36,8 @@ pub(crate) struct Connection {
     /// 0 = not set by the client; otherwise 1 + the level's index.
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
+    /// List changes it missed while its queue was full.
+    owed: Owed,
 }
 
 impl std::fmt::Debug for Connection {
@@ -54,7 +57,12 @@ impl Connection {
             initialized: AtomicBool::new(false),
             log_level: AtomicU8::new(0),
             subscriptions: Mutex::new(HashSet::new()),
+            owed: Owed::default(),
         }
+    }
+
+    pub(crate) fn owed(&self) -> &Owed {
+        &self.owed
     }
 
     pub(crate) fn set_peer(&self, peer: Peer) {

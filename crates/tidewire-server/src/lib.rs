@@ -39,6 +39,7 @@
 //! `initialize` negotiates the revision (2024-11-05 … 2025-11-25); a method the server lacks,
 //! such as the `server/discover` probe of 2026-07-28 clients, is answered `-32601` at once.
 
+mod catch_up;
 mod connection;
 mod context;
 mod error;

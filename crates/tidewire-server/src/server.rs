@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
-    CallToolResult, ClientNotification, CompleteParams, CompleteResult, ContentBlock, EmptyParams,
+    CallToolResult, ClientNotification, CompleteParams, CompleteResult, ContentBlock,
     GetPromptResult, Implementation, LoggingLevel, NotificationType, Prompt,
     PromptListChangedNotification, ReadResourceResult, Resource, ResourceListChangedNotification,
     ResourceTemplate, ResourceUpdatedNotification, ResourceUpdatedNotificationParams,
@@ -22,6 +22,7 @@ use tidewire_core::session::{Driver, Peer, Session, SessionOptions};
 use tidewire_core::transport::Transport;
 use tidewire_core::transport::text::excerpt;
 
+use crate::catch_up::{self, ListKind};
 use crate::connection::{Connection, ConnectionHandler};
 use crate::context::Context;
 use crate::error::ToolError;
@@ -181,29 +182,25 @@ impl Server {
 
     /// Sends `notifications/tools/list_changed` to every connected client.
     ///
-    /// Like every broadcast, it never waits on a client: one whose outbound queue is full (it
-    /// stopped reading, or reads slower than the server writes) loses the notification, which
-    /// is counted ([`dropped_notifications`](Self::dropped_notifications)) and logged.
+    /// Like every broadcast, it never waits on a client. A client whose outbound queue is full
+    /// (it stopped reading, or reads slower than the server writes) is owed the change: it gets
+    /// one `list_changed` of each kind it missed once its queue has room, however many it
+    /// missed. That is counted ([`dropped_notifications`](Self::dropped_notifications)) and
+    /// logged.
     pub async fn notify_tools_changed(&self) {
-        self.broadcast::<ToolListChangedNotification>(&self.live_peers(|_| true), EmptyParams::new);
+        self.broadcast_list_change(ListKind::Tools, ToolListChangedNotification::METHOD);
     }
 
     /// Sends `notifications/resources/list_changed` to every connected client, without waiting
     /// on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub async fn notify_resources_changed(&self) {
-        self.broadcast::<ResourceListChangedNotification>(
-            &self.live_peers(|_| true),
-            EmptyParams::new,
-        );
+        self.broadcast_list_change(ListKind::Resources, ResourceListChangedNotification::METHOD);
     }
 
     /// Sends `notifications/prompts/list_changed` to every connected client, without waiting on
     /// any (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub async fn notify_prompts_changed(&self) {
-        self.broadcast::<PromptListChangedNotification>(
-            &self.live_peers(|_| true),
-            EmptyParams::new,
-        );
+        self.broadcast_list_change(ListKind::Prompts, PromptListChangedNotification::METHOD);
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every client subscribed to it,
@@ -216,8 +213,9 @@ impl Server {
         )
     }
 
-    /// How many broadcast notifications clients have lost since the server was built, because
-    /// their outbound queue was full (see [`notify_tools_changed`](Self::notify_tools_changed)).
+    /// How many broadcast notifications found a client's outbound queue full since the server
+    /// was built: list changes, which are then owed and sent later (one of each kind), and
+    /// resource updates, which are lost (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub fn dropped_notifications(&self) -> u64 {
         self.inner.dropped_notifications.load(Ordering::Relaxed)
     }
@@ -245,6 +243,30 @@ impl Server {
             self.count_dropped(N::METHOD, dropped, peers.len());
         }
         told
+    }
+
+    /// Queues a list change for every live connection where there is room now, and owes it to
+    /// the others (see [`catch_up`](crate::catch_up)).
+    fn broadcast_list_change(&self, kind: ListKind, method: &'static str) {
+        let connections = self.live_connections(|_| true);
+        let mut owed = 0;
+        for connection in &connections {
+            let Some(peer) = connection.peer() else {
+                continue;
+            };
+            match kind.try_send(peer) {
+                Ok(()) => {}
+                Err(error) if error.is_queue_full() => {
+                    owed += 1;
+                    catch_up::owe(connection, kind);
+                }
+                // Closed meanwhile: nobody left to tell.
+                Err(error) => tracing::debug!(%error, method, "a broadcast was not sent"),
+            }
+        }
+        if owed > 0 {
+            self.count_dropped(method, owed, connections.len());
+        }
     }
 
     /// Counts notifications lost by clients that do not keep up, and logs it: at `warn` at most
@@ -294,6 +316,13 @@ impl Server {
     }
 
     fn live_peers(&self, filter: impl Fn(&Connection) -> bool) -> Vec<Peer> {
+        self.live_connections(filter)
+            .iter()
+            .filter_map(|c| c.peer().cloned())
+            .collect()
+    }
+
+    fn live_connections(&self, filter: impl Fn(&Connection) -> bool) -> Vec<Arc<Connection>> {
         let connections = self
             .inner
             .connections
@@ -303,7 +332,6 @@ impl Server {
             .iter()
             .filter_map(Weak::upgrade)
             .filter(|c| c.is_live() && filter(c))
-            .filter_map(|c| c.peer().cloned())
             .collect()
     }
 }

@@ -487,3 +487,67 @@ async fn a_client_that_stopped_reading_does_not_hold_up_broadcasts() {
     .await
     .expect("in time: no broadcast waits on a client that does not read");
 }
+
+/// A sending half that holds the first message until `release` fires, then hands every message
+/// to `out` (a client that stopped reading for a while, then caught up).
+struct GatedSender {
+    stuck: Option<oneshot::Sender<()>>,
+    release: Option<oneshot::Receiver<()>>,
+    out: mpsc::UnboundedSender<Envelope>,
+}
+
+impl TransportSender for GatedSender {
+    async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
+        if let Some(stuck) = self.stuck.take() {
+            let _ = stuck.send(());
+        }
+        if let Some(release) = self.release.take() {
+            let _ = release.await;
+        }
+        let _ = self.out.send(envelope);
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_slow_client_gets_the_list_changes_it_missed_once_it_reads_again() {
+    const CHANGED: &str = "notifications/tools/list_changed";
+    let server = Server::builder(Implementation::new("test", "1.0.0"))
+        .session_options(SessionOptions::default().outbound_queue(1))
+        .build();
+    timeout(LIMIT, async {
+        let (stuck_tx, stuck) = oneshot::channel();
+        let (release_tx, release) = oneshot::channel();
+        let (out, mut delivered) = mpsc::unbounded_channel();
+        let sender = GatedSender {
+            stuck: Some(stuck_tx),
+            release: Some(release),
+            out,
+        };
+        let (_peer, driver) = server.serve((sender, Silent));
+        tokio::spawn(driver);
+        // The writer takes the first change and waits; the second fills the queue; the next
+        // five find it full and are owed, without the broadcasts waiting.
+        server.notify_tools_changed().await;
+        stuck.await.expect("the writer holds the first");
+        for _ in 0..6 {
+            server.notify_tools_changed().await;
+        }
+        assert_eq!(server.dropped_notifications(), 5);
+        // The client reads again: the two queued ones, then one for all it missed.
+        release_tx.send(()).expect("release");
+        for n in 1..=3 {
+            let envelope = delivered.recv().await.expect("a message");
+            match envelope.message {
+                tidewire_core::jsonrpc::Message::Notification(n) => assert_eq!(n.method, CHANGED),
+                other => panic!("message {n}: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("in time: the missed change arrives once the client reads");
+}
