@@ -56,6 +56,23 @@ pub fn excerpt(body: &str) -> String {
     out
 }
 
+/// The message a panic was raised with (what `catch_unwind` hands back), for the error that
+/// reports it.
+///
+/// ```
+/// let panic = std::panic::catch_unwind(|| panic!("boom")).expect_err("it panics");
+/// assert_eq!(tidewire_core::transport::text::panic_message(&*panic), "boom");
+/// ```
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,7 @@ mod transport;
 
 pub use builder::{DEFAULT_REQUEST_TIMEOUT, ReconnectPolicy, StreamableHttpClient};
 pub use error::HttpClientError;
+pub use redirect::same_origin_policy;
 pub use transport::{
     HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender, MAX_NOTIFICATION_STREAMS,
 };

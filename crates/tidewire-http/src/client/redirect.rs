@@ -1,10 +1,12 @@
-//! The redirect policy of the `reqwest::Client` the transport builds: redirects are followed only
-//! within the endpoint's origin.
+//! The redirect policy of the `reqwest::Client`s tidewire's HTTP clients build (this one and the
+//! legacy HTTP+SSE client of `tidewire-sse`): redirects are followed only within the origin of
+//! the URL asked for.
 //!
 //! reqwest's default policy follows up to 10 redirects anywhere, re-sending the user's headers
 //! (API keys given with `header`), `Mcp-Session-Id` and, on 307/308, the body to whatever host the
 //! server names; it drops only `Authorization` and cookies. A server, or whoever can answer in its
-//! place, could collect them. (This file has a twin in `tidewire-sse`'s client; keep them alike.)
+//! place, could collect them; it would also make the legacy client's same-origin check of the
+//! `endpoint` event moot.
 
 use std::fmt;
 
@@ -16,9 +18,11 @@ use super::error::excerpt;
 /// The most redirects followed for one request (reqwest's default).
 const MAX_REDIRECTS: usize = 10;
 
-/// Follows redirects within the origin (scheme, host and port) of the first URL, at most
-/// [`MAX_REDIRECTS`] of them; refuses any other with a [`RefusedRedirect`].
-pub(crate) fn same_origin_policy() -> Policy {
+/// A redirect policy that follows redirects only within the origin (scheme, host and port) of the
+/// URL asked for, at most 10 of them, and fails the request otherwise with an error naming the
+/// target (without its user info, query or fragment). The clients tidewire builds use it; give it
+/// to a `reqwest::Client` of your own (`ClientBuilder::redirect`) to keep the same protection.
+pub fn same_origin_policy() -> Policy {
     Policy::custom(|attempt: Attempt<'_>| {
         let verdict = check(attempt.url(), attempt.previous());
         match verdict {

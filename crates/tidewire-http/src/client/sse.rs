@@ -11,8 +11,8 @@ use tidewire_core::jsonrpc::RequestId;
 
 use super::error::chain;
 use super::shared::Shared;
-use super::task::panic_message;
 use tidewire_core::transport::sse_lines::SseLines;
+use tidewire_core::transport::text::panic_message;
 
 /// Why reading the bytes of a stream failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,11 @@
 //! Background tasks that cannot die silently: a panic in one is caught and turned into text, so
 //! whoever waits on the task's work can be told instead of waiting for ever.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
+use tidewire_core::transport::text::panic_message;
 
 /// Runs `task`; a panic inside it comes back as `Err` with the panic's message.
 pub(crate) async fn catch<F: Future>(task: F) -> Result<F::Output, String> {
@@ -13,17 +13,6 @@ pub(crate) async fn catch<F: Future>(task: F) -> Result<F::Output, String> {
         .catch_unwind()
         .await
         .map_err(|panic| panic_message(&*panic))
-}
-
-/// The message a panic was raised with.
-pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
 }
 
 #[cfg(test)]

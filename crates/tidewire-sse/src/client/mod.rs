@@ -49,7 +49,6 @@
 mod error;
 #[cfg(feature = "fallback")]
 mod fallback;
-mod redirect;
 mod transport;
 
 use std::time::Duration;
@@ -172,7 +171,7 @@ impl SseClient {
         let http = match self.http {
             Some(client) => client,
             None => reqwest::Client::builder()
-                .redirect(redirect::same_origin_policy())
+                .redirect(tidewire_http::client::same_origin_policy())
                 .build()
                 .map_err(SseClientError::HttpClient)?,
         };

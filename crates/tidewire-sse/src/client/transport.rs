@@ -1,6 +1,5 @@
 //! The open connection: the stream reader task, and the two halves the engine drives.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -13,6 +12,8 @@ use futures::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
 use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, Response};
+use tidewire_core::transport::sse_lines::SseLines;
+use tidewire_core::transport::text::panic_message;
 use tidewire_core::transport::{
     Codec, Envelope, Transport, TransportError, TransportReceiver, TransportSender,
 };
@@ -20,7 +21,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::{ConnectionLost, SseClientError, chain, excerpt};
-use tidewire_core::transport::sse_lines::SseLines;
 
 /// Messages read from the stream that wait for the engine before the reader waits too.
 const INBOUND_QUEUE: usize = 256;
@@ -263,17 +263,6 @@ fn events(response: reqwest::Response, max_message: usize) -> Events {
             })
         })
         .boxed()
-}
-
-/// The message a panic was raised with.
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
 }
 
 /// Runs the stream reader. Should it panic, the receiver gets a fatal error saying so, which ends
