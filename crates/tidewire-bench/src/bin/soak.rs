@@ -24,6 +24,7 @@
 //! resident memory at the end is more than 10% (plus 8 MiB) above the middle. CI runs a short
 //! smoke (`--sessions 200 --seconds 20`), which checks the calls only.
 
+use std::future::Future;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,6 +93,14 @@ struct Tally {
 impl Tally {
     fn add(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts what one loop turn came to: a success in `counter`, or an error.
+    fn record(&self, counter: &AtomicU64, outcome: anyhow::Result<()>) {
+        match outcome {
+            Ok(()) => Self::add(counter),
+            Err(error) => self.error(&error),
+        }
     }
 
     /// Counts an error and prints the first few.
@@ -190,13 +199,7 @@ impl Target {
             );
             anyhow::Ok(())
         };
-        match tokio::time::timeout(CALL_LIMIT, call).await {
-            Ok(outcome) => outcome,
-            Err(_) => bail!(
-                "{tool} (id {id}) was not answered within {} s",
-                CALL_LIMIT.as_secs()
-            ),
-        }
+        within(&format!("{tool} (id {id})"), call).await
     }
 }
 
@@ -240,6 +243,14 @@ fn rss_kib(pid: u32) -> anyhow::Result<u64> {
         .context("no VmRSS")
 }
 
+/// `work` within [`CALL_LIMIT`]; past it, an error saying that `what` stalled.
+async fn within(what: &str, work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    match tokio::time::timeout(CALL_LIMIT, work).await {
+        Ok(outcome) => outcome,
+        Err(_) => bail!("{what} stalled ({} s)", CALL_LIMIT.as_secs()),
+    }
+}
+
 async fn cancel_loop(
     target: Target,
     sessions: Arc<Vec<String>>,
@@ -269,11 +280,7 @@ async fn cancel_loop(
             target.post(Some(session), &cancel).await?;
             anyhow::Ok(())
         };
-        match tokio::time::timeout(CALL_LIMIT, outcome).await {
-            Ok(Ok(())) => Tally::add(&tally.cancels),
-            Ok(Err(error)) => tally.error(&error),
-            Err(_) => tally.error(&anyhow::anyhow!("a crawl to cancel stalled")),
-        }
+        tally.record(&tally.cancels, within("a crawl to cancel", outcome).await);
     }
 }
 
@@ -286,11 +293,10 @@ async fn vanish_loop(target: Target, tally: Arc<Tally>, until: Instant) {
             let _ = target.post(Some(&session), body).await?;
             anyhow::Ok(())
         };
-        match tokio::time::timeout(CALL_LIMIT, outcome).await {
-            Ok(Ok(())) => Tally::add(&tally.vanished),
-            Ok(Err(error)) => tally.error(&error),
-            Err(_) => tally.error(&anyhow::anyhow!("a session to vanish from stalled")),
-        }
+        tally.record(
+            &tally.vanished,
+            within("a session to vanish from", outcome).await,
+        );
     }
 }
 
@@ -310,10 +316,7 @@ async fn flood_loop(
             target.call(session, id, "echo", r#"{"text":"flood"}"#)
         });
         for outcome in futures::future::join_all(burst).await {
-            match outcome {
-                Ok(()) => Tally::add(&tally.calls),
-                Err(error) => tally.error(&error),
-            }
+            tally.record(&tally.calls, outcome);
         }
     }
 }
@@ -330,10 +333,8 @@ async fn slow_reader_loop(
         n += 1;
         let session = &sessions[n % sessions.len()];
         let id = ids.fetch_add(1, Ordering::Relaxed);
-        match target.call(session, id, "notify", r#"{"count":20}"#).await {
-            Ok(()) => Tally::add(&tally.notifies),
-            Err(error) => tally.error(&error),
-        }
+        let outcome = target.call(session, id, "notify", r#"{"count":20}"#).await;
+        tally.record(&tally.notifies, outcome);
     }
 }
 
