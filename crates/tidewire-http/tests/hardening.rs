@@ -110,15 +110,8 @@ fn server(gauge: Arc<Gauge>) -> tidewire_server::Server {
 
 async fn start(config: HttpConfig) -> (String, StreamableHttp, Arc<Gauge>) {
     let gauge = Arc::new(Gauge::default());
-    let server = server(gauge.clone());
-    let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
-    let app = mcp.router("/mcp");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/mcp"), mcp, gauge)
+    let (url, mcp) = raw::start_with(config, server(gauge.clone())).await;
+    (url, mcp, gauge)
 }
 
 fn cancel(id: i64) -> Value {

@@ -419,25 +419,6 @@ async fn huge_names_and_values_are_not_echoed_whole() {
     short(bad["content"][0]["text"].as_str().unwrap_or_default());
 }
 
-/// A sending half whose `send` never completes (a legacy SSE client that stopped reading, a
-/// stdio pipe nobody drains); it says when the writer first got stuck in it.
-struct StuckSender {
-    stuck: Option<oneshot::Sender<()>>,
-}
-
-impl TransportSender for StuckSender {
-    async fn send(&mut self, _envelope: Envelope) -> Result<(), TransportError> {
-        if let Some(stuck) = self.stuck.take() {
-            let _ = stuck.send(());
-        }
-        std::future::pending().await
-    }
-
-    async fn close(&mut self) -> Result<(), TransportError> {
-        Ok(())
-    }
-}
-
 /// A receiving half on which nothing ever arrives.
 struct Silent;
 
@@ -456,9 +437,13 @@ async fn a_client_that_stopped_reading_does_not_hold_up_broadcasts() {
     timeout(LIMIT, async {
         // A client whose connection takes one message and never gets it out.
         let (stuck_tx, stuck) = oneshot::channel();
+        let (_never, release) = oneshot::channel();
+        let (out, _delivered) = mpsc::unbounded_channel();
         let transport = (
-            StuckSender {
+            GatedSender {
                 stuck: Some(stuck_tx),
+                release: Some(release),
+                out,
             },
             Silent,
         );
@@ -488,8 +473,9 @@ async fn a_client_that_stopped_reading_does_not_hold_up_broadcasts() {
     .expect("in time: no broadcast waits on a client that does not read");
 }
 
-/// A sending half that holds the first message until `release` fires, then hands every message
-/// to `out` (a client that stopped reading for a while, then caught up).
+/// A sending half that holds the first message until `release` fires (never, if its sender is
+/// kept), then hands every message to `out`: a client that stopped reading, for a while or for
+/// good. It says when the writer first got stuck in it.
 struct GatedSender {
     stuck: Option<oneshot::Sender<()>>,
     release: Option<oneshot::Receiver<()>>,

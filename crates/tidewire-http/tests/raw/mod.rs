@@ -46,7 +46,14 @@ pub fn test_server() -> tidewire_server::Server {
 }
 
 pub async fn start(config: HttpConfig) -> (String, StreamableHttp) {
-    let server = test_server();
+    start_with(config, test_server()).await
+}
+
+/// Serves `server` at `/mcp` on a loopback port; its URL and the endpoint.
+pub async fn start_with(
+    config: HttpConfig,
+    server: tidewire_server::Server,
+) -> (String, StreamableHttp) {
     let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
     let app = mcp.router("/mcp");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
