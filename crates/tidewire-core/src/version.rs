@@ -93,6 +93,59 @@ impl ProtocolVersion {
     }
 }
 
+/// Which eras a server serves: the session era (`initialize`, 2024-11-05 … 2025-11-25), the
+/// stateless era (2026-07-28), or both on the same endpoint (the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Eras {
+    /// Both: a request carrying `_meta` `io.modelcontextprotocol/protocolVersion` is served
+    /// statelessly, `initialize` opens a session.
+    #[default]
+    Dual,
+    /// Only the stateless revision: `initialize` is refused, naming the supported versions.
+    Modern,
+    /// Only the session era: requests are served as before 2026-07-28 (`server/discover` is an
+    /// unknown method).
+    Legacy,
+}
+
+impl Eras {
+    /// Serves stateless (2026-07-28) requests.
+    pub const fn modern(self) -> bool {
+        matches!(self, Self::Dual | Self::Modern)
+    }
+
+    /// Serves `initialize` and sessions.
+    pub const fn legacy(self) -> bool {
+        matches!(self, Self::Dual | Self::Legacy)
+    }
+}
+
+impl FromStr for Eras {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "dual" => Ok(Self::Dual),
+            "modern" => Ok(Self::Modern),
+            "legacy" => Ok(Self::Legacy),
+            other => Err(format!(
+                "unknown era {other:?} (expected modern, legacy or dual)"
+            )),
+        }
+    }
+}
+
+/// The revisions served statelessly (every request names one in its `_meta`).
+pub const STATELESS_VERSIONS: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+/// True when `params` carry `_meta["io.modelcontextprotocol/protocolVersion"]`: the request
+/// is written in the stateless era, whatever the value says.
+pub fn is_stateless_request(params: Option<&serde_json::Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(crate::schema::meta_keys::PROTOCOL_VERSION))
+        .is_some()
+}
+
 impl fmt::Display for ProtocolVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -130,6 +130,12 @@ pub struct GetPromptParams {
     /// Values of the prompt's arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<BTreeMap<String, String>>,
+    /// The client's answers to an `input_required` result, by key (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<JsonObject>,
+    /// The state an `input_required` result carried, echoed (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Protocol metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,

@@ -281,6 +281,12 @@ pub struct ListResourceTemplatesResult {
 pub struct ReadResourceParams {
     /// The URI to read.
     pub uri: String,
+    /// The client's answers to an `input_required` result, by key (2026-07-28).
+    #[serde(rename = "inputResponses", default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<JsonObject>,
+    /// The state an `input_required` result carried, echoed (2026-07-28).
+    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Protocol metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -291,6 +297,8 @@ impl ReadResourceParams {
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
             uri: uri.into(),
+            input_responses: None,
+            request_state: None,
             meta: None,
         }
     }

@@ -186,6 +186,12 @@ pub struct CallToolParams {
     /// [`CreateTaskResult`](super::CreateTaskResult).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
+    /// The client's answers to an `input_required` result, by key (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<JsonObject>,
+    /// The state an `input_required` result carried, echoed (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Protocol metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -198,6 +204,8 @@ impl CallToolParams {
             name: name.into(),
             arguments: None,
             task: None,
+            input_responses: None,
+            request_state: None,
             meta: None,
         }
     }

@@ -321,7 +321,11 @@ fn start_request<H: Handler>(
     let shared = &peer.shared;
     let id = request.id.clone();
     let routed = peer.with_route(Route::Request(id.clone()));
-    if request.method == "ping" && shared.options.answer_ping {
+    // A stateless (2026-07-28) request has no `ping`: its handler answers it with an error.
+    if request.method == "ping"
+        && shared.options.answer_ping
+        && !crate::version::is_stateless_request(request.params.as_ref())
+    {
         return routed.try_send_envelope(
             Envelope::new(Response::result(
                 id.clone(),

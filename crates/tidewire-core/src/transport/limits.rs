@@ -49,3 +49,14 @@ impl std::fmt::Debug for StreamCloser {
         f.write_str("StreamCloser")
     }
 }
+
+/// The HTTP request headers that carried a message (Streamable HTTP puts them in each inbound
+/// envelope), for what a server checks against the body: the 2026-07-28 `Mcp-Param-*` headers.
+#[derive(Debug, Clone)]
+pub struct HttpHeaders(pub http::HeaderMap);
+
+/// Who the request acts for, as an authentication layer established it (an OAuth subject, a
+/// user id). Put in the envelope extensions by whatever authenticated the request; state the
+/// server hands to the client (a stateless request's `requestState`) is bound to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);

@@ -27,7 +27,7 @@ pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
 pub use host_policy::{HostPolicy, HostRefused};
-pub use limits::{RequestLimits, StreamCloser};
+pub use limits::{HttpHeaders, Principal, RequestLimits, StreamCloser};
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {
