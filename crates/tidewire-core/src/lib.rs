@@ -65,6 +65,7 @@ pub mod progress;
 pub mod queue;
 pub mod schema;
 pub mod session;
+pub mod stateless;
 pub mod transport;
 pub mod version;
 

@@ -25,7 +25,7 @@ use crate::server::{Inner, Server};
 
 /// The longest URI a client may subscribe to, in bytes (subscriptions last as long as the
 /// connection, so each is bounded in size as well as in number).
-const MAX_SUBSCRIBED_URI: usize = 8 * 1024;
+pub(crate) const MAX_SUBSCRIBED_URI: usize = 8 * 1024;
 
 /// The server side of one connection.
 pub(crate) struct Connection {
@@ -73,6 +73,10 @@ impl Connection {
         self.peer.get()
     }
 
+    pub(crate) fn server_inner(&self) -> &Arc<Inner> {
+        &self.server
+    }
+
     pub(crate) fn server(&self) -> Server {
         Server {
             inner: self.server.clone(),
@@ -110,6 +114,14 @@ impl Connection {
         level >= threshold
     }
 
+    /// True once `initialize` ran: a session-era connection, which hears broadcasts.
+    pub(crate) fn is_session(&self) -> bool {
+        self.client
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
         self.subscriptions
             .lock()
@@ -122,6 +134,13 @@ impl Connection {
         request: Request,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let eras = self.server.eras;
+        if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
+            return crate::stateless::serve(self, request, ctx).await;
+        }
+        if !eras.legacy() {
+            return Err(session_refused(&request));
+        }
         let params = request.params;
         match request.method.as_str() {
             "initialize" => reply(self.initialize(parse(&request.method, params)?, ctx.peer())),
@@ -209,7 +228,7 @@ impl Connection {
         result
     }
 
-    fn list_tools(&self, params: &PaginatedParams) -> Result<ListToolsResult, ErrorObject> {
+    pub(crate) fn list_tools(&self, params: &PaginatedParams) -> Result<ListToolsResult, ErrorObject> {
         let (items, next) =
             self.server
                 .tools
@@ -221,7 +240,7 @@ impl Connection {
         Ok(result)
     }
 
-    async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         params: CallToolParams,
         ctx: Context,
@@ -242,7 +261,7 @@ impl Connection {
         }
     }
 
-    fn list_resources(&self, params: &PaginatedParams) -> Result<ListResourcesResult, ErrorObject> {
+    pub(crate) fn list_resources(&self, params: &PaginatedParams) -> Result<ListResourcesResult, ErrorObject> {
         let (items, next) =
             self.server
                 .resources
@@ -256,7 +275,7 @@ impl Connection {
         })
     }
 
-    fn list_templates(
+    pub(crate) fn list_templates(
         &self,
         params: &PaginatedParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
@@ -273,7 +292,7 @@ impl Connection {
         })
     }
 
-    async fn read_resource(
+    pub(crate) async fn read_resource(
         &self,
         uri: String,
         ctx: Context,
@@ -311,7 +330,7 @@ impl Connection {
         Ok(())
     }
 
-    fn list_prompts(&self, params: &PaginatedParams) -> Result<ListPromptsResult, ErrorObject> {
+    pub(crate) fn list_prompts(&self, params: &PaginatedParams) -> Result<ListPromptsResult, ErrorObject> {
         let (items, next) =
             self.server
                 .prompts
@@ -325,7 +344,7 @@ impl Connection {
         })
     }
 
-    async fn get_prompt(
+    pub(crate) async fn get_prompt(
         &self,
         params: GetPromptParams,
         ctx: Context,
@@ -356,6 +375,32 @@ impl Connection {
     }
 }
 
+/// The answer of a server that serves only the stateless revision to a session-era request:
+/// `-32022` naming the versions it serves for `initialize`, `-32602` (no `_meta`) otherwise.
+fn session_refused(request: &Request) -> ErrorObject {
+    if request.method == "initialize" {
+        let requested = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut error = tidewire_core::stateless::unsupported_version(requested);
+        error.message = format!(
+            "{}; this server serves only the stateless revision: send each request with its \
+             _meta, without initialize",
+            error.message
+        );
+        return error;
+    }
+    ErrorObject::invalid_params(format!(
+        "this server serves only the stateless revision (2026-07-28): the request needs \
+         params._meta[{:?}] and [{:?}]",
+        tidewire_core::schema::meta_keys::PROTOCOL_VERSION,
+        tidewire_core::schema::meta_keys::CLIENT_CAPABILITIES
+    ))
+}
+
 /// `-32002`, the error for a resource that does not exist (2024-11-05 … 2025-11-25). The URI,
 /// the client's text, is quoted as an excerpt, in the message and in `data.uri` alike.
 pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
@@ -367,7 +412,7 @@ pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
     .with_data(serde_json::json!({ "uri": uri }))
 }
 
-fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
+pub(crate) fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
     let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
     serde_json::from_value(params).map_err(|e| {
         // serde quotes the value it could not read: the client's text, so only an excerpt.

@@ -2,19 +2,23 @@
 
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tidewire_core::ProtocolVersion;
+use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::progress::ProgressError;
 use tidewire_core::schema::{
     ClientCapabilities, CreateMessage, CreateMessageParams, CreateMessageResult, Elicit,
-    ElicitParams, ElicitResult, EmptyParams, Implementation, ListRoots, ListRootsResult,
-    LoggingLevel, LoggingMessageNotification, LoggingMessageParams,
+    ElicitParams, ElicitResult, EmptyParams, Implementation, InputRequest, InputRequiredResult,
+    JsonObject, ListRoots, ListRootsResult, LoggingLevel, LoggingMessageNotification,
+    LoggingMessageParams, meta_keys,
 };
 use tidewire_core::session::{Peer, ProgressTracker, RequestBuilder, RequestContext, SessionError};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use crate::Server;
 use crate::connection::Connection;
+use crate::stateless::StatelessCall;
 
 /// The context of one request to the server, handed to tool, resource, prompt and completion
 /// handlers.
@@ -22,10 +26,16 @@ use crate::connection::Connection;
 /// It reports progress, notices cancellation, logs to the client, and sends requests back to the
 /// client (sampling, elicitation, roots) — all related to this request, so on Streamable HTTP they
 /// travel on its stream. Cheap to clone.
+///
+/// The same calls work in both eras. On a session (2025-11-25 and older) a question to the
+/// client is a request to it; on a stateless request (2026-07-28) it makes the request answer
+/// `input_required`, and the handler runs again from the start when the client retries with the
+/// answers, getting each answered question's answer at once (see [`elicit`](Self::elicit)).
 #[derive(Clone, Debug)]
 pub struct Context {
     request: RequestContext,
     connection: Arc<Connection>,
+    stateless: Option<Arc<StatelessCall>>,
 }
 
 impl Context {
@@ -33,7 +43,41 @@ impl Context {
         Self {
             request,
             connection,
+            stateless: None,
         }
+    }
+
+    pub(crate) fn stateless(
+        request: RequestContext,
+        connection: Arc<Connection>,
+        call: Arc<StatelessCall>,
+    ) -> Self {
+        Self {
+            request,
+            connection,
+            stateless: Some(call),
+        }
+    }
+
+    /// True for a stateless (2026-07-28) request, false on a session.
+    pub fn is_stateless(&self) -> bool {
+        self.stateless.is_some()
+    }
+
+    /// The W3C trace context the request carries in its `_meta` (`traceparent`, `tracestate`,
+    /// `baggage`), for joining the caller's trace. Empty when it carries none.
+    pub fn trace_context(&self) -> Vec<(&'static str, String)> {
+        let Some(meta) = self.request.meta() else {
+            return Vec::new();
+        };
+        meta_keys::TRACE_CONTEXT
+            .iter()
+            .filter_map(|key| {
+                meta.get(*key)
+                    .and_then(Value::as_str)
+                    .map(|value| (*key, value.to_owned()))
+            })
+            .collect()
     }
 
     /// The engine-level request context (id, `_meta`, transport extensions, raw peer).
@@ -51,19 +95,30 @@ impl Context {
         self.connection.server()
     }
 
-    /// The revision negotiated with this client, once `initialize` ran.
+    /// The revision of this request: the one a stateless request names, or the one negotiated
+    /// by `initialize` on a session.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.request.peer().protocol_version()
+        match &self.stateless {
+            Some(call) => Some(call.meta.version),
+            None => self.request.peer().protocol_version(),
+        }
     }
 
-    /// The capabilities the client declared in `initialize`.
+    /// The capabilities the client declared: in this request's `_meta` (stateless), or in
+    /// `initialize` (session).
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.connection.client_capabilities()
+        match &self.stateless {
+            Some(call) => Some(call.meta.capabilities.clone()),
+            None => self.connection.client_capabilities(),
+        }
     }
 
     /// Who the client says it is.
     pub fn client_info(&self) -> Option<Implementation> {
-        self.connection.client_info()
+        match &self.stateless {
+            Some(call) => call.meta.client_info.clone(),
+            None => self.connection.client_info(),
+        }
     }
 
     /// Ends the stream carrying this request without ending the request, where the transport
@@ -102,8 +157,9 @@ impl Context {
         self.request.is_cancelled()
     }
 
-    /// Sends `notifications/message` to the client if `level` passes the level it set with
-    /// `logging/setLevel` (by default `info` and above pass).
+    /// Sends `notifications/message` to the client if `level` passes the level it set: with
+    /// `logging/setLevel` on a session (by default `info` and above pass), or in this request's
+    /// `_meta` `logLevel` on a stateless request (none set: nothing is sent).
     ///
     /// # Errors
     /// When the request is cancelled or the connection is gone.
@@ -125,7 +181,11 @@ impl Context {
         logger: Option<&str>,
         data: impl Into<Value>,
     ) -> Result<(), SessionError> {
-        if !self.connection.should_log(level) {
+        let passes = match &self.stateless {
+            Some(call) => call.meta.log_level.is_some_and(|threshold| level >= threshold),
+            None => self.connection.should_log(level),
+        };
+        if !passes {
             return Ok(());
         }
         let mut params = LoggingMessageParams::new(level, data);
@@ -139,47 +199,65 @@ impl Context {
 
     /// Asks the client's model for a completion (`sampling/createMessage`), related to this
     /// request. Use [`create_message_request`](Self::create_message_request) to set a timeout or
-    /// watch the client's progress.
+    /// watch the client's progress (sessions only).
+    ///
+    /// On a stateless request the question travels in an `input_required` answer (see
+    /// [`elicit`](Self::elicit)).
     ///
     /// # Errors
-    /// [`SessionError::NotSupported`] when the client did not declare `sampling`; otherwise as
-    /// any request.
+    /// [`SessionError::NotSupported`] when the client did not declare `sampling`
+    /// ([`SessionError::MissingCapability`], answered `-32021`, on a stateless request);
+    /// otherwise as any request.
     pub async fn create_message(
         &self,
         params: CreateMessageParams,
     ) -> Result<CreateMessageResult, SessionError> {
-        self.create_message_request(params)?.await
+        self.ask(None, InputRequest::CreateMessage(Box::new(params)))
+            .await
     }
 
     /// The `sampling/createMessage` request as a builder (timeout, progress, cancel).
     ///
     /// # Errors
-    /// [`SessionError::NotSupported`] when the client did not declare `sampling`.
+    /// [`SessionError::NotSupported`] when the client did not declare `sampling`; on a stateless
+    /// request, always (use [`create_message`](Self::create_message)).
     pub fn create_message_request(
         &self,
         params: CreateMessageParams,
     ) -> Result<RequestBuilder<CreateMessageResult>, SessionError> {
+        self.no_builder_when_stateless("create_message")?;
         self.require(|c| c.sampling.is_some(), "sampling")?;
         Ok(self.request.request::<CreateMessage>(params))
     }
 
     /// Asks the user for input through the client (`elicitation/create`).
     ///
+    /// On a session this is a request to the client. On a stateless request (2026-07-28) the
+    /// question makes the request answer `input_required`; when the client retries with the
+    /// answer, the handler runs again from the start and this call returns the answer at once.
+    /// So on the stateless wire a handler runs once per round: what it does before its last
+    /// answered question is done again in each round (keep it free of side effects, or make
+    /// them idempotent). Questions asked together (`futures::join!`) travel in one round. Only
+    /// `tools/call`, `resources/read` and `prompts/get` may ask.
+    ///
     /// # Errors
     /// [`SessionError::NotSupported`] when the client did not declare elicitation in the mode
-    /// asked for, or the revision predates elicitation.
+    /// asked for ([`SessionError::MissingCapability`] on a stateless request), or the revision
+    /// predates elicitation.
     pub async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, SessionError> {
-        self.elicit_request(params)?.await
+        self.ask(None, InputRequest::Elicit(params)).await
     }
 
     /// The `elicitation/create` request as a builder (timeout, progress, cancel).
     ///
     /// # Errors
-    /// As [`elicit`](Self::elicit).
+    /// As [`elicit`](Self::elicit); on a stateless request, always (there is no request to
+    /// build: use [`elicit`](Self::elicit)).
     pub fn elicit_request(
         &self,
         params: ElicitParams,
     ) -> Result<RequestBuilder<ElicitResult>, SessionError> {
+        self.no_builder_when_stateless("elicit")?;
         if self
             .protocol_version()
             .is_some_and(|v| !v.has_elicitation())
@@ -208,8 +286,147 @@ impl Context {
     /// # Errors
     /// [`SessionError::NotSupported`] when the client did not declare `roots`.
     pub async fn list_roots(&self) -> Result<ListRootsResult, SessionError> {
-        self.require(|c| c.roots.is_some(), "roots")?;
-        self.request.request::<ListRoots>(EmptyParams::new()).await
+        self.ask(None, InputRequest::ListRoots).await
+    }
+
+    /// Names the next question: on a stateless request its answer travels under `key` in
+    /// `inputRequests` / `inputResponses` (by default questions are numbered:
+    /// `elicitation-1`, `sampling-2`, …). On a session the key is not used.
+    pub fn with_input_key<'a>(&'a self, key: &'a str) -> KeyedQuestion<'a> {
+        KeyedQuestion { ctx: self, key }
+    }
+
+    /// Answers this stateless request `input_required` with `result` as it stands: the low-level
+    /// form of [`elicit`](Self::elicit) and friends, for a handler that keeps its own state.
+    /// The `requestState` it sets comes back, unsealed, from
+    /// [`request_state`](Self::request_state) on the retry (it travels sealed, so the client
+    /// cannot alter it); the client's answers are in [`input_responses`](Self::input_responses).
+    ///
+    /// Where it applies, it never returns: the handler ends here. On a session, or for a method
+    /// other than `tools/call`, `resources/read` and `prompts/get`, there is no such answer, and
+    /// it returns at once the error to fail with:
+    ///
+    /// ```no_run
+    /// # use tidewire_core::schema::{CallToolResult, InputRequiredResult};
+    /// # async fn demo(ctx: tidewire_server::Context, asked: InputRequiredResult) -> Result<CallToolResult, tidewire_server::ToolError> {
+    /// if ctx.request_state().is_none() {
+    ///     return Err(ctx.input_required(asked).await.into());
+    /// }
+    /// # Ok(CallToolResult::text("done")) }
+    /// ```
+    pub async fn input_required(&self, result: InputRequiredResult) -> ErrorObject {
+        match self.rounds() {
+            Some(rounds) => {
+                rounds.own_result(result);
+                std::future::pending().await
+            }
+            None => ErrorObject::internal(
+                "the handler answered input_required where it cannot apply (on a session, or \
+                 for a method other than tools/call, resources/read and prompts/get)",
+            ),
+        }
+    }
+
+    /// The `requestState` this handler set in its last
+    /// [`input_required`](Self::input_required) answer, on the client's retry.
+    pub fn request_state(&self) -> Option<&str> {
+        self.rounds().and_then(|r| r.user_state())
+    }
+
+    /// The client's `inputResponses` on a retry, as sent (the high-level calls read them for
+    /// you).
+    pub fn input_responses(&self) -> Option<&JsonObject> {
+        self.rounds().and_then(|r| r.responses())
+    }
+
+    fn rounds(&self) -> Option<&crate::stateless::Rounds> {
+        self.stateless.as_ref().and_then(|c| c.rounds.as_ref())
+    }
+
+    fn no_builder_when_stateless(&self, instead: &str) -> Result<(), SessionError> {
+        if self.stateless.is_some() {
+            return Err(SessionError::NotSupported(format!(
+                "a request builder: a stateless (2026-07-28) request cannot send requests to \
+                 the client; use Context::{instead}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Asks the client `question`, in the era's way.
+    async fn ask<T: DeserializeOwned>(
+        &self,
+        key: Option<&str>,
+        question: InputRequest,
+    ) -> Result<T, SessionError> {
+        let Some(call) = &self.stateless else {
+            return self.ask_session(question).await;
+        };
+        let caps = &call.meta.capabilities;
+        let (has, what, required) = match &question {
+            InputRequest::CreateMessage(_) => (
+                caps.sampling.is_some(),
+                "sampling",
+                serde_json::json!({ "sampling": {} }),
+            ),
+            InputRequest::Elicit(ElicitParams::Url(_)) => (
+                caps.elicitation.as_ref().is_some_and(|e| e.supports_url()),
+                "URL-mode elicitation",
+                serde_json::json!({ "elicitation": { "url": {} } }),
+            ),
+            InputRequest::Elicit(_) => (
+                caps.elicitation.as_ref().is_some_and(|e| e.supports_form()),
+                "form-mode elicitation",
+                serde_json::json!({ "elicitation": {} }),
+            ),
+            InputRequest::ListRoots => (
+                caps.roots.is_some(),
+                "roots",
+                serde_json::json!({ "roots": {} }),
+            ),
+        };
+        if !has {
+            return Err(SessionError::MissingCapability {
+                what: what.to_owned(),
+                required,
+            });
+        }
+        let Some(rounds) = &call.rounds else {
+            return Err(SessionError::NotSupported(format!(
+                "{what}: on the 2026-07-28 wire only tools/call, resources/read and prompts/get \
+                 may ask the client for input"
+            )));
+        };
+        match rounds.answer::<T>(key, question) {
+            Some(answer) => Ok(answer),
+            // Asked: this run ends here, and the request answers `input_required`.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The session-era form of a question: a request to the client.
+    async fn ask_session<T: DeserializeOwned>(
+        &self,
+        question: InputRequest,
+    ) -> Result<T, SessionError> {
+        let value: Value = match question {
+            InputRequest::CreateMessage(params) => {
+                serde_json::to_value(self.create_message_request(*params)?.await?)
+            }
+            InputRequest::Elicit(params) => serde_json::to_value(self.elicit_request(params)?.await?),
+            InputRequest::ListRoots => {
+                self.require(|c| c.roots.is_some(), "roots")?;
+                serde_json::to_value(self.request.request::<ListRoots>(EmptyParams::new()).await?)
+            }
+        }
+        .map_err(|e| SessionError::InvalidResult {
+            method: "input".to_owned(),
+            reason: e.to_string(),
+        })?;
+        serde_json::from_value(value).map_err(|e| SessionError::InvalidResult {
+            method: "input".to_owned(),
+            reason: e.to_string(),
+        })
     }
 
     fn require(
@@ -230,5 +447,45 @@ impl Context {
             Some(caps) if has(&caps) => Ok(()),
             _ => Err(SessionError::NotSupported(what.to_owned())),
         }
+    }
+}
+
+/// A question with a key of the handler's choosing (see [`Context::with_input_key`]).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedQuestion<'a> {
+    ctx: &'a Context,
+    key: &'a str,
+}
+
+impl KeyedQuestion<'_> {
+    /// As [`Context::elicit`], under this key.
+    ///
+    /// # Errors
+    /// As [`Context::elicit`].
+    pub async fn elicit(self, params: ElicitParams) -> Result<ElicitResult, SessionError> {
+        self.ctx
+            .ask(Some(self.key), InputRequest::Elicit(params))
+            .await
+    }
+
+    /// As [`Context::create_message`], under this key.
+    ///
+    /// # Errors
+    /// As [`Context::create_message`].
+    pub async fn create_message(
+        self,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, SessionError> {
+        self.ctx
+            .ask(Some(self.key), InputRequest::CreateMessage(Box::new(params)))
+            .await
+    }
+
+    /// As [`Context::list_roots`], under this key.
+    ///
+    /// # Errors
+    /// As [`Context::list_roots`].
+    pub async fn list_roots(self) -> Result<ListRootsResult, SessionError> {
+        self.ctx.ask(Some(self.key), InputRequest::ListRoots).await
     }
 }

@@ -36,20 +36,28 @@
 //!   client (sampling, elicitation, roots), all tied to the request.
 //! - [`ToolError`]: a tool failure, reported as an `isError` result or a JSON-RPC error.
 //!
-//! `initialize` negotiates the revision (2024-11-05 … 2025-11-25); a method the server lacks,
-//! such as the `server/discover` probe of 2026-07-28 clients, is answered `-32601` at once.
+//! ## Both eras
+//! A server serves the session era (`initialize` negotiates 2024-11-05 … 2025-11-25) and the
+//! stateless revision 2026-07-28 (each request carries `_meta`
+//! `io.modelcontextprotocol/protocolVersion`) on the same connection or endpoint, unless told
+//! otherwise ([`ServerBuilder::eras`]). Handlers are written once: the era decides the wire form
+//! of progress, logs, questions to the client and list changes (see `docs/eras.md`).
 
+pub mod bus;
 mod catch_up;
 mod connection;
 mod context;
 mod error;
 mod registry;
 mod server;
+mod stateless;
 mod uri_template;
 
-pub use context::Context;
+pub use context::{Context, KeyedQuestion};
 pub use error::ToolError;
 pub use server::{NoArgs, Server, ServerBuilder, schema_for};
+pub use stateless::{CacheHint, CacheItem, CacheScope, KeyRing, KeyRingError};
+pub use tidewire_core::version::Eras;
 pub use uri_template::UriTemplate;
 
 impl From<tidewire_core::progress::ProgressError> for ToolError {

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -22,6 +22,7 @@ use tidewire_core::session::{Driver, Peer, Session, SessionOptions};
 use tidewire_core::transport::Transport;
 use tidewire_core::transport::text::excerpt;
 
+use crate::bus::{BusEvent, MemoryBus, NotificationBus, Subscription};
 use crate::catch_up::{self, ListKind};
 use crate::connection::{Connection, ConnectionHandler};
 use crate::context::Context;
@@ -30,7 +31,11 @@ use crate::registry::{
     CompleteFn, PromptEntry, PromptFn, ReadFn, Registry, ResourceEntry, TemplateEntry, ToolEntry,
     boxed_tool,
 };
+use crate::stateless::{
+    CacheHint, CacheHints, CacheItem, DEFAULT_STATE_BYTES, DEFAULT_STATE_TTL, KeyRing, StatePolicy,
+};
 use crate::uri_template::UriTemplate;
+use tidewire_core::version::Eras;
 
 type NotificationFn = dyn Fn(ClientNotification, &Peer) + Send + Sync;
 
@@ -50,6 +55,21 @@ pub(crate) struct Inner {
     pub(crate) max_subscriptions: usize,
     pub(crate) default_log_level: LoggingLevel,
     pub(crate) session_options: SessionOptions,
+    /// Which eras are served.
+    pub(crate) eras: Eras,
+    /// Caching hints of stateless results.
+    pub(crate) cache: CacheHints,
+    /// How stateless `requestState` is sealed.
+    pub(crate) state_policy: StatePolicy,
+    /// Where list changes and resource updates go, to sessions and listen streams alike.
+    pub(crate) bus: Arc<dyn NotificationBus>,
+    /// Open listen streams, and their limit.
+    pub(crate) listeners: Arc<AtomicUsize>,
+    pub(crate) max_listeners: usize,
+    /// Bumped to end every listen stream.
+    pub(crate) listen_epoch: tokio::sync::watch::Sender<u64>,
+    /// This process's session-era connections hear the bus through this.
+    sessions_subscription: OnceLock<Subscription>,
     connections: Mutex<Vec<Weak<Connection>>>,
     /// Broadcast notifications that a client lost because its outbound queue was full.
     dropped_notifications: AtomicU64,
@@ -180,37 +200,73 @@ impl Server {
         removed
     }
 
-    /// Sends `notifications/tools/list_changed` to every connected client.
+    /// Announces that the tool list changed: `notifications/tools/list_changed` to every
+    /// session-era client, and to every `subscriptions/listen` stream that asked for it.
     ///
-    /// Like every broadcast, it never waits on a client. A client whose outbound queue is full
-    /// (it stopped reading, or reads slower than the server writes) is owed the change: it gets
-    /// one `list_changed` of each kind it missed once its queue has room, however many it
-    /// missed. That is counted ([`dropped_notifications`](Self::dropped_notifications)) and
-    /// logged.
+    /// It goes through the server's [notification bus](crate::bus) (so, with a shared bus, to
+    /// the clients of every process). Like every broadcast, it never waits on a client. A client
+    /// whose outbound queue is full (it stopped reading, or reads slower than the server writes)
+    /// is owed the change: it gets one `list_changed` of each kind it missed once its queue has
+    /// room, however many it missed. That is counted
+    /// ([`dropped_notifications`](Self::dropped_notifications)) and logged.
     pub async fn notify_tools_changed(&self) {
-        self.broadcast_list_change(ListKind::Tools, ToolListChangedNotification::METHOD);
+        self.inner.bus.publish(BusEvent::ToolsListChanged);
     }
 
-    /// Sends `notifications/resources/list_changed` to every connected client, without waiting
-    /// on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
+    /// Announces that the resource list changed, to sessions and listen streams, without
+    /// waiting on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub async fn notify_resources_changed(&self) {
-        self.broadcast_list_change(ListKind::Resources, ResourceListChangedNotification::METHOD);
+        self.inner.bus.publish(BusEvent::ResourcesListChanged);
     }
 
-    /// Sends `notifications/prompts/list_changed` to every connected client, without waiting on
-    /// any (see [`notify_tools_changed`](Self::notify_tools_changed)).
+    /// Announces that the prompt list changed, to sessions and listen streams, without waiting
+    /// on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
     pub async fn notify_prompts_changed(&self) {
-        self.broadcast_list_change(ListKind::Prompts, PromptListChangedNotification::METHOD);
+        self.inner.bus.publish(BusEvent::PromptsListChanged);
     }
 
-    /// Sends `notifications/resources/updated` for `uri` to every client subscribed to it,
-    /// without waiting on any (see [`notify_tools_changed`](Self::notify_tools_changed)).
-    /// Returns how many clients were told: subscribers whose queue had room.
-    pub async fn notify_resource_updated(&self, uri: &str) -> usize {
-        self.broadcast::<ResourceUpdatedNotification>(
-            &self.live_peers(|c| c.is_subscribed(uri)),
-            || ResourceUpdatedNotificationParams::new(uri),
-        )
+    /// Announces that the resource at `uri` changed: `notifications/resources/updated` to every
+    /// session subscribed to it (`resources/subscribe`) and every listen stream that named it,
+    /// without waiting on any (a client that does not keep up loses it; see
+    /// [`notify_tools_changed`](Self::notify_tools_changed)).
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        self.inner.bus.publish(BusEvent::ResourceUpdated {
+            uri: uri.to_owned(),
+        });
+    }
+
+    /// Ends every open `subscriptions/listen` stream with its `complete` result (for example,
+    /// before shutting down). Streams opened later are not affected.
+    pub fn end_subscriptions(&self) {
+        self.inner.listen_epoch.send_modify(|epoch| *epoch += 1);
+    }
+
+    /// Open `subscriptions/listen` streams.
+    pub fn listener_count(&self) -> usize {
+        self.inner.listeners.load(Ordering::Acquire)
+    }
+
+    /// Delivers a bus event to this process's session-era connections.
+    fn deliver_to_sessions(&self, event: &BusEvent) {
+        match event {
+            BusEvent::ToolsListChanged => {
+                self.broadcast_list_change(ListKind::Tools, ToolListChangedNotification::METHOD);
+            }
+            BusEvent::ResourcesListChanged => self.broadcast_list_change(
+                ListKind::Resources,
+                ResourceListChangedNotification::METHOD,
+            ),
+            BusEvent::PromptsListChanged => self.broadcast_list_change(
+                ListKind::Prompts,
+                PromptListChangedNotification::METHOD,
+            ),
+            BusEvent::ResourceUpdated { uri } => {
+                self.broadcast::<ResourceUpdatedNotification>(
+                    &self.live_peers(|c| c.is_session() && c.is_subscribed(uri)),
+                    || ResourceUpdatedNotificationParams::new(uri),
+                );
+            }
+        }
     }
 
     /// How many broadcast notifications found a client's outbound queue full since the server
@@ -248,7 +304,9 @@ impl Server {
     /// Queues a list change for every live connection where there is room now, and owes it to
     /// the others (see [`catch_up`](crate::catch_up)).
     fn broadcast_list_change(&self, kind: ListKind, method: &'static str) {
-        let connections = self.live_connections(|_| true);
+        // Only sessions: a connection that only carried stateless requests hears list changes
+        // through `subscriptions/listen`, never unasked.
+        let connections = self.live_connections(Connection::is_session);
         let mut owed = 0;
         for connection in &connections {
             let Some(peer) = connection.peer() else {
@@ -382,6 +440,18 @@ impl ServerBuilder {
                 max_subscriptions: 1024,
                 default_log_level: LoggingLevel::Info,
                 session_options: SessionOptions::default(),
+                eras: Eras::default(),
+                cache: CacheHints::default(),
+                state_policy: crate::stateless::state_policy(
+                    None,
+                    DEFAULT_STATE_TTL,
+                    DEFAULT_STATE_BYTES,
+                ),
+                bus: Arc::new(MemoryBus::new()),
+                listeners: Arc::new(AtomicUsize::new(0)),
+                max_listeners: 10_000,
+                listen_epoch: tokio::sync::watch::Sender::new(0),
+                sessions_subscription: OnceLock::new(),
                 connections: Mutex::new(Vec::new()),
                 dropped_notifications: AtomicU64::new(0),
                 last_drop_warning: Mutex::new(None),
@@ -549,10 +619,79 @@ impl ServerBuilder {
         self
     }
 
+    /// Which eras to serve (default: both, [`Eras::Dual`]). [`Eras::Modern`] refuses
+    /// `initialize` naming the versions it serves; [`Eras::Legacy`] serves as before
+    /// 2026-07-28 (`server/discover` is an unknown method). Streamable HTTP has the same
+    /// setting for its endpoint (`HttpConfig::eras`); give both the same value.
+    pub fn eras(mut self, eras: Eras) -> Self {
+        self.inner.eras = eras;
+        self
+    }
+
+    /// The caching hint of every stateless `server/discover`, list and `resources/read` result
+    /// (default: [`CacheHint::NONE`], stale at once and private).
+    pub fn cache_hint(mut self, hint: CacheHint) -> Self {
+        self.inner.cache.default = hint;
+        self
+    }
+
+    /// The caching hint of one item. A list's hint is taken over all its items (the shortest
+    /// lifetime, private if any item is), the same on every page; `resources/read` takes the
+    /// hint of its resource, or of the template its URI matches.
+    pub fn cache_hint_for(mut self, item: CacheItem, hint: CacheHint) -> Self {
+        self.inner.cache.items.insert(item, hint);
+        self
+    }
+
+    /// The keys that seal the `requestState` of stateless questions (default: one random key
+    /// per process). Give every process behind one endpoint the same ring.
+    pub fn state_keys(mut self, keys: KeyRing) -> Self {
+        self.inner.state_policy.keys = keys;
+        self
+    }
+
+    /// How long a `requestState` stays valid (default 10 minutes): a client that answers later
+    /// must start the request again.
+    pub fn state_ttl(mut self, ttl: Duration) -> Self {
+        self.inner.state_policy.ttl = ttl;
+        self
+    }
+
+    /// The largest `requestState` in bytes before sealing (default 256 KiB): the answers a
+    /// request gathers travel in it.
+    pub fn max_state_bytes(mut self, bytes: usize) -> Self {
+        self.inner.state_policy.max_bytes = bytes;
+        self
+    }
+
+    /// The bus list changes and resource updates travel on (default: a [`MemoryBus`], this
+    /// process only).
+    pub fn notification_bus(mut self, bus: Arc<dyn NotificationBus>) -> Self {
+        self.inner.bus = bus;
+        self
+    }
+
+    /// The most `subscriptions/listen` streams open at once (default 10,000); past it a listen
+    /// is answered `-32001`.
+    pub fn max_listeners(mut self, limit: usize) -> Self {
+        self.inner.max_listeners = limit;
+        self
+    }
+
     /// The server.
     pub fn build(self) -> Server {
-        Server {
+        let server = Server {
             inner: Arc::new(self.inner),
-        }
+        };
+        // Session-era connections hear the bus through one subscriber; it holds the server
+        // weakly, so the subscription ends with the server.
+        let weak = Arc::downgrade(&server.inner);
+        let subscription = server.inner.bus.subscribe(Arc::new(move |event: &BusEvent| {
+            if let Some(inner) = weak.upgrade() {
+                Server { inner }.deliver_to_sessions(event);
+            }
+        }));
+        let _ = server.inner.sessions_subscription.set(subscription);
+        server
     }
 }

@@ -269,17 +269,26 @@ async fn resources_templates_and_subscriptions() {
         .await
         .expect_err("limit");
     assert!(err.to_string().contains("limit 2"), "{err}");
-    assert_eq!(server.notify_resource_updated("mem://a").await, 1);
-    assert_eq!(server.notify_resource_updated("mem://zzz").await, 0);
+    server.notify_resource_updated("mem://a").await;
+    server.notify_resource_updated("mem://zzz").await;
     let n = timeout(LIMIT, rx.recv())
         .await
         .expect("in time")
         .expect("updated");
     assert_eq!(n.method, "notifications/resources/updated");
+    assert_eq!(n.params.as_ref().map(|p| p["uri"].clone()), Some(json!("mem://a")));
     call(&peer, "resources/unsubscribe", json!({"uri": "mem://a"}))
         .await
         .expect("unsubscribe");
-    assert_eq!(server.notify_resource_updated("mem://a").await, 0);
+    server.notify_resource_updated("mem://a").await;
+    // A list change as a marker: what comes first would be an update nobody asked for (the one
+    // for mem://zzz, or for mem://a after the unsubscribe).
+    server.notify_tools_changed().await;
+    let n = timeout(LIMIT, rx.recv())
+        .await
+        .expect("in time")
+        .expect("marker");
+    assert_eq!(n.method, "notifications/tools/list_changed");
 }
 
 #[tokio::test]

@@ -48,6 +48,15 @@ pub enum SessionError {
     /// The peer did not declare the capability this request needs, so it was not sent.
     #[error("the peer did not declare support for {0}")]
     NotSupported(String),
+    /// A stateless (2026-07-28) request needs a capability its client did not declare; answered
+    /// `-32021` with `data.requiredCapabilities`.
+    #[error("the client did not declare {what}, which this request needs")]
+    MissingCapability {
+        /// What is missing, in words.
+        what: String,
+        /// The capabilities needed, as the `requiredCapabilities` object (`{"sampling": {}}`).
+        required: serde_json::Value,
+    },
     /// The transport refused the message (for example, it exceeds the size limit).
     #[error("the transport refused the message")]
     Transport(#[source] TransportError),
@@ -79,6 +88,22 @@ impl SessionError {
         match self {
             Self::Remote(e) => Some(e),
             _ => None,
+        }
+    }
+}
+
+impl From<SessionError> for ErrorObject {
+    /// The error to answer a request with when a call it made failed: a peer's error as it was,
+    /// a missing client capability as `-32021`, anything else as `-32603` naming it.
+    fn from(error: SessionError) -> Self {
+        match error {
+            SessionError::Remote(error) => error,
+            SessionError::MissingCapability { what, required } => ErrorObject::new(
+                crate::jsonrpc::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("Missing required client capability: {what}"),
+            )
+            .with_data(serde_json::json!({ "requiredCapabilities": required })),
+            other => ErrorObject::internal(other.to_string()),
         }
     }
 }

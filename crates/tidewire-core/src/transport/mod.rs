@@ -14,6 +14,7 @@ mod codec;
 mod envelope;
 mod error;
 pub mod framed;
+pub mod header_value;
 mod host_policy;
 mod limits;
 pub mod memory;

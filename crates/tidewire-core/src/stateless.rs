@@ -1,0 +1,205 @@
+//! The request envelope of the stateless revision (2026-07-28): what every request's `_meta`
+//! must carry, read and checked once, for transports and servers alike.
+
+use serde_json::Value;
+
+use crate::ProtocolVersion;
+use crate::jsonrpc::{ErrorCode, ErrorObject};
+use crate::schema::{ClientCapabilities, Implementation, LoggingLevel, meta_keys};
+use crate::transport::text::excerpt;
+use crate::version::STATELESS_VERSIONS;
+
+/// What a stateless request says about itself in its `_meta`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestMeta {
+    /// The revision it is written in (one this build serves).
+    pub version: ProtocolVersion,
+    /// What the client can do, for this request.
+    pub capabilities: ClientCapabilities,
+    /// Who the client says it is (SHOULD be sent; not required).
+    pub client_info: Option<Implementation>,
+    /// The least severe log level the client wants (none: send no logs).
+    pub log_level: Option<LoggingLevel>,
+}
+
+impl RequestMeta {
+    /// Reads and checks the `_meta` of a stateless request's `params`:
+    /// - `-32602` when `_meta`, its protocol version or its client capabilities are missing or of
+    ///   the wrong type, or `clientInfo` / `logLevel` are malformed;
+    /// - `-32022` with `data.supported` and `data.requested` when the version is not served.
+    ///
+    /// # Errors
+    /// The JSON-RPC error to answer with (HTTP 400 on Streamable HTTP).
+    pub fn from_params(params: Option<&Value>) -> Result<Self, ErrorObject> {
+        let meta = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                ErrorObject::invalid_params(
+                    "a 2026-07-28 request needs params._meta with the protocol version and the \
+                     client capabilities",
+                )
+            })?;
+        let requested = match meta.get(meta_keys::PROTOCOL_VERSION) {
+            Some(Value::String(v)) => v.as_str(),
+            Some(_) => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] must be a string",
+                    meta_keys::PROTOCOL_VERSION
+                )));
+            }
+            None => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] is required",
+                    meta_keys::PROTOCOL_VERSION
+                )));
+            }
+        };
+        let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+            Some(caps @ Value::Object(_)) => {
+                serde_json::from_value(caps.clone()).map_err(|e| {
+                    ErrorObject::invalid_params(format!(
+                        "_meta[{:?}] is not valid: {}",
+                        meta_keys::CLIENT_CAPABILITIES,
+                        excerpt(&e.to_string())
+                    ))
+                })?
+            }
+            Some(_) => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] must be an object",
+                    meta_keys::CLIENT_CAPABILITIES
+                )));
+            }
+            None => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] is required",
+                    meta_keys::CLIENT_CAPABILITIES
+                )));
+            }
+        };
+        let version = served(requested)?;
+        let client_info = match meta.get(meta_keys::CLIENT_INFO) {
+            None | Some(Value::Null) => None,
+            Some(info) => Some(serde_json::from_value(info.clone()).map_err(|e| {
+                ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] is not valid: {}",
+                    meta_keys::CLIENT_INFO,
+                    excerpt(&e.to_string())
+                ))
+            })?),
+        };
+        let log_level = match meta.get(meta_keys::LOG_LEVEL) {
+            None | Some(Value::Null) => None,
+            Some(level) => Some(serde_json::from_value(level.clone()).map_err(|_| {
+                ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] must be a log level (debug … emergency)",
+                    meta_keys::LOG_LEVEL
+                ))
+            })?),
+        };
+        Ok(Self {
+            version,
+            capabilities,
+            client_info,
+            log_level,
+        })
+    }
+}
+
+/// The stateless revision named by `requested`, or `-32022` naming the ones served.
+///
+/// # Errors
+/// `-32022` UnsupportedProtocolVersion, with `data.supported` and `data.requested`.
+pub fn served(requested: &str) -> Result<ProtocolVersion, ErrorObject> {
+    match requested.parse::<ProtocolVersion>() {
+        Ok(v) if STATELESS_VERSIONS.contains(&v) => Ok(v),
+        _ => Err(unsupported_version(requested)),
+    }
+}
+
+/// `-32022`: the version is not served; names the ones that are.
+pub fn unsupported_version(requested: &str) -> ErrorObject {
+    let supported: Vec<&str> = STATELESS_VERSIONS.iter().map(|v| v.as_str()).collect();
+    ErrorObject::new(
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
+            "Unsupported protocol version {:?} (supported: {})",
+            excerpt(requested),
+            supported.join(", ")
+        ),
+    )
+    .with_data(serde_json::json!({
+        "supported": supported,
+        "requested": excerpt(requested),
+    }))
+}
+
+/// The `_meta` protocol version a stateless request names, if it names one as a string.
+pub fn requested_version(params: Option<&Value>) -> Option<&str> {
+    params?
+        .get("_meta")?
+        .get(meta_keys::PROTOCOL_VERSION)?
+        .as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn meta(meta: Value) -> Value {
+        json!({ "_meta": meta })
+    }
+
+    #[test]
+    fn a_complete_meta_is_read() {
+        let params = meta(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/logLevel": "warning",
+        }));
+        let read = RequestMeta::from_params(Some(&params)).expect("valid");
+        assert_eq!(read.version, ProtocolVersion::V2026_07_28);
+        assert!(read.capabilities.sampling.is_some());
+        assert_eq!(read.log_level, Some(LoggingLevel::Warning));
+        assert_eq!(read.client_info.map(|i| i.name), Some("c".to_owned()));
+    }
+
+    #[test]
+    fn missing_parts_are_invalid_params() {
+        for params in [
+            json!({}),
+            meta(json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"})),
+            meta(json!({"io.modelcontextprotocol/clientCapabilities": {}})),
+            meta(json!({
+                "io.modelcontextprotocol/protocolVersion": 2026,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            })),
+            meta(json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": [],
+            })),
+        ] {
+            let error = RequestMeta::from_params(Some(&params)).expect_err("invalid");
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS.0, "{params}");
+        }
+    }
+
+    #[test]
+    fn an_unserved_version_names_the_served_ones() {
+        let params = meta(json!({
+            "io.modelcontextprotocol/protocolVersion": "v999.0.0",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }));
+        let error = RequestMeta::from_params(Some(&params)).expect_err("unsupported");
+        assert_eq!(error.code, -32022);
+        let data = error.data.expect("data");
+        assert_eq!(data["requested"], "v999.0.0");
+        assert_eq!(data["supported"], json!(["2026-07-28"]));
+        // A session-era version is not served statelessly either.
+        assert!(served("2025-11-25").is_err());
+    }
+}

@@ -1,0 +1,274 @@
+//! `subscriptions/listen` (2026-07-28): a long-lived request whose stream carries the
+//! notifications the client opted in to, each tagged with the listen request's id.
+//!
+//! The listener subscribes to the server's bus before it acknowledges, so nothing published in
+//! between is lost. It ends when the client cancels (closing the stream on HTTP,
+//! `notifications/cancelled` elsewhere) — then nothing more is sent — or when the server ends
+//! every subscription ([`Server::end_subscriptions`](crate::Server::end_subscriptions)), with the
+//! `complete` result.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
+use tidewire_core::schema::{
+    AcknowledgedParams, ListenParams, Meta, NotificationType, SubscriptionFilter,
+    SubscriptionsAcknowledged, meta_keys, result_type,
+};
+use tidewire_core::session::RequestContext;
+use tokio::sync::Notify;
+
+use crate::bus::BusEvent;
+use crate::connection::MAX_SUBSCRIBED_URI;
+use crate::server::Inner;
+
+/// Events one listener holds for its stream before it owes list changes instead.
+const QUEUE: usize = 256;
+
+/// Serves one `subscriptions/listen` until it ends.
+pub(crate) async fn listen(
+    server: &Arc<Inner>,
+    params: ListenParams,
+    ctx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    let accepted = honoured(server, &params.notifications)?;
+    let _slot = ListenerSlot::take(server)?;
+    let id = ctx.id().to_json();
+    let mut tag = Meta::new();
+    tag.insert(meta_keys::SUBSCRIPTION_ID.to_owned(), id.clone());
+
+    let queue = Arc::new(Queue::new(accepted.clone()));
+    let mut ended = server.listen_epoch.subscribe();
+    let subscription = server.bus.subscribe({
+        let queue = queue.clone();
+        Arc::new(move |event: &BusEvent| queue.offer(event))
+    });
+    let ack = AcknowledgedParams {
+        notifications: accepted,
+        meta: Some(tag.clone()),
+    };
+    let ack = serde_json::to_value(ack).map_err(ErrorObject::internal)?;
+    ctx.peer()
+        .notify_raw(SubscriptionsAcknowledged::METHOD, Some(ack))
+        .await
+        .map_err(ErrorObject::from)?;
+    loop {
+        let event = tokio::select! {
+            event = queue.next() => event,
+            // The engine sends nothing for a cancelled request: this error goes nowhere.
+            () = ctx.cancelled() => return Err(ErrorObject::internal("the listen was cancelled")),
+            _ = ended.changed() => break,
+        };
+        let (method, mut params) = wire_form(&event);
+        if let Value::Object(map) = &mut params {
+            map.insert("_meta".to_owned(), Value::Object(tag.clone().into_inner()));
+        }
+        ctx.peer()
+            .notify_raw(method, Some(params))
+            .await
+            .map_err(ErrorObject::from)?;
+    }
+    drop(subscription);
+    Ok(json!({
+        "resultType": result_type::COMPLETE,
+        "_meta": { meta_keys::SUBSCRIPTION_ID: id },
+    }))
+}
+
+/// The part of `asked` this server honours (what it can ever send), or `-32602` for a
+/// resource list over the limits.
+fn honoured(server: &Inner, asked: &SubscriptionFilter) -> Result<SubscriptionFilter, ErrorObject> {
+    let has_resources = !server.resources.is_empty() || !server.templates.is_empty();
+    let yes = |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
+    let uris = match &asked.resource_subscriptions {
+        Some(uris) if has_resources => {
+            if uris.len() > server.max_subscriptions {
+                return Err(ErrorObject::invalid_params(format!(
+                    "too many resource subscriptions in one listen ({}; the limit is {})",
+                    uris.len(),
+                    server.max_subscriptions
+                )));
+            }
+            if let Some(long) = uris.iter().find(|u| u.len() > MAX_SUBSCRIBED_URI) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "a URI to subscribe to is {} bytes; the limit is {MAX_SUBSCRIBED_URI}",
+                    long.len()
+                )));
+            }
+            (!uris.is_empty()).then(|| uris.clone())
+        }
+        _ => None,
+    };
+    Ok(SubscriptionFilter {
+        tools_list_changed: yes(asked.tools_list_changed, true),
+        prompts_list_changed: yes(asked.prompts_list_changed, !server.prompts.is_empty()),
+        resources_list_changed: yes(asked.resources_list_changed, has_resources),
+        resource_subscriptions: uris,
+    })
+}
+
+/// The method and params (without `_meta`) an event travels as.
+fn wire_form(event: &BusEvent) -> (&'static str, Value) {
+    match event {
+        BusEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
+        BusEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
+        BusEvent::ResourcesListChanged => ("notifications/resources/list_changed", json!({})),
+        BusEvent::ResourceUpdated { uri } => {
+            ("notifications/resources/updated", json!({ "uri": uri }))
+        }
+    }
+}
+
+/// A listener's place among the server's listeners, bounded by `max_listeners`.
+struct ListenerSlot(Arc<AtomicUsize>);
+
+impl ListenerSlot {
+    fn take(server: &Inner) -> Result<Self, ErrorObject> {
+        let count = server.listeners.clone();
+        let before = count.fetch_add(1, Ordering::AcqRel);
+        let slot = Self(count);
+        if before >= server.max_listeners {
+            return Err(ErrorObject::new(
+                ErrorCode::SERVER_BUSY,
+                format!(
+                    "the server holds its most listen streams ({}); retry later",
+                    server.max_listeners
+                ),
+            ));
+        }
+        Ok(slot)
+    }
+}
+
+impl Drop for ListenerSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The events waiting for one listener's stream. Bounded: when full, a list change is owed
+/// (one of each kind is sent once there is room; one tells all) and a resource update is lost.
+struct Queue {
+    filter: SubscriptionFilter,
+    events: Mutex<VecDeque<BusEvent>>,
+    owed: AtomicU8,
+    ready: Notify,
+}
+
+impl Queue {
+    fn new(filter: SubscriptionFilter) -> Self {
+        Self {
+            filter,
+            events: Mutex::new(VecDeque::new()),
+            owed: AtomicU8::new(0),
+            ready: Notify::new(),
+        }
+    }
+
+    fn wants(&self, event: &BusEvent) -> bool {
+        let on = |flag: Option<bool>| flag == Some(true);
+        match event {
+            BusEvent::ToolsListChanged => on(self.filter.tools_list_changed),
+            BusEvent::PromptsListChanged => on(self.filter.prompts_list_changed),
+            BusEvent::ResourcesListChanged => on(self.filter.resources_list_changed),
+            BusEvent::ResourceUpdated { uri } => self
+                .filter
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri)),
+        }
+    }
+
+    /// Called by the bus: queues the event if this listener wants it, never waiting.
+    fn offer(&self, event: &BusEvent) {
+        if !self.wants(event) {
+            return;
+        }
+        let mut events = self.lock();
+        if events.len() < QUEUE {
+            events.push_back(event.clone());
+        } else if let Some(bit) = owed_bit(event) {
+            self.owed.fetch_or(bit, Ordering::AcqRel);
+        } else {
+            tracing::debug!("a listen stream that does not keep up lost a resource update");
+        }
+        drop(events);
+        self.ready.notify_one();
+    }
+
+    async fn next(&self) -> BusEvent {
+        loop {
+            let ready = self.ready.notified();
+            if let Some(event) = self.lock().pop_front() {
+                return event;
+            }
+            let owed = self.owed.swap(0, Ordering::AcqRel);
+            if owed != 0 {
+                // Put back all but the first owed kind; the loop hands them out in turn.
+                let mut events = self.lock();
+                let kinds = [
+                    BusEvent::ToolsListChanged,
+                    BusEvent::PromptsListChanged,
+                    BusEvent::ResourcesListChanged,
+                ];
+                for kind in kinds {
+                    if owed_bit(&kind).is_some_and(|bit| owed & bit != 0) {
+                        events.push_back(kind);
+                    }
+                }
+                if let Some(event) = events.pop_front() {
+                    return event;
+                }
+            }
+            ready.await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<BusEvent>> {
+        self.events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn owed_bit(event: &BusEvent) -> Option<u8> {
+    match event {
+        BusEvent::ToolsListChanged => Some(1),
+        BusEvent::PromptsListChanged => Some(2),
+        BusEvent::ResourcesListChanged => Some(4),
+        BusEvent::ResourceUpdated { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_full_queue_owes_list_changes_and_drops_updates() {
+        let queue = Queue::new(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            resource_subscriptions: Some(vec!["a://x".into()]),
+            ..SubscriptionFilter::default()
+        });
+        queue.offer(&BusEvent::PromptsListChanged); // not asked for
+        for _ in 0..QUEUE {
+            queue.offer(&BusEvent::ResourceUpdated { uri: "a://x".into() });
+        }
+        queue.offer(&BusEvent::ToolsListChanged); // owed
+        queue.offer(&BusEvent::ResourceUpdated { uri: "a://x".into() }); // lost
+        let mut seen = Vec::new();
+        for _ in 0..=QUEUE {
+            seen.push(
+                tokio::time::timeout(std::time::Duration::from_secs(5), queue.next())
+                    .await
+                    .expect("an event is ready"),
+            );
+        }
+        assert_eq!(seen.last(), Some(&BusEvent::ToolsListChanged));
+        assert!(!seen.contains(&BusEvent::PromptsListChanged));
+        assert!(queue.lock().is_empty());
+    }
+}
