@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use axum::serve::ListenerExt;
+use tidewire_core::version::Eras;
 use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
@@ -31,7 +32,9 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         .session_idle_timeout(idle)
         .max_sessions(args.max_sessions)
         .max_streams_per_session(args.max_streams_per_session)
-        .event_store_bytes(args.event_store_bytes);
+        .event_store_bytes(args.event_store_bytes)
+        .eras(args.era);
+    let era = args.era;
     if args.json_response {
         config = config.response_mode(ResponseMode::Json);
     }
@@ -53,10 +56,13 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         if !local.ip().is_loopback() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
-        let server = tidewire_demo::demo_server();
+        let server = tidewire_demo::demo_builder().eras(era).build();
         let (for_sse, for_ws) = (server.clone(), server.clone());
         let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
-        let sse = LegacySse::new(sse_config, move |transport| for_sse.serve(transport).1);
+        // Deprecated since 2025-03-26, HTTP+SSE carries sessions only.
+        let sse = LegacySse::new(sse_config, move |transport| {
+            for_sse.serve_eras(transport, Eras::Legacy).1
+        });
         let ws = WebSocketServer::new(ws_config, move |transport| for_ws.serve(transport).1);
         let app = mcp
             .router("/mcp")

@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use tidewire_core::session::SessionOptions;
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use tidewire_core::version::Eras;
 use tidewire_http::server::{EventStoreLimits, HttpConfig};
 
 use crate::duration::{self, Span};
@@ -98,6 +99,17 @@ pub(crate) struct ServeArgs {
         value_parser = parse_size,
     )]
     pub(crate) event_store_bytes: usize,
+
+    /// Which protocol eras to serve: `dual` (the default) serves the stateless revision
+    /// 2026-07-28 (a request carrying its version in _meta) and the session era (initialize,
+    /// 2024-11-05 … 2025-11-25) side by side; `modern` only the first, `legacy` only the
+    /// second. Legacy HTTP+SSE (/sse) always serves the session era.
+    #[arg(long, value_name = "ERA", default_value = "dual", value_parser = parse_era)]
+    pub(crate) era: Eras,
+}
+
+fn parse_era(text: &str) -> Result<Eras, String> {
+    text.parse()
 }
 
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -169,10 +181,12 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
     }
     let codec = Codec::new(args.max_message_size);
     let grace = Duration::from_millis(args.eof_grace_ms);
+    let era = args.era;
     let result = runtime.block_on(async move {
         // When stdin ends, requests still running get `grace` to finish and answer.
         let server = tidewire_demo::demo_builder()
             .session_options(SessionOptions::default().drain_timeout(grace))
+            .eras(era)
             .build();
         let (_peer, driver) = server.serve(tidewire_stdio::server::transport_with(codec));
         tracing::info!(

@@ -27,6 +27,7 @@
 //! and `roots` ask the connected client.
 
 mod conformance;
+mod conformance_2026;
 mod peer;
 
 use tidewire_core::schema::Implementation;
@@ -63,5 +64,6 @@ pub fn demo_builder() -> ServerBuilder {
          the conformance tools (test_*) return fixed, documented results; nothing is fetched.",
     );
     let builder = peer::register(builder);
-    conformance::register(builder)
+    let builder = conformance::register(builder);
+    conformance_2026::register(builder)
 }

@@ -38,6 +38,8 @@ pub(crate) struct Connection {
     subscriptions: Mutex<HashSet<String>>,
     /// List changes it missed while its queue was full.
     owed: Owed,
+    /// The eras served on this connection.
+    eras: tidewire_core::version::Eras,
 }
 
 impl std::fmt::Debug for Connection {
@@ -49,8 +51,9 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    pub(crate) fn new(server: Arc<Inner>) -> Self {
+    pub(crate) fn new(server: Arc<Inner>, eras: tidewire_core::version::Eras) -> Self {
         Self {
+            eras,
             server,
             peer: OnceLock::new(),
             client: RwLock::new(None),
@@ -134,7 +137,7 @@ impl Connection {
         request: Request,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let eras = self.server.eras;
+        let eras = self.eras;
         if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
             return crate::stateless::serve(self, request, ctx).await;
         }

@@ -73,8 +73,13 @@ impl From<ErrorObject> for ToolError {
 }
 
 impl From<SessionError> for ToolError {
+    /// A tool execution error naming what failed; except a capability a stateless client did
+    /// not declare, which is the protocol error `-32021` (with `requiredCapabilities`).
     fn from(error: SessionError) -> Self {
-        Self::new(error.to_string())
+        match error {
+            missing @ SessionError::MissingCapability { .. } => Self::protocol(missing.into()),
+            other => Self::new(other.to_string()),
+        }
     }
 }
 

@@ -139,7 +139,13 @@ impl Server {
     /// Sets up one connection over `transport`. Poll (or spawn) the [`Driver`]; the [`Peer`]
     /// reaches the client.
     pub fn serve<T: Transport>(&self, transport: T) -> (Peer, Driver) {
-        let connection = Arc::new(Connection::new(self.inner.clone()));
+        self.serve_eras(transport, self.inner.eras)
+    }
+
+    /// As [`serve`](Self::serve), serving only `eras` on this connection (the deprecated
+    /// HTTP+SSE transport, for one, carries sessions only: `Eras::Legacy`).
+    pub fn serve_eras<T: Transport>(&self, transport: T, eras: Eras) -> (Peer, Driver) {
+        let connection = Arc::new(Connection::new(self.inner.clone(), eras));
         let (peer, driver) = Session::new(
             transport,
             ConnectionHandler(connection.clone()),

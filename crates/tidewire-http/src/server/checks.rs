@@ -119,6 +119,18 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 /// `MCP-Protocol-Version` (H25): unknown → 400; absent → 2025-03-26.
+/// True when `MCP-Protocol-Version` is present and names no session-era revision (2026-07-28,
+/// or a version this build does not know): the request is one of the stateless wire.
+pub(crate) fn names_stateless_revision(headers: &HeaderMap) -> bool {
+    headers.get(PROTOCOL_VERSION).is_some_and(|value| {
+        value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<ProtocolVersion>().ok())
+            .is_none_or(|v| !v.uses_handshake())
+    })
+}
+
 pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<ProtocolVersion, Response> {
     match headers.get(PROTOCOL_VERSION) {
         None => Ok(ProtocolVersion::V2025_03_26),

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, HostPolicy};
+use tidewire_core::version::Eras;
 
 use super::EventStoreLimits;
 
@@ -53,6 +54,9 @@ pub struct HttpConfig {
     pub(crate) body_read_timeout: Duration,
     pub(crate) body_bytes_per_session: usize,
     pub(crate) body_bytes_total: usize,
+    pub(crate) eras: Eras,
+    pub(crate) json_wait: Duration,
+    pub(crate) max_stateless_requests: usize,
 }
 
 impl Default for HttpConfig {
@@ -77,6 +81,9 @@ impl Default for HttpConfig {
             body_read_timeout: Duration::from_secs(30),
             body_bytes_per_session: 2 * DEFAULT_MAX_MESSAGE_SIZE,
             body_bytes_total: 8 * DEFAULT_MAX_MESSAGE_SIZE,
+            eras: Eras::Dual,
+            json_wait: Duration::from_secs(10),
+            max_stateless_requests: 10_000,
         }
     }
 }
@@ -92,6 +99,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("stream_capacity", &self.stream_capacity)
             .field("max_streams_per_session", &self.max_streams_per_session)
             .field("event_store_limits", &self.event_store_limits)
+            .field("eras", &self.eras)
             .finish_non_exhaustive()
     }
 }
@@ -252,6 +260,36 @@ impl HttpConfig {
     #[must_use]
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.hosts = self.hosts.allow_origin(origin);
+        self
+    }
+
+    /// Which eras the endpoint serves (default: both). A POST whose body carries `_meta`
+    /// `io.modelcontextprotocol/protocolVersion`, or whose `MCP-Protocol-Version` is not a
+    /// session-era revision, is a stateless request; the others are session-era messages.
+    /// [`Eras::Modern`] answers GET and DELETE 405 and refuses `initialize` naming the versions
+    /// it serves; [`Eras::Legacy`] serves as before 2026-07-28. Give the server the same value
+    /// (`ServerBuilder::eras`).
+    #[must_use]
+    pub fn eras(mut self, eras: Eras) -> Self {
+        self.eras = eras;
+        self
+    }
+
+    /// How long a stateless (2026-07-28) request may take to send its first message and still
+    /// be answered as one JSON body (default 10 s): a response that comes first goes back as
+    /// JSON with the status its error calls for; anything else first, or nothing by then, makes
+    /// the answer an SSE stream.
+    #[must_use]
+    pub fn json_wait(mut self, wait: Duration) -> Self {
+        self.json_wait = wait;
+        self
+    }
+
+    /// The most stateless (2026-07-28) requests running at once, listen streams included
+    /// (default 10,000); past it a request gets 503 with `Retry-After`.
+    #[must_use]
+    pub fn max_stateless_requests(mut self, limit: usize) -> Self {
+        self.max_stateless_requests = limit;
         self
     }
 

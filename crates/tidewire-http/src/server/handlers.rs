@@ -44,6 +44,9 @@ pub(crate) async fn endpoint(
     }
     match method {
         Method::POST => post(&state, headers, body).await,
+        Method::GET | Method::DELETE if !state.config.eras.legacy() => method_not_allowed(
+            "this endpoint serves only the stateless revision (2026-07-28): POST each request",
+        ),
         Method::GET => get(&state, &headers),
         Method::DELETE => delete(&state, &headers),
         _ => {
@@ -104,6 +107,24 @@ fn note_cancellation(session: &HttpSession, message: &Message) {
     }
 }
 
+/// `initialize` on an endpoint that serves only the stateless revision: `-32022` naming the
+/// versions it serves.
+fn initialize_refused(request: &tidewire_core::jsonrpc::Request) -> Response {
+    let requested = request
+        .params
+        .as_ref()
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let mut refusal = tidewire_core::stateless::unsupported_version(requested);
+    refusal.message = format!(
+        "{}; this endpoint serves only the stateless revision: POST each request with its _meta, \
+         without initialize",
+        refusal.message
+    );
+    error_for(StatusCode::BAD_REQUEST, Some(request.id.clone()), refusal)
+}
+
 fn sessions_full(max: usize) -> Response {
     let mut response = error(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -135,12 +156,20 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
     if let Err(r) = check_content_type(&headers) {
         return r;
     }
-    let version = match checks::protocol_version(&headers) {
-        Ok(v) => v,
-        Err(r) => return r,
+    let eras = state.config.eras;
+    // A header that names no session-era revision (2026-07-28, or one we do not know) makes a
+    // stateless request: its session id, if any, is ignored, and its body decides the rest.
+    let stateless_header = eras.modern() && checks::names_stateless_revision(&headers);
+    let version = if stateless_header {
+        ProtocolVersion::V2026_07_28
+    } else {
+        match checks::protocol_version(&headers) {
+            Ok(v) => v,
+            Err(r) => return r,
+        }
     };
     // The session is checked before a byte of the body is read (an unknown one costs nothing).
-    let session_header = checks::session_id(&headers);
+    let session_header = checks::session_id(&headers).filter(|_| !stateless_header);
     let known = match &session_header {
         Some(id) if !state.config.stateless => match state.sessions().get(id.as_str()).cloned() {
             Some(session) => Some(session),
@@ -165,6 +194,13 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         }
     };
     let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if stateless_header && is_batch {
+        return error_for(
+            StatusCode::BAD_REQUEST,
+            None,
+            ErrorObject::invalid_request("the 2026-07-28 wire takes one message per POST"),
+        );
+    }
     let mut messages = if is_batch {
         match parse_batch(&bytes, version, state.config.stateless) {
             Ok(messages) => messages,
@@ -189,6 +225,28 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
             }
         }
     };
+    if !is_batch && known.is_none() && eras.modern() {
+        let stateless_body = match messages.first() {
+            Some(Message::Request(r)) => {
+                tidewire_core::version::is_stateless_request(r.params.as_ref())
+            }
+            _ => false,
+        };
+        if stateless_header || stateless_body || !eras.legacy() {
+            let Some(message) = messages.pop() else {
+                return StatusCode::ACCEPTED.into_response();
+            };
+            if !eras.legacy()
+                && !stateless_header
+                && !stateless_body
+                && let Message::Request(r) = &message
+                && r.method == "initialize"
+            {
+                return initialize_refused(r);
+            }
+            return super::stateless::post(state, headers, message).await;
+        }
+    }
     let mut extensions = http::Extensions::new();
     extensions.insert(HttpRequestInfo {
         headers,
@@ -416,7 +474,7 @@ async fn post_stateless(
     let session = state.start_session(format!("stateless-{n}").into());
     // Owned by this request from here on: however the POST ends — answered, or dropped by a
     // client that went away before its reply began — the one-shot session ends with it.
-    let one_shot = EndOnDrop(session.clone());
+    let one_shot = EndOnDrop::new(session.clone(), None);
     let priming = version >= ProtocolVersion::V2025_11_25;
     deliver(
         state,
@@ -430,12 +488,28 @@ async fn post_stateless(
 }
 
 /// Ends a session when dropped: a stateless request's one-shot session, owned by the request
-/// and then by its reply's stream.
-struct EndOnDrop(Arc<HttpSession>);
+/// and then by its reply's stream (with its place among the stateless requests, if counted).
+pub(crate) struct EndOnDrop {
+    session: Arc<HttpSession>,
+    /// Freed after the session is closed.
+    _slot: Option<super::stateless::StatelessSlot>,
+}
+
+impl EndOnDrop {
+    pub(crate) fn new(
+        session: Arc<HttpSession>,
+        slot: Option<super::stateless::StatelessSlot>,
+    ) -> Self {
+        Self {
+            session,
+            _slot: slot,
+        }
+    }
+}
 
 impl Drop for EndOnDrop {
     fn drop(&mut self) {
-        self.0.close();
+        self.session.close();
     }
 }
 
@@ -688,7 +762,36 @@ fn sse(
         done: false,
         _one_shot: one_shot,
         keep_alive: state.config.keep_alive,
+        numbered: true,
     };
+    sse_response(reader)
+}
+
+/// An SSE response for a stateless request's stream, starting with `taken` (events already
+/// taken from it): events carry no ids, since this wire has no resumption.
+pub(crate) fn sse_from(
+    state: &Shared,
+    session: Arc<HttpSession>,
+    stream: StreamId,
+    taken: Vec<StoredEvent>,
+    one_shot: EndOnDrop,
+) -> Response {
+    let cursor = taken.last().map_or(0, |e| e.seq);
+    let reader = Reader {
+        session,
+        stream,
+        cursor,
+        pending: taken.into(),
+        priming: None,
+        done: false,
+        _one_shot: Some(one_shot),
+        keep_alive: state.config.keep_alive,
+        numbered: false,
+    };
+    sse_response(reader)
+}
+
+fn sse_response(reader: Reader) -> Response {
     let frames = futures::stream::unfold(reader, Reader::next_frame);
     let mut response = Response::new(Body::from_stream(frames));
     // Sized for what goes in: a long-lived stream keeps its response head.
@@ -703,18 +806,25 @@ fn sse(
     response
 }
 
-/// Appends one SSE event in wire form to `out`. `data` never holds a newline (messages are
-/// compact JSON).
-fn push_frame(out: &mut Vec<u8>, stream: StreamId, seq: u64, data: &[u8], retry: Option<Duration>) {
+/// Appends one SSE event in wire form to `out`, with the id `<stream>-<seq>` when `id` is given.
+/// `data` never holds a newline (messages are compact JSON).
+fn push_frame(
+    out: &mut Vec<u8>,
+    id: Option<(StreamId, u64)>,
+    data: &[u8],
+    retry: Option<Duration>,
+) {
     let mut number = itoa::Buffer::new();
     if retry.is_none() {
         out.extend_from_slice(b"event: message\n");
     }
-    out.extend_from_slice(b"id: ");
-    out.extend_from_slice(number.format(stream).as_bytes());
-    out.push(b'-');
-    out.extend_from_slice(number.format(seq).as_bytes());
-    out.push(b'\n');
+    if let Some((stream, seq)) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(number.format(stream).as_bytes());
+        out.push(b'-');
+        out.extend_from_slice(number.format(seq).as_bytes());
+        out.push(b'\n');
+    }
     if let Some(retry) = retry {
         out.extend_from_slice(b"retry: ");
         out.extend_from_slice(number.format(retry.as_millis()).as_bytes());
@@ -753,15 +863,19 @@ struct Reader {
     /// A stateless request's session, ended when this reader goes (after it detaches).
     _one_shot: Option<EndOnDrop>,
     keep_alive: Duration,
+    /// Events carry ids (`<stream>-<seq>`) for resumption; not on the stateless wire.
+    numbered: bool,
 }
 
 impl Reader {
+
     async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
+        let (numbered, stream) = (self.numbered, self.stream);
         if let Some(retry) = self.priming.take() {
             // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data; with
             // whatever is already there, in one chunk.
             let mut chunk = Vec::with_capacity(256);
-            push_frame(&mut chunk, self.stream, 0, b"", Some(retry));
+            push_frame(&mut chunk, Some((self.stream, 0)), b"", Some(retry));
             if let Some(events) = self.session.streams.take(self.stream, self.cursor).await {
                 self.cursor = events.last().map_or(self.cursor, |e| e.seq);
                 self.pending.extend(events);
@@ -771,7 +885,7 @@ impl Reader {
                 .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
             {
                 self.done |= event.last;
-                push_frame(&mut chunk, self.stream, event.seq, &event.data, None);
+                push_frame(&mut chunk, numbered.then_some((stream, event.seq)), &event.data, None);
             }
             return Some((Ok(Bytes::from(chunk)), self));
         }
@@ -785,7 +899,7 @@ impl Reader {
                     .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
                 {
                     self.done |= event.last;
-                    push_frame(&mut chunk, self.stream, event.seq, &event.data, None);
+                    push_frame(&mut chunk, numbered.then_some((stream, event.seq)), &event.data, None);
                 }
                 return Some((Ok(Bytes::from(chunk)), self));
             }

@@ -35,6 +35,7 @@ mod config;
 mod event_store;
 mod handlers;
 mod session;
+mod stateless;
 mod streams;
 
 use std::collections::HashMap;
@@ -89,6 +90,8 @@ pub(crate) struct State {
     reaper_started: std::sync::Once,
     /// Numbers the one-shot sessions of stateless mode (their key in the event store).
     stateless_seq: std::sync::atomic::AtomicU64,
+    /// Stateless (2026-07-28) requests running now.
+    stateless_running: std::sync::atomic::AtomicUsize,
     /// Bytes of POST bodies being read at once, over the endpoint.
     body_budget: body::BodyBudget,
     /// Refused bodies being read and thrown away now.
@@ -120,6 +123,7 @@ impl StreamableHttp {
                 sessions: Mutex::new(HashMap::new()),
                 reaper_started: std::sync::Once::new(),
                 stateless_seq: std::sync::atomic::AtomicU64::new(0),
+                stateless_running: std::sync::atomic::AtomicUsize::new(0),
                 body_budget: body::BodyBudget::new(config.body_bytes_total),
                 drains: Arc::default(),
                 config,
