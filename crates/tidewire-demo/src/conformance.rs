@@ -152,9 +152,9 @@ fn register_tools(builder: ServerBuilder) -> ServerBuilder {
         .tool_raw(
             Tool::new(
                 "json_schema_2020_12_tool",
-                "Takes a name and an address; its input schema uses JSON Schema 2020-12 \
-                 features ($schema, $defs, $ref, additionalProperties) and is returned exactly \
-                 as written.",
+                "Takes a name, an address and a way to be contacted; its input schema uses \
+                 JSON Schema 2020-12 features ($schema, $defs, $anchor, $ref, allOf/anyOf, \
+                 if/then/else, additionalProperties) and is returned exactly as written.",
                 json_schema_2020_12(),
             ),
             |args: Value, _ctx| async move {
@@ -396,6 +396,7 @@ fn json_schema_2020_12() -> Value {
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {
                     "street": {"type": "string"},
@@ -405,8 +406,18 @@ fn json_schema_2020_12() -> Value {
         },
         "properties": {
             "name": {"type": "string"},
-            "address": {"$ref": "#/$defs/address"}
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
         },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {
+            "properties": {"contactMethod": {"const": "phone"}},
+            "required": ["contactMethod"]
+        },
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false
     })
 }
