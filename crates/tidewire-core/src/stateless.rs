@@ -56,15 +56,13 @@ impl RequestMeta {
             }
         };
         let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-            Some(caps @ Value::Object(_)) => {
-                serde_json::from_value(caps.clone()).map_err(|e| {
-                    ErrorObject::invalid_params(format!(
-                        "_meta[{:?}] is not valid: {}",
-                        meta_keys::CLIENT_CAPABILITIES,
-                        excerpt(&e.to_string())
-                    ))
-                })?
-            }
+            Some(caps @ Value::Object(_)) => serde_json::from_value(caps.clone()).map_err(|e| {
+                ErrorObject::invalid_params(format!(
+                    "_meta[{:?}] is not valid: {}",
+                    meta_keys::CLIENT_CAPABILITIES,
+                    excerpt(&e.to_string())
+                ))
+            })?,
             Some(_) => {
                 return Err(ErrorObject::invalid_params(format!(
                     "_meta[{:?}] must be an object",

@@ -52,7 +52,10 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
              input_required result, never as a request on the stream.",
             |_: NoArgs, ctx: Context| async move {
                 let answer = ctx.elicit(name_form("What is your name?")).await?;
-                Ok(CallToolResult::text(format!("Hello, {}!", field(&answer, "name"))))
+                Ok(CallToolResult::text(format!(
+                    "Hello, {}!",
+                    field(&answer, "name")
+                )))
             },
         )
         .tool(
@@ -61,8 +64,12 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
              request's _meta asks for a log level.",
             |_: NoArgs, ctx: Context| async move {
                 for step in ["started", "working", "done"] {
-                    ctx.log_as(LoggingLevel::Info, Some("conformance"), format!("logging tool {step}"))
-                        .await?;
+                    ctx.log_as(
+                        LoggingLevel::Info,
+                        Some("conformance"),
+                        format!("logging tool {step}"),
+                    )
+                    .await?;
                 }
                 Ok(CallToolResult::text("Logged three messages"))
             },
@@ -93,14 +100,22 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
                     .with_input_key("user_name")
                     .elicit(name_form("What is your name?"))
                     .await?;
-                Ok(CallToolResult::text(format!("Hello, {}!", field(&answer, "name"))))
+                Ok(CallToolResult::text(format!(
+                    "Hello, {}!",
+                    field(&answer, "name")
+                )))
             },
         )
         .tool(
             "test_input_required_result_sampling",
             "Asks the client's model for the capital of France (key capital_question).",
             |_: NoArgs, ctx: Context| async move {
-                sample_text(&ctx, Some("capital_question"), "What is the capital of France?").await
+                sample_text(
+                    &ctx,
+                    Some("capital_question"),
+                    "What is the capital of France?",
+                )
+                .await
             },
         )
         .tool(
@@ -133,11 +148,13 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
              greeting from the model, and the roots.",
             |_: NoArgs, ctx: Context| async move {
                 let (name, greeting, roots) = tokio::join!(
-                    ctx.with_input_key("user_name").elicit(name_form("What is your name?")),
-                    ctx.with_input_key("greeting").create_message(CreateMessageParams::new(
-                        vec![SamplingMessage::user_text("Write a short greeting.")],
-                        50,
-                    )),
+                    ctx.with_input_key("user_name")
+                        .elicit(name_form("What is your name?")),
+                    ctx.with_input_key("greeting")
+                        .create_message(CreateMessageParams::new(
+                            vec![SamplingMessage::user_text("Write a short greeting.")],
+                            50,
+                        )),
                     ctx.with_input_key("client_roots").list_roots(),
                 );
                 let (name, greeting, roots) = (name?, greeting?, roots?);
@@ -161,7 +178,8 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
                     .with_input_key("step1")
                     .elicit(name_form("What is your name?"))
                     .await?;
-                let schema = ElicitationSchema::new().property("color", PrimitiveSchema::string(), true);
+                let schema =
+                    ElicitationSchema::new().property("color", PrimitiveSchema::string(), true);
                 let color = ctx
                     .with_input_key("step2")
                     .elicit(ElicitParams::form("What is your favourite colour?", schema))
@@ -182,7 +200,10 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
                     .with_input_key("confirmation")
                     .elicit(confirm_form("Go on?"))
                     .await?;
-                Ok(CallToolResult::text(format!("confirmed: {}", action(&answer))))
+                Ok(CallToolResult::text(format!(
+                    "confirmed: {}",
+                    action(&answer)
+                )))
             },
         )
         .tool(
@@ -193,7 +214,10 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
                 let caps = ctx.client_capabilities().unwrap_or_default();
                 if caps.elicitation.is_some() {
                     let answer = ctx.elicit(name_form("What is your name?")).await?;
-                    Ok(CallToolResult::text(format!("Hello, {}!", field(&answer, "name"))))
+                    Ok(CallToolResult::text(format!(
+                        "Hello, {}!",
+                        field(&answer, "name")
+                    )))
                 } else if caps.sampling.is_some() {
                     sample_text(&ctx, None, "Say hello.").await
                 } else {
@@ -212,12 +236,14 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
                     ElicitationSchema::new().property("context", PrimitiveSchema::string(), true);
                 let answer = ctx
                     .with_input_key("user_context")
-                    .elicit(ElicitParams::form("What should the prompt be about?", schema))
+                    .elicit(ElicitParams::form(
+                        "What should the prompt be about?",
+                        schema,
+                    ))
                     .await?;
-                Ok(GetPromptResult::new(vec![PromptMessage::user_text(format!(
-                    "Write about: {}",
-                    field(&answer, "context")
-                ))]))
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text(
+                    format!("Write about: {}", field(&answer, "context")),
+                )]))
             },
         )
 }

@@ -341,6 +341,24 @@ const CONFORMANCE_TOOLS: [&str; 14] = [
     "test_reconnection",
 ];
 
+/// The fixtures of the 2026-07-28 conformance scenarios.
+const CONFORMANCE_2026_TOOLS: [&str; 14] = [
+    "test_x_mcp_header",
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+];
+
 // ----- lifecycle and listing -----
 
 #[tokio::test]
@@ -369,17 +387,31 @@ async fn initialize_advertises_every_capability_of_both_contracts() {
 }
 
 #[tokio::test]
-async fn server_discover_is_answered_method_not_found() {
+async fn server_discover_is_answered_statelessly_beside_the_session() {
     within(async {
         let h = connect().await;
+        // Without the client capabilities the request is malformed…
         let error = h
             .raw(
                 "server/discover",
                 json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
             )
             .await
-            .expect_err("server/discover is not offered");
-        assert_eq!(remote_code(&error), ErrorCode::METHOD_NOT_FOUND.0);
+            .expect_err("no clientCapabilities");
+        assert_eq!(remote_code(&error), ErrorCode::INVALID_PARAMS.0);
+        // …with them it is served, on the same connection as the session.
+        let discover = h
+            .raw(
+                "server/discover",
+                json!({"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }}),
+            )
+            .await
+            .expect("server/discover");
+        assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
+        assert_eq!(discover["capabilities"]["resources"]["subscribe"], true);
     })
     .await;
 }
@@ -394,10 +426,17 @@ async fn tools_list_has_every_tool_with_a_description_and_an_object_schema() {
             .iter()
             .map(|t| t["name"].as_str().expect("name"))
             .collect();
-        for wanted in PEER_TOOLS.iter().chain(&CONFORMANCE_TOOLS) {
+        let every = PEER_TOOLS
+            .iter()
+            .chain(&CONFORMANCE_TOOLS)
+            .chain(&CONFORMANCE_2026_TOOLS);
+        for wanted in every {
             assert!(names.contains(wanted), "{wanted} missing from {names:?}");
         }
-        assert_eq!(names.len(), PEER_TOOLS.len() + CONFORMANCE_TOOLS.len());
+        assert_eq!(
+            names.len(),
+            PEER_TOOLS.len() + CONFORMANCE_TOOLS.len() + CONFORMANCE_2026_TOOLS.len()
+        );
         assert!(list.get("nextCursor").is_none());
         for tool in tools {
             let name = tool["name"].as_str().expect("name");
@@ -427,9 +466,22 @@ async fn tools_list_has_every_tool_with_a_description_and_an_object_schema() {
             json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
-                "$defs": {"address": {"type": "object", "properties": {
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
                     "street": {"type": "string"}, "city": {"type": "string"}}}},
-                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
+                },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {
+                    "properties": {"contactMethod": {"const": "phone"}},
+                    "required": ["contactMethod"]
+                },
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             })
         );
@@ -1142,7 +1194,11 @@ async fn prompts_get_exactly_and_a_missing_argument_is_refused() {
         let h = connect().await;
         let list = h.raw("prompts/list", json!({})).await.expect("list");
         let prompts = list["prompts"].as_array().expect("prompts");
-        assert_eq!(prompts.len(), 4);
+        assert_eq!(
+            prompts.len(),
+            5,
+            "four of 0.1.16, one of the 2026-07-28 scenarios"
+        );
         for p in prompts {
             assert!(
                 p["description"].as_str().is_some_and(|d| !d.is_empty()),

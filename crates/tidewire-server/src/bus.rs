@@ -98,8 +98,11 @@ impl fmt::Debug for MemoryBus {
     }
 }
 
-fn lock(map: &Mutex<HashMap<u64, Subscriber>>) -> std::sync::MutexGuard<'_, HashMap<u64, Subscriber>> {
-    map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+fn lock(
+    map: &Mutex<HashMap<u64, Subscriber>>,
+) -> std::sync::MutexGuard<'_, HashMap<u64, Subscriber>> {
+    map.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl NotificationBus for MemoryBus {
@@ -145,14 +148,21 @@ mod tests {
         };
         bus.publish(BusEvent::ToolsListChanged);
         drop(first);
-        bus.publish(BusEvent::ResourceUpdated { uri: "a://b".into() });
+        bus.publish(BusEvent::ResourceUpdated {
+            uri: "a://b".into(),
+        });
         let mut heard = heard.lock().expect("lock").clone();
         heard.sort_by_key(|(n, e)| (*n, format!("{e:?}")));
         assert_eq!(
             heard,
             vec![
                 (1, BusEvent::ToolsListChanged),
-                (2, BusEvent::ResourceUpdated { uri: "a://b".into() }),
+                (
+                    2,
+                    BusEvent::ResourceUpdated {
+                        uri: "a://b".into()
+                    }
+                ),
                 (2, BusEvent::ToolsListChanged),
             ]
         );
@@ -165,6 +175,9 @@ mod tests {
     fn events_serialise_with_their_kind() {
         let value = serde_json::to_value(BusEvent::ResourceUpdated { uri: "x".into() })
             .expect("serialises");
-        assert_eq!(value, serde_json::json!({"kind": "resource_updated", "uri": "x"}));
+        assert_eq!(
+            value,
+            serde_json::json!({"kind": "resource_updated", "uri": "x"})
+        );
     }
 }

@@ -40,6 +40,8 @@ pub(crate) struct Connection {
     owed: Owed,
     /// The eras served on this connection.
     eras: tidewire_core::version::Eras,
+    /// It carried a stateless request.
+    served_stateless: AtomicBool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -54,6 +56,7 @@ impl Connection {
     pub(crate) fn new(server: Arc<Inner>, eras: tidewire_core::version::Eras) -> Self {
         Self {
             eras,
+            served_stateless: AtomicBool::new(false),
             server,
             peer: OnceLock::new(),
             client: RwLock::new(None),
@@ -117,12 +120,16 @@ impl Connection {
         level >= threshold
     }
 
-    /// True once `initialize` ran: a session-era connection, which hears broadcasts.
-    pub(crate) fn is_session(&self) -> bool {
-        self.client
+    /// Whether broadcasts (list changes, resource updates) go to this connection: a session
+    /// (`initialize` ran), or a connection that has said nothing yet. One that carried only
+    /// stateless requests hears them through `subscriptions/listen`, never unasked.
+    pub(crate) fn hears_broadcasts(&self) -> bool {
+        let session = self
+            .client
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_some()
+            .is_some();
+        session || !self.served_stateless.load(Ordering::Relaxed)
     }
 
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
@@ -139,6 +146,7 @@ impl Connection {
     ) -> Result<Value, ErrorObject> {
         let eras = self.eras;
         if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
+            self.served_stateless.store(true, Ordering::Relaxed);
             return crate::stateless::serve(self, request, ctx).await;
         }
         if !eras.legacy() {
@@ -231,7 +239,10 @@ impl Connection {
         result
     }
 
-    pub(crate) fn list_tools(&self, params: &PaginatedParams) -> Result<ListToolsResult, ErrorObject> {
+    pub(crate) fn list_tools(
+        &self,
+        params: &PaginatedParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
         let (items, next) =
             self.server
                 .tools
@@ -264,7 +275,10 @@ impl Connection {
         }
     }
 
-    pub(crate) fn list_resources(&self, params: &PaginatedParams) -> Result<ListResourcesResult, ErrorObject> {
+    pub(crate) fn list_resources(
+        &self,
+        params: &PaginatedParams,
+    ) -> Result<ListResourcesResult, ErrorObject> {
         let (items, next) =
             self.server
                 .resources
@@ -333,7 +347,10 @@ impl Connection {
         Ok(())
     }
 
-    pub(crate) fn list_prompts(&self, params: &PaginatedParams) -> Result<ListPromptsResult, ErrorObject> {
+    pub(crate) fn list_prompts(
+        &self,
+        params: &PaginatedParams,
+    ) -> Result<ListPromptsResult, ErrorObject> {
         let (items, next) =
             self.server
                 .prompts
@@ -415,7 +432,10 @@ pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
     .with_data(serde_json::json!({ "uri": uri }))
 }
 
-pub(crate) fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
+pub(crate) fn parse<T: DeserializeOwned>(
+    method: &str,
+    params: Option<Value>,
+) -> Result<T, ErrorObject> {
     let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
     serde_json::from_value(params).map_err(|e| {
         // serde quotes the value it could not read: the client's text, so only an excerpt.

@@ -182,7 +182,10 @@ impl Context {
         data: impl Into<Value>,
     ) -> Result<(), SessionError> {
         let passes = match &self.stateless {
-            Some(call) => call.meta.log_level.is_some_and(|threshold| level >= threshold),
+            Some(call) => call
+                .meta
+                .log_level
+                .is_some_and(|threshold| level >= threshold),
             None => self.connection.should_log(level),
         };
         if !passes {
@@ -413,10 +416,16 @@ impl Context {
             InputRequest::CreateMessage(params) => {
                 serde_json::to_value(self.create_message_request(*params)?.await?)
             }
-            InputRequest::Elicit(params) => serde_json::to_value(self.elicit_request(params)?.await?),
+            InputRequest::Elicit(params) => {
+                serde_json::to_value(self.elicit_request(params)?.await?)
+            }
             InputRequest::ListRoots => {
                 self.require(|c| c.roots.is_some(), "roots")?;
-                serde_json::to_value(self.request.request::<ListRoots>(EmptyParams::new()).await?)
+                serde_json::to_value(
+                    self.request
+                        .request::<ListRoots>(EmptyParams::new())
+                        .await?,
+                )
             }
         }
         .map_err(|e| SessionError::InvalidResult {
@@ -477,7 +486,10 @@ impl KeyedQuestion<'_> {
         params: CreateMessageParams,
     ) -> Result<CreateMessageResult, SessionError> {
         self.ctx
-            .ask(Some(self.key), InputRequest::CreateMessage(Box::new(params)))
+            .ask(
+                Some(self.key),
+                InputRequest::CreateMessage(Box::new(params)),
+            )
             .await
     }
 

@@ -262,13 +262,12 @@ impl Server {
                 ListKind::Resources,
                 ResourceListChangedNotification::METHOD,
             ),
-            BusEvent::PromptsListChanged => self.broadcast_list_change(
-                ListKind::Prompts,
-                PromptListChangedNotification::METHOD,
-            ),
+            BusEvent::PromptsListChanged => {
+                self.broadcast_list_change(ListKind::Prompts, PromptListChangedNotification::METHOD)
+            }
             BusEvent::ResourceUpdated { uri } => {
                 self.broadcast::<ResourceUpdatedNotification>(
-                    &self.live_peers(|c| c.is_session() && c.is_subscribed(uri)),
+                    &self.live_peers(|c| c.hears_broadcasts() && c.is_subscribed(uri)),
                     || ResourceUpdatedNotificationParams::new(uri),
                 );
             }
@@ -312,7 +311,7 @@ impl Server {
     fn broadcast_list_change(&self, kind: ListKind, method: &'static str) {
         // Only sessions: a connection that only carried stateless requests hears list changes
         // through `subscriptions/listen`, never unasked.
-        let connections = self.live_connections(Connection::is_session);
+        let connections = self.live_connections(Connection::hears_broadcasts);
         let mut owed = 0;
         for connection in &connections {
             let Some(peer) = connection.peer() else {
@@ -692,11 +691,14 @@ impl ServerBuilder {
         // Session-era connections hear the bus through one subscriber; it holds the server
         // weakly, so the subscription ends with the server.
         let weak = Arc::downgrade(&server.inner);
-        let subscription = server.inner.bus.subscribe(Arc::new(move |event: &BusEvent| {
-            if let Some(inner) = weak.upgrade() {
-                Server { inner }.deliver_to_sessions(event);
-            }
-        }));
+        let subscription = server
+            .inner
+            .bus
+            .subscribe(Arc::new(move |event: &BusEvent| {
+                if let Some(inner) = weak.upgrade() {
+                    Server { inner }.deliver_to_sessions(event);
+                }
+            }));
         let _ = server.inner.sessions_subscription.set(subscription);
         server
     }

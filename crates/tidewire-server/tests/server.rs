@@ -276,7 +276,10 @@ async fn resources_templates_and_subscriptions() {
         .expect("in time")
         .expect("updated");
     assert_eq!(n.method, "notifications/resources/updated");
-    assert_eq!(n.params.as_ref().map(|p| p["uri"].clone()), Some(json!("mem://a")));
+    assert_eq!(
+        n.params.as_ref().map(|p| p["uri"].clone()),
+        Some(json!("mem://a"))
+    );
     call(&peer, "resources/unsubscribe", json!({"uri": "mem://a"}))
         .await
         .expect("unsubscribe");

@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    CreateMessageParams, ElicitParams, EmptyParams, JsonObject, Meta, ServerCapabilities,
-};
+use super::{CreateMessageParams, ElicitParams, EmptyParams, JsonObject, Meta, ServerCapabilities};
 
 /// The `_meta` keys of the 2026-07-28 revision.
 pub mod meta_keys {

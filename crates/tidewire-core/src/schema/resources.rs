@@ -282,10 +282,18 @@ pub struct ReadResourceParams {
     /// The URI to read.
     pub uri: String,
     /// The client's answers to an `input_required` result, by key (2026-07-28).
-    #[serde(rename = "inputResponses", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub input_responses: Option<JsonObject>,
     /// The state an `input_required` result carried, echoed (2026-07-28).
-    #[serde(rename = "requestState", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub request_state: Option<String>,
     /// Protocol metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

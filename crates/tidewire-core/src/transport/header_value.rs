@@ -75,10 +75,19 @@ mod tests {
     #[test]
     fn decoding_trims_and_refuses_bad_base64() {
         assert_eq!(decode(b"  us-west1 ").as_deref(), Ok("us-west1"));
-        assert_eq!(decode(b"=?base64?not base64!?="), Err(HeaderValueError::BadBase64));
-        assert_eq!(decode(b"=?base64?WsO8cmljaA?="), Err(HeaderValueError::BadBase64));
+        assert_eq!(
+            decode(b"=?base64?not base64!?="),
+            Err(HeaderValueError::BadBase64)
+        );
+        assert_eq!(
+            decode(b"=?base64?WsO8cmljaA?="),
+            Err(HeaderValueError::BadBase64)
+        );
         // Not wholly wrapped: a literal.
-        assert_eq!(decode(b"x=?base64?YQ==?=").as_deref(), Ok("x=?base64?YQ==?="));
+        assert_eq!(
+            decode(b"x=?base64?YQ==?=").as_deref(),
+            Ok("x=?base64?YQ==?=")
+        );
         assert_eq!(decode("é".as_bytes()), Err(HeaderValueError::NotAscii));
     }
 }

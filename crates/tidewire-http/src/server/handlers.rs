@@ -868,7 +868,6 @@ struct Reader {
 }
 
 impl Reader {
-
     async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
         let (numbered, stream) = (self.numbered, self.stream);
         if let Some(retry) = self.priming.take() {
@@ -885,7 +884,12 @@ impl Reader {
                 .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
             {
                 self.done |= event.last;
-                push_frame(&mut chunk, numbered.then_some((stream, event.seq)), &event.data, None);
+                push_frame(
+                    &mut chunk,
+                    numbered.then_some((stream, event.seq)),
+                    &event.data,
+                    None,
+                );
             }
             return Some((Ok(Bytes::from(chunk)), self));
         }
@@ -899,7 +903,12 @@ impl Reader {
                     .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
                 {
                     self.done |= event.last;
-                    push_frame(&mut chunk, numbered.then_some((stream, event.seq)), &event.data, None);
+                    push_frame(
+                        &mut chunk,
+                        numbered.then_some((stream, event.seq)),
+                        &event.data,
+                        None,
+                    );
                 }
                 return Some((Ok(Bytes::from(chunk)), self));
             }

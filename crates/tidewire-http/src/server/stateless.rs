@@ -27,7 +27,9 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId, Response as Reply};
+use tidewire_core::jsonrpc::{
+    ErrorCode, ErrorObject, Message, Request, RequestId, Response as Reply,
+};
 use tidewire_core::stateless::{self, RequestMeta};
 use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{Envelope, HttpHeaders, RequestLimits, header_value};
@@ -41,11 +43,7 @@ const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
 
 /// Serves one POST of the stateless wire.
-pub(crate) async fn post(
-    state: &Arc<State>,
-    headers: HeaderMap,
-    message: Message,
-) -> Response {
+pub(crate) async fn post(state: &Arc<State>, headers: HeaderMap, message: Message) -> Response {
     let request = match message {
         Message::Request(request) => request,
         // Only `notifications/cancelled` exists client to server, and a closed stream already
@@ -121,9 +119,7 @@ fn check(headers: &HeaderMap, request: &Request) -> Result<(), ErrorObject> {
                 )));
             }
             _ => {
-                return Err(mismatch(format!(
-                    "Mcp-Name must equal params.{field}"
-                )));
+                return Err(mismatch(format!("Mcp-Name must equal params.{field}")));
             }
         }
     }
@@ -355,8 +351,12 @@ mod tests {
         ];
         let call = |m: Value| request("tools/call", json!({"name": "echo", "_meta": m}));
         assert!(check(&headers(&good), &call(meta("2026-07-28"))).is_ok());
-        let code = |h: &[(&str, &str)], r: &Request| check(&headers(h), r).expect_err("refused").code;
-        assert_eq!(code(&good, &request("tools/call", json!({"name": "echo"}))), -32602);
+        let code =
+            |h: &[(&str, &str)], r: &Request| check(&headers(h), r).expect_err("refused").code;
+        assert_eq!(
+            code(&good, &request("tools/call", json!({"name": "echo"}))),
+            -32602
+        );
         let v999 = [
             ("mcp-protocol-version", "v999.0.0"),
             ("mcp-method", "tools/call"),
@@ -364,7 +364,11 @@ mod tests {
         ];
         assert_eq!(code(&v999, &call(meta("v999.0.0"))), -32022);
         assert_eq!(code(&good, &call(meta("v999.0.0"))), -32020);
-        assert_eq!(code(&good[..2], &call(meta("2026-07-28"))), -32020, "no Mcp-Name");
+        assert_eq!(
+            code(&good[..2], &call(meta("2026-07-28"))),
+            -32020,
+            "no Mcp-Name"
+        );
         let upper = [
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "TOOLS/CALL"),

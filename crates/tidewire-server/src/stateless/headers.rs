@@ -38,9 +38,8 @@ pub(crate) fn check_params(
                 "the header Mcp-Param-{name} is missing, but the arguments carry {property}"
             )));
         };
-        let value = header_value::decode(raw.as_bytes()).map_err(|e| {
-            mismatch(format!("the header Mcp-Param-{name} cannot be read: {e}"))
-        })?;
+        let value = header_value::decode(raw.as_bytes())
+            .map_err(|e| mismatch(format!("the header Mcp-Param-{name} cannot be read: {e}")))?;
         if !same(body, &value) {
             return Err(mismatch(format!(
                 "the header Mcp-Param-{name} ({:?}) does not match the argument {property}",
@@ -66,7 +65,10 @@ fn same(body: &Value, header: &str) -> bool {
 }
 
 fn mismatch(message: String) -> ErrorObject {
-    ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {message}"))
+    ErrorObject::new(
+        ErrorCode::HEADER_MISMATCH,
+        format!("Header mismatch: {message}"),
+    )
 }
 
 #[cfg(test)]
@@ -100,20 +102,47 @@ mod tests {
 
     #[test]
     fn matching_headers_pass_in_any_encoding() {
-        assert!(check(json!({"region": "Hello"}), &[("mcp-param-region", "=?base64?SGVsbG8=?=")]).is_ok());
-        assert!(check(json!({"region": "SGVsbG8="}), &[("Mcp-Param-Region", "SGVsbG8=")]).is_ok());
+        assert!(
+            check(
+                json!({"region": "Hello"}),
+                &[("mcp-param-region", "=?base64?SGVsbG8=?=")]
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                json!({"region": "SGVsbG8="}),
+                &[("Mcp-Param-Region", "SGVsbG8=")]
+            )
+            .is_ok()
+        );
         assert!(check(json!({"count": 42}), &[("mcp-param-count", "42")]).is_ok());
-        assert!(check(json!({"plain": "x"}), &[]).is_ok(), "no x-mcp-header, no header");
-        assert!(check(json!({"region": null}), &[]).is_ok(), "null: no header expected");
+        assert!(
+            check(json!({"plain": "x"}), &[]).is_ok(),
+            "no x-mcp-header, no header"
+        );
+        assert!(
+            check(json!({"region": null}), &[]).is_ok(),
+            "null: no header expected"
+        );
     }
 
     #[test]
     fn missing_bad_and_different_headers_are_header_mismatches() {
         for (args, headers) in [
             (json!({"region": "test-value"}), vec![]),
-            (json!({"region": "Hello"}), vec![("mcp-param-region", "=?base64?SGVsbG8?=")]),
-            (json!({"region": "Hello"}), vec![("mcp-param-region", "=?base64?SGVs!!!bG8=?=")]),
-            (json!({"region": "Hello"}), vec![("mcp-param-region", "Bye")]),
+            (
+                json!({"region": "Hello"}),
+                vec![("mcp-param-region", "=?base64?SGVsbG8?=")],
+            ),
+            (
+                json!({"region": "Hello"}),
+                vec![("mcp-param-region", "=?base64?SGVs!!!bG8=?=")],
+            ),
+            (
+                json!({"region": "Hello"}),
+                vec![("mcp-param-region", "Bye")],
+            ),
             (json!({"count": 42}), vec![("mcp-param-count", "43")]),
         ] {
             let error = check(args.clone(), &headers).expect_err("mismatch");

@@ -255,10 +255,14 @@ mod tests {
         });
         queue.offer(&BusEvent::PromptsListChanged); // not asked for
         for _ in 0..QUEUE {
-            queue.offer(&BusEvent::ResourceUpdated { uri: "a://x".into() });
+            queue.offer(&BusEvent::ResourceUpdated {
+                uri: "a://x".into(),
+            });
         }
         queue.offer(&BusEvent::ToolsListChanged); // owed
-        queue.offer(&BusEvent::ResourceUpdated { uri: "a://x".into() }); // lost
+        queue.offer(&BusEvent::ResourceUpdated {
+            uri: "a://x".into(),
+        }); // lost
         let mut seen = Vec::new();
         for _ in 0..=QUEUE {
             seen.push(

@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
-    CallToolParams, CompleteParams, CompleteResult, DiscoverResult, GetPromptParams,
-    ListenParams, Meta, PaginatedParams, ReadResourceParams, meta_keys, result_type,
+    CallToolParams, CompleteParams, CompleteResult, DiscoverResult, GetPromptParams, ListenParams,
+    Meta, PaginatedParams, ReadResourceParams, meta_keys, result_type,
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
@@ -77,7 +77,9 @@ pub(crate) async fn serve(
             let page: PaginatedParams = parse(method, params)?;
             let mut result = reply(connection.list_resources(&page)?)?;
             let all = server.resources.snapshot();
-            let uris = all.iter().map(|e| CacheItem::Resource(e.resource.uri.clone()));
+            let uris = all
+                .iter()
+                .map(|e| CacheItem::Resource(e.resource.uri.clone()));
             server.cache.of_list(uris).write(&mut result);
             result
         }

@@ -321,9 +321,8 @@ impl Rounds {
             n: self.binding.name.clone(),
             a: self.binding.arguments.clone(),
             p: self.binding.principal.clone(),
-            x: now_ms().saturating_add(
-                u64::try_from(self.policy.ttl.as_millis()).unwrap_or(u64::MAX),
-            ),
+            x: now_ms()
+                .saturating_add(u64::try_from(self.policy.ttl.as_millis()).unwrap_or(u64::MAX)),
             q: run.asked.clone(),
             r: run.used.clone(),
             u: user_state,
@@ -442,16 +441,32 @@ mod tests {
     #[tokio::test]
     async fn questions_are_asked_one_round_at_a_time_and_answers_carry_over() {
         let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
-        assert!(matches!(first.run(handler(&first)).await, Outcome::NeedInput));
+        assert!(matches!(
+            first.run(handler(&first)).await,
+            Outcome::NeedInput
+        ));
         let asked = first.input_required().expect("seals");
-        let keys: Vec<&String> = asked.input_requests.as_ref().expect("asks").keys().collect();
+        let keys: Vec<&String> = asked
+            .input_requests
+            .as_ref()
+            .expect("asks")
+            .keys()
+            .collect();
         assert_eq!(keys, ["first"]);
         let state = asked.request_state.expect("state");
 
         let second = retry(&state, json!({"first": accept(), "unasked": accept()}));
-        assert!(matches!(second.run(handler(&second)).await, Outcome::NeedInput));
+        assert!(matches!(
+            second.run(handler(&second)).await,
+            Outcome::NeedInput
+        ));
         let asked = second.input_required().expect("seals");
-        let keys: Vec<&String> = asked.input_requests.as_ref().expect("asks").keys().collect();
+        let keys: Vec<&String> = asked
+            .input_requests
+            .as_ref()
+            .expect("asks")
+            .keys()
+            .collect();
         assert_eq!(keys, ["elicitation-2"]);
         let state = asked.request_state.expect("state");
 
@@ -467,7 +482,11 @@ mod tests {
     async fn a_missing_or_malformed_answer_asks_again() {
         let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
         let _ = first.run(handler(&first)).await;
-        let state = first.input_required().expect("seals").request_state.expect("state");
+        let state = first
+            .input_required()
+            .expect("seals")
+            .request_state
+            .expect("state");
         for responses in [json!({}), json!({"first": 12345}), json!({"first": null})] {
             let again = retry(&state, responses.clone());
             assert!(
@@ -483,7 +502,11 @@ mod tests {
     async fn tampered_foreign_and_expired_state_is_refused() {
         let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
         let _ = first.run(handler(&first)).await;
-        let state = first.input_required().expect("seals").request_state.expect("state");
+        let state = first
+            .input_required()
+            .expect("seals")
+            .request_state
+            .expect("state");
         let refused = |policy: StatePolicy, binding: Binding, state: &str| {
             Rounds::begin(policy, binding, Some(state), None).expect_err("refused")
         };
@@ -509,7 +532,11 @@ mod tests {
         short.ttl = Duration::ZERO;
         let soon = Rounds::begin(short.clone(), binding(), None, None).expect("begins");
         let _ = soon.run(handler(&soon)).await;
-        let old = soon.input_required().expect("seals").request_state.expect("state");
+        let old = soon
+            .input_required()
+            .expect("seals")
+            .request_state
+            .expect("state");
         assert_eq!(refused(short, binding(), &old).code, -32602);
     }
 
@@ -518,12 +545,18 @@ mod tests {
         let rounds = Rounds::begin(policy(), binding(), None, None).expect("begins");
         let both = async {
             let a = async {
-                if rounds.answer::<ElicitResult>(Some("a"), question("a?")).is_none() {
+                if rounds
+                    .answer::<ElicitResult>(Some("a"), question("a?"))
+                    .is_none()
+                {
                     std::future::pending::<()>().await;
                 }
             };
             let b = async {
-                if rounds.answer::<Value>(Some("b"), InputRequest::ListRoots).is_none() {
+                if rounds
+                    .answer::<Value>(Some("b"), InputRequest::ListRoots)
+                    .is_none()
+                {
                     std::future::pending::<()>().await;
                 }
             };
@@ -537,12 +570,19 @@ mod tests {
     #[tokio::test]
     async fn an_answer_without_state_is_taken_by_key_but_a_changed_question_is_asked_again() {
         let responses = json!({"first": accept(), "extra": accept()});
-        let rounds =
-            Rounds::begin(policy(), binding(), None, responses.as_object().cloned()).expect("begins");
-        assert!(matches!(rounds.run(handler(&rounds)).await, Outcome::NeedInput));
+        let rounds = Rounds::begin(policy(), binding(), None, responses.as_object().cloned())
+            .expect("begins");
+        assert!(matches!(
+            rounds.run(handler(&rounds)).await,
+            Outcome::NeedInput
+        ));
         let asked = rounds.input_required().expect("seals");
         assert_eq!(
-            asked.input_requests.expect("asks").keys().collect::<Vec<_>>(),
+            asked
+                .input_requests
+                .expect("asks")
+                .keys()
+                .collect::<Vec<_>>(),
             ["elicitation-2"]
         );
         // The state recorded "first" as "one?"; a handler now asking "changed?" under that key

@@ -168,7 +168,10 @@ mod tests {
         let (signed, _) = token.rsplit_once('.').expect("dot");
         let forged = format!("{signed}.{}", URL_SAFE_NO_PAD.encode([0u8; 32]));
         assert!(ring.open(&forged).is_err());
-        let other_payload = token.replace(&URL_SAFE_NO_PAD.encode(b"{\"a\":1}"), &URL_SAFE_NO_PAD.encode(b"{\"a\":2}"));
+        let other_payload = token.replace(
+            &URL_SAFE_NO_PAD.encode(b"{\"a\":1}"),
+            &URL_SAFE_NO_PAD.encode(b"{\"a\":2}"),
+        );
         assert!(ring.open(&other_payload).is_err());
         assert!(ring.open("garbage").is_err());
         assert!(ring.open("").is_err());
