@@ -1,8 +1,10 @@
-//! The official MCP Python SDK's peer client (`mcp` 2.3.0) against `tidewire serve`, over stdio
-//! and over Streamable HTTP: the eight peer scenarios, in `--mode auto` (it probes
-//! `server/discover` first and must fall back to `initialize` at once) and in `--mode legacy`;
-//! and, on HTTP, the wire dump shows each log on the POST stream and each `list_changed` /
-//! `resources/updated` on the GET stream.
+//! The official MCP Python SDK's peer client (`mcp` 2.3.0) against `tidewire serve`: the eight
+//! peer scenarios in `--mode modern` (2026-07-28 only), `--mode auto` (it probes
+//! `server/discover`, which the dual server answers, so it speaks 2026-07-28 too) and
+//! `--mode legacy` (`initialize`), on stdio, Streamable HTTP and WebSocket; on legacy HTTP+SSE,
+//! which carries sessions only, `auto` falls back and `legacy` is used. On HTTP, the wire dump
+//! shows each message on its stream: logs on their POST, and `list_changed` /
+//! `resources/updated` on the GET stream (sessions) or on the listen POST (2026-07-28).
 //!
 //! The peers are found through `TIDEWIRE_PY_PYTHON` and `TIDEWIRE_PY_PEERS_DIR`; without them
 //! these tests skip with a printed reason (`.ci/run` sets them and makes them required).
@@ -105,6 +107,11 @@ async fn run_scenarios(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_mode_modern() {
+    python_client_against_tidewire_serve("modern").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_mode_auto() {
     python_client_against_tidewire_serve("auto").await;
 }
@@ -122,23 +129,43 @@ async fn python_client_over_streamable_http_mode_auto() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_over_streamable_http_mode_modern() {
+    let Some(peers) = python_peers() else { return };
+    let server = HttpServer::start(&[]).await;
+    run_scenarios(&peers, "streamable-http", &server.url, "modern").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_over_streamable_http_mode_legacy() {
     let Some(peers) = python_peers() else { return };
     let server = HttpServer::start(&[]).await;
     run_scenarios(&peers, "streamable-http", &server.url, "legacy").await;
 }
 
-/// The wire dump says which HTTP stream each message came on.
+/// The wire dump says which HTTP stream each message came on: with a session, unrelated
+/// notifications on the GET stream; on the stateless wire, on the listen request's POST.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_sees_each_message_on_its_stream() {
     let Some(peers) = python_peers() else { return };
     let server = HttpServer::start(&[]).await;
+    for (mode, unrelated) in [("legacy", "GET"), ("modern", "POST")] {
+        messages_on_their_streams(&peers, &server, mode, unrelated).await;
+    }
+}
+
+async fn messages_on_their_streams(
+    peers: &tidewire_tests::external::PythonPeers,
+    server: &HttpServer,
+    mode: &str,
+    unrelated: &'static str,
+) {
     for scenario in ["notifications", "subscribe"] {
         let output = timeout(
             SCENARIO_LIMIT,
             Command::new(&peers.python)
                 .arg(peers.client_script())
                 .args(["streamable-http", &server.url, scenario, "--dump-wire"])
+                .args(["--mode", mode])
                 .stdin(Stdio::null())
                 .kill_on_drop(true)
                 .output(),
@@ -177,17 +204,18 @@ async fn python_client_sees_each_message_on_its_stream() {
                     vec!["POST"; 5],
                     "logs travel with their request:\n{wire}"
                 );
-                assert_eq!(
-                    on("notifications/resources/list_changed"),
-                    vec!["GET"],
-                    "{wire}"
+                // One per `notify` call the scenario makes while it listens.
+                let changes = on("notifications/resources/list_changed");
+                assert!(
+                    !changes.is_empty() && changes.iter().all(|s| *s == unrelated),
+                    "{mode}: {wire}"
                 );
             }
             _ => {
                 let updates = on("notifications/resources/updated");
                 assert!(
-                    !updates.is_empty() && updates.iter().all(|s| *s == "GET"),
-                    "{wire}"
+                    !updates.is_empty() && updates.iter().all(|s| *s == unrelated),
+                    "{mode}: {wire}"
                 );
             }
         }
@@ -218,7 +246,7 @@ async fn python_client_over_websocket() {
     let Some(peers) = python_peers() else { return };
     let server = HttpServer::start(&[]).await;
     let url = sibling(&server.url, "ws", "/ws");
-    for mode in ["auto", "legacy"] {
+    for mode in ["modern", "auto", "legacy"] {
         run_scenarios(&peers, "websocket", &url, mode).await;
     }
 }
