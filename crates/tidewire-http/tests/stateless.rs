@@ -86,6 +86,9 @@ async fn discover_is_one_json_body_with_no_session() {
     );
 }
 
+/// A request, the headers it overrides, and the status and error code it must get.
+type Case = (Value, Vec<(&'static str, &'static str)>, u16, i64);
+
 #[tokio::test]
 async fn envelope_and_header_errors_have_their_status_and_echo_the_id() {
     let (url, _mcp) = start(HttpConfig::default()).await;
@@ -102,7 +105,7 @@ async fn envelope_and_header_errors_have_their_status_and_echo_the_id() {
         "tools/call",
         json!({"name": "echo", "arguments": {"text": "x"}}),
     );
-    let cases: Vec<(Value, Vec<(&'static str, &str)>, u16, i64)> = vec![
+    let cases: Vec<Case> = vec![
         (no_meta, vec![], 400, -32602),
         (
             v999.clone(),

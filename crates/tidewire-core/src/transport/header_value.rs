@@ -10,11 +10,10 @@ const SUFFIX: &str = "?=";
 /// The header form of `value`: itself when it is printable ASCII without leading or trailing
 /// whitespace and does not look like the sentinel; otherwise the Base64 sentinel form.
 pub fn encode(value: &str) -> String {
-    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !(value.starts_with(PREFIX) && value.ends_with(SUFFIX));
-    if plain {
+    let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let looks_wrapped = value.starts_with(PREFIX) && value.ends_with(SUFFIX);
+    if printable && !padded && !looks_wrapped {
         value.to_owned()
     } else {
         format!("{PREFIX}{}{SUFFIX}", STANDARD.encode(value.as_bytes()))
