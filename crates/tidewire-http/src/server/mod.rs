@@ -28,6 +28,10 @@
 //! - `Host` and `Origin` are checked (loopback only by default), and so are `Accept`,
 //!   `Content-Type`, `MCP-Protocol-Version` and the body size, each with its status and a
 //!   JSON-RPC error body.
+//! - **The stateless revision 2026-07-28** is served on the same endpoint
+//!   ([`HttpConfig::eras`]): a POST carrying `_meta` `io.modelcontextprotocol/protocolVersion`
+//!   is one request, with no session, checked against its `Mcp-Method` / `Mcp-Name` headers,
+//!   answered as JSON or an id-less SSE stream; closing the response cancels it.
 
 mod body;
 mod checks;
