@@ -3,6 +3,10 @@
 //! - `bench-server --bind ADDR`: Streamable HTTP at `/mcp`, with sessions and SSE replies;
 //!   prints `http://ADDR/mcp` on stdout once listening.
 //! - `bench-server --bind ADDR --json`: the same with JSON replies.
+//! - `bench-server --bind ADDR --modern`: the default server, for the stateless 2026-07-28 rows.
+//!   It serves that wire next to sessions (both eras are the default); SSE mode, so a request
+//!   that reports progress can stream it (a request whose first message is its response is
+//!   answered as JSON either way).
 //! - `bench-server --stdio`: stdio.
 //!
 //! Tools: `echo({"text"})` and `progress({"n"})` (see `tidewire_bench::peers`).
@@ -31,8 +35,9 @@ fn main() -> anyhow::Result<()> {
         .position(|a| a == "--bind")
         .and_then(|i| args.get(i + 1))
     else {
-        bail!("usage: bench-server (--bind ADDR [--json] | --stdio)");
+        bail!("usage: bench-server (--bind ADDR [--json | --modern] | --stdio)");
     };
+    // `--modern` needs nothing more than the default: see the module docs.
     let json = args.iter().any(|a| a == "--json");
     runtime.block_on(serve(bind, json))
 }

@@ -5,6 +5,11 @@
 //!   `tools/call` (`echo`, `progress`) as an MCP server would, as one SSE event (or a JSON body
 //!   with `--json`); notifications get 202, GET an SSE stream that stays open, DELETE 200. No
 //!   session table, no event ids, no resumability, no checks.
+//! - A stateless 2026-07-28 request (its `_meta` names the revision) is answered the same way
+//!   with no session id and `"resultType":"complete"` in its result: one JSON body, whatever the
+//!   mode, except `progress`, which streams its notifications and then the response as SSE.
+//!   Such a request is told by its body, so `--modern` (which the load generator passes for
+//!   those rows) changes nothing.
 //! - `ceiling-server --stdio`: a blocking line-in/line-out loop over stdin/stdout.
 
 use std::convert::Infallible;
@@ -52,26 +57,45 @@ struct Arguments {
 struct Meta {
     #[serde(default, rename = "progressToken")]
     progress_token: Option<Value>,
+    /// Present on a stateless (2026-07-28) request only.
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
 }
 
 /// What to send back for one message.
 enum Answer {
     /// A notification or a response: nothing.
     Nothing,
-    /// One JSON-RPC response; `initialize` also opens a session.
-    Reply { body: String, initialize: bool },
-    /// `progress`: `n` notifications to `token`, then the response with `id`.
-    Progress { id: Value, token: Value, n: u64 },
+    /// One JSON-RPC response; `initialize` also opens a session, and `modern` (a stateless
+    /// 2026-07-28 request) makes it a JSON body whatever the mode.
+    Reply {
+        body: String,
+        initialize: bool,
+        modern: bool,
+    },
+    /// `progress`: `n` notifications to `token`, then the response with `id` (with
+    /// `resultType` when `modern`).
+    Progress {
+        id: Value,
+        token: Value,
+        n: u64,
+        modern: bool,
+    },
 }
 
-fn result(id: &Value, result: Value) -> String {
+/// A response; a 2026-07-28 result (`modern`) also says it is complete.
+fn result(id: &Value, mut result: Value, modern: bool) -> String {
+    if modern && let Value::Object(map) = &mut result {
+        map.insert("resultType".to_owned(), Value::from("complete"));
+    }
     json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
 }
 
-fn text_result(id: &Value, text: &str) -> String {
+fn text_result(id: &Value, text: &str, modern: bool) -> String {
     result(
         id,
         json!({"content": [{"type": "text", "text": text}], "isError": false}),
+        modern,
     )
 }
 
@@ -83,6 +107,7 @@ fn answer(body: &[u8]) -> Answer {
             return Answer::Reply {
                 body: body.to_string(),
                 initialize: false,
+                modern: false,
             };
         }
     };
@@ -90,6 +115,10 @@ fn answer(body: &[u8]) -> Answer {
         return Answer::Nothing;
     };
     let params = message.params;
+    let modern = params
+        .as_ref()
+        .and_then(|p| p.meta.as_ref())
+        .is_some_and(|m| m.protocol_version.is_some());
     match message.method.as_str() {
         "initialize" => {
             let version = params
@@ -102,10 +131,12 @@ fn answer(body: &[u8]) -> Answer {
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "bench", "version": "0"}
                 }),
+                false,
             );
             Answer::Reply {
                 body,
                 initialize: true,
+                modern: false,
             }
         }
         "tools/list" => Answer::Reply {
@@ -115,8 +146,10 @@ fn answer(body: &[u8]) -> Answer {
                     {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
                     {"name": "progress", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
                 ]}),
+                modern,
             ),
             initialize: false,
+            modern,
         },
         "tools/call" => {
             let params = params.unwrap_or(Params {
@@ -137,16 +170,19 @@ fn answer(body: &[u8]) -> Answer {
                         .and_then(|m| m.progress_token)
                         .unwrap_or(Value::Null),
                     n: args.n.unwrap_or(0),
+                    modern,
                 },
                 _ => Answer::Reply {
-                    body: text_result(&id, args.text.as_deref().unwrap_or("")),
+                    body: text_result(&id, args.text.as_deref().unwrap_or(""), modern),
                     initialize: false,
+                    modern,
                 },
             }
         }
         _ => Answer::Reply {
-            body: result(&id, json!({})),
+            body: result(&id, json!({}), modern),
             initialize: false,
+            modern,
         },
     }
 }
@@ -203,7 +239,11 @@ fn post(state: &Ceiling, body: &[u8]) -> Response<Body> {
             *r.status_mut() = StatusCode::ACCEPTED;
             return r;
         }
-        Answer::Reply { body, initialize } if state.json => {
+        Answer::Reply {
+            body,
+            initialize,
+            modern,
+        } if state.json || modern => {
             let mut r = Response::new(Body::from(body));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
@@ -211,8 +251,16 @@ fn post(state: &Ceiling, body: &[u8]) -> Response<Body> {
             );
             (r, initialize)
         }
-        Answer::Reply { body, initialize } => (sse(Body::from(sse_event(&body))), initialize),
-        Answer::Progress { id, token, n } => {
+        Answer::Reply {
+            body, initialize, ..
+        } => (sse(Body::from(sse_event(&body))), initialize),
+        Answer::Progress {
+            id,
+            token,
+            n,
+            modern,
+        } => {
+            let done = sse_event(&text_result(&id, "done", modern));
             // Events are written in batches: the ceiling coalesces writes as any server could.
             let events = (1..=n)
                 .step_by(PROGRESS_BATCH as usize)
@@ -225,7 +273,7 @@ fn post(state: &Ceiling, body: &[u8]) -> Response<Body> {
                     }
                     Ok::<_, Infallible>(Bytes::from(batch))
                 })
-                .chain(std::iter::once(Ok(sse_event(&text_result(&id, "done")))));
+                .chain(std::iter::once(Ok(done)));
             (sse(Body::from_stream(futures::stream::iter(events))), false)
         }
     };
@@ -263,12 +311,17 @@ fn stdio() -> anyhow::Result<()> {
                 output.write_all(body.as_bytes())?;
                 output.write_all(b"\n")?;
             }
-            Answer::Progress { id, token, n } => {
+            Answer::Progress {
+                id,
+                token,
+                n,
+                modern,
+            } => {
                 for i in 1..=n {
                     output.write_all(progress_line(&token, i, n).as_bytes())?;
                     output.write_all(b"\n")?;
                 }
-                output.write_all(text_result(&id, "done").as_bytes())?;
+                output.write_all(text_result(&id, "done", modern).as_bytes())?;
                 output.write_all(b"\n")?;
             }
         }
@@ -289,7 +342,7 @@ fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1))
         .cloned()
     else {
-        bail!("usage: ceiling-server (--bind ADDR [--json] | --stdio)");
+        bail!("usage: ceiling-server (--bind ADDR [--json | --modern] | --stdio)");
     };
     let json = args.iter().any(|a| a == "--json");
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -5,6 +5,12 @@
 //!   (sessions, SSE replies); prints `http://ADDR/mcp` once listening.
 //! - `rmcp-bench-server --bind ADDR --json`: JSON replies. rmcp offers them only without
 //!   sessions (`legacy_session_mode = false`, `json_response = true`), so this mode is stateless.
+//! - `rmcp-bench-server --bind ADDR --modern`: for the stateless 2026-07-28 rows. rmcp serves a
+//!   POST whose `_meta` carries the 2026-07-28 client context statelessly whatever
+//!   `legacy_session_mode` says (it is left on, so sessions are served too, as tidewire's
+//!   default server does); `json_response = true` makes a request whose first message is its
+//!   response come back as one JSON body (as tidewire answers it), and one that streams
+//!   progress first an SSE stream.
 //! - `rmcp-bench-server --stdio`: stdio.
 //!
 //! The handler implements `ServerHandler::call_tool` by hand (no macros): rmcp's shortest path.
@@ -143,19 +149,26 @@ fn main() -> anyhow::Result<()> {
         .position(|a| a == "--bind")
         .and_then(|i| args.get(i + 1))
     else {
-        bail!("usage: rmcp-bench-server (--bind ADDR [--json] | --stdio)");
+        bail!("usage: rmcp-bench-server (--bind ADDR [--json | --modern] | --stdio)");
     };
-    let json = args.iter().any(|a| a == "--json");
-    runtime.block_on(serve(bind, json))
+    runtime.block_on(serve(bind, config(&args)))
 }
 
-async fn serve(bind: &str, json: bool) -> anyhow::Result<()> {
-    let mut config = StreamableHttpServerConfig::default();
-    if json {
-        config = config
+/// The Streamable HTTP configuration the command line asks for (see the module docs).
+fn config(args: &[String]) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default();
+    if args.iter().any(|a| a == "--json") {
+        config
             .with_legacy_session_mode(false)
-            .with_json_response(true);
+            .with_json_response(true)
+    } else if args.iter().any(|a| a == "--modern") {
+        config.with_json_response(true)
+    } else {
+        config
     }
+}
+
+async fn serve(bind: &str, config: StreamableHttpServerConfig) -> anyhow::Result<()> {
     let server = BenchServer::new();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),

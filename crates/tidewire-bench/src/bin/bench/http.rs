@@ -1,4 +1,7 @@
-//! MCP over raw HTTP/1.1: one hyper connection per session, requests written by hand.
+//! MCP over raw HTTP/1.1: one hyper connection per session (or per stateless client), requests
+//! written by hand. The session-era wires `initialize` and send `Mcp-Session-Id`; the stateless
+//! 2026-07-28 wire ([`Wire::Modern`]) sends each request on its own, its revision and client
+//! context in its headers and its `_meta`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +17,74 @@ use tokio::net::TcpStream;
 
 /// The protocol revision every peer is spoken to in, unless `--protocol` says otherwise.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The stateless revision the modern rows speak, whatever `--protocol` says.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// The client context every stateless request carries in its `_meta` (the members, without
+/// braces): the revision (equal to [`MODERN_VERSION`]), the capabilities and the client.
+const MODERN_META: &str = concat!(
+    r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+    r#""io.modelcontextprotocol/clientCapabilities":{},"#,
+    r#""io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}"#
+);
+
+/// How a server is started and spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Sessions (`initialize`, then `Mcp-Session-Id`), SSE replies.
+    Sse,
+    /// Sessions, JSON replies (rmcp replies with JSON only without sessions).
+    Json,
+    /// The stateless 2026-07-28 wire: no `initialize`, no session, no GET; every POST carries
+    /// the revision in its headers and its `_meta`.
+    Modern,
+}
+
+impl Wire {
+    /// Every wire, in the order a round runs them.
+    pub const ALL: [Wire; 3] = [Wire::Sse, Wire::Json, Wire::Modern];
+
+    /// The group in `--only`, and the part of a row's key that names the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::Sse => "sse",
+            Wire::Json => "json",
+            Wire::Modern => "modern",
+        }
+    }
+
+    /// What the table calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Wire::Sse => "SSE",
+            Wire::Json => "JSON",
+            Wire::Modern => "stateless 2026-07-28",
+        }
+    }
+
+    /// What one caller is called in a row's label: a session, or a stateless client.
+    pub fn callers(self, n: usize) -> String {
+        let one = match self {
+            Wire::Sse | Wire::Json => "session",
+            Wire::Modern => "client",
+        };
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {one}s")
+        }
+    }
+
+    /// The flag every server binary takes for this wire (none for the default, SSE).
+    pub fn server_flag(self) -> Option<&'static str> {
+        match self {
+            Wire::Sse => None,
+            Wire::Json => Some("--json"),
+            Wire::Modern => Some("--modern"),
+        }
+    }
+}
 
 static PROTOCOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
@@ -113,6 +184,11 @@ pub async fn post(
     let response = conn
         .send(request(target, Method::POST, session, body)?)
         .await?;
+    read(response).await
+}
+
+/// Reads a response to its end: a JSON body, or an SSE stream until the server ends it.
+async fn read(response: Response<Incoming>) -> anyhow::Result<Reply> {
     let status = response.status();
     let session = response.headers().get("mcp-session-id").cloned();
     let body = response.into_body().collect().await?.to_bytes();
@@ -205,6 +281,140 @@ impl Session {
     }
 }
 
+/// A stateless (2026-07-28) client on its own connection: no `initialize`, no session id, no
+/// GET stream. Each request stands alone; its answer is one JSON body (the response came
+/// first) or an SSE stream (notifications, then the response), read to its end either way.
+pub struct Stateless {
+    conn: Conn,
+    target: Arc<Target>,
+    next: u64,
+}
+
+impl Stateless {
+    /// Connects; nothing is sent until the first call.
+    pub async fn open(target: Arc<Target>) -> anyhow::Result<Self> {
+        let conn = Conn::open(&target).await?;
+        Ok(Self {
+            conn,
+            target,
+            next: 1,
+        })
+    }
+
+    /// One stateless `tools/call echo` round trip.
+    pub async fn echo(&mut self) -> anyhow::Result<()> {
+        let id = self.next;
+        self.next += 1;
+        let body = modern_call(id, "echo", r#"{"text":"hello"}"#, false);
+        let reply = self.call("echo", body).await?;
+        check_modern("echo", &reply)
+    }
+
+    /// One stateless `tools/call progress(n)` with a progress token; returns how many progress
+    /// notifications came back before the result.
+    pub async fn progress(&mut self, n: u64) -> anyhow::Result<usize> {
+        let id = self.next;
+        self.next += 1;
+        let body = modern_call(id, "progress", &format!(r#"{{"n":{n}}}"#), true);
+        let reply = self.call("progress", body).await?;
+        check_modern("progress", &reply)?;
+        Ok(count(&reply.body, b"notifications/progress"))
+    }
+
+    async fn call(&mut self, tool: &str, body: String) -> anyhow::Result<Reply> {
+        let request = modern_request(&self.target, "tools/call", Some(tool), body.into())?;
+        read(self.conn.send(request).await?).await
+    }
+}
+
+/// A stateless `tools/call` of `tool` with `arguments` (JSON text); its `_meta` carries the
+/// client context and, with `progress`, the request id as its progress token.
+fn modern_call(id: u64, tool: &str, arguments: &str, progress: bool) -> String {
+    if progress {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments},"_meta":{{"progressToken":{id},{MODERN_META}}}}}}}"#
+        )
+    } else {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments},"_meta":{{{MODERN_META}}}}}}}"#
+        )
+    }
+}
+
+/// A stateless POST: the revision in `MCP-Protocol-Version`, the method in `Mcp-Method`, and
+/// the tool (or prompt, or resource) in `Mcp-Name` when it has one. No session id.
+fn modern_request(
+    target: &Target,
+    method: &str,
+    name: Option<&str>,
+    body: Bytes,
+) -> anyhow::Result<Request<Full<Bytes>>> {
+    let mut builder = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header(http::header::HOST, target.host.clone())
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN_VERSION)
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        builder = builder.header("mcp-name", name);
+    }
+    Ok(builder.body(Full::new(body))?)
+}
+
+/// Checks a stateless answer: a success status, no session id, and a complete result (a
+/// 2026-07-28 result says so in `resultType`; a session-era answer would not).
+fn check_modern(what: &str, reply: &Reply) -> anyhow::Result<()> {
+    ensure!(
+        reply.status.is_success()
+            && contains(&reply.body, b"\"result\"")
+            && contains(&reply.body, b"\"resultType\""),
+        "stateless {what} failed: {} {}",
+        reply.status,
+        String::from_utf8_lossy(&reply.body)
+    );
+    ensure!(
+        reply.session.is_none(),
+        "a stateless {what} was answered with a session id"
+    );
+    Ok(())
+}
+
+/// One caller a cell drives: a session (the session-era wires) or a stateless client.
+pub enum Caller {
+    /// `initialize`d, with its session id (if the server gave one).
+    Session(Session),
+    /// No handshake, no session.
+    Stateless(Stateless),
+}
+
+impl Caller {
+    /// Connects, and initializes unless `wire` is stateless.
+    pub async fn open(target: Arc<Target>, wire: Wire) -> anyhow::Result<Self> {
+        Ok(match wire {
+            Wire::Sse | Wire::Json => Self::Session(Session::open(target).await?),
+            Wire::Modern => Self::Stateless(Stateless::open(target).await?),
+        })
+    }
+
+    /// One `tools/call echo` round trip.
+    pub async fn echo(&mut self) -> anyhow::Result<()> {
+        match self {
+            Self::Session(session) => session.echo().await,
+            Self::Stateless(client) => client.echo().await,
+        }
+    }
+
+    /// One `tools/call progress(n)`; returns how many progress notifications came back.
+    pub async fn progress(&mut self, n: u64) -> anyhow::Result<usize> {
+        match self {
+            Self::Session(session) => session.progress(n).await,
+            Self::Stateless(client) => client.progress(n).await,
+        }
+    }
+}
+
 /// A GET stream held open (its connection stays up while this lives).
 pub struct HeldStream {
     _conn: Conn,
@@ -276,6 +486,75 @@ mod tests {
         assert_eq!(count(b"abc", b""), 0);
         assert!(contains(body, b"\"result\""));
         assert!(!contains(b"ab", b"abc"));
+    }
+
+    #[test]
+    fn stateless_calls_carry_the_client_context() {
+        let echo: serde_json::Value =
+            serde_json::from_str(&modern_call(3, "echo", r#"{"text":"hello"}"#, false))
+                .expect("echo is JSON");
+        let meta = &echo["params"]["_meta"];
+        assert_eq!(echo["id"], 3);
+        assert_eq!(echo["params"]["arguments"]["text"], "hello");
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            MODERN_VERSION
+        );
+        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+        assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "bench");
+        assert!(meta.get("progressToken").is_none());
+        let progress: serde_json::Value =
+            serde_json::from_str(&modern_call(4, "progress", r#"{"n":10}"#, true))
+                .expect("progress is JSON");
+        assert_eq!(progress["params"]["_meta"]["progressToken"], 4);
+        assert_eq!(
+            progress["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            MODERN_VERSION
+        );
+    }
+
+    #[test]
+    fn stateless_requests_name_method_and_tool() {
+        let target = Target::from_url("http://127.0.0.1:4123/mcp").expect("url");
+        let request =
+            modern_request(&target, "tools/call", Some("echo"), Bytes::new()).expect("request");
+        let headers = request.headers();
+        assert_eq!(headers["mcp-protocol-version"], MODERN_VERSION);
+        assert_eq!(headers["mcp-method"], "tools/call");
+        assert_eq!(headers["mcp-name"], "echo");
+        assert_eq!(headers[http::header::CONTENT_TYPE], "application/json");
+        assert!(headers.get("mcp-session-id").is_none());
+    }
+
+    #[test]
+    fn stateless_answers_are_json_or_sse() {
+        let reply = |body: &'static [u8]| Reply {
+            status: StatusCode::OK,
+            session: None,
+            body: Bytes::from_static(body),
+        };
+        let json =
+            reply(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}"#);
+        assert!(check_modern("echo", &json).is_ok());
+        let sse = reply(
+            b"data: {\"method\":\"notifications/progress\"}\n\ndata: {\"id\":1,\"result\":{\"resultType\":\"complete\"}}\n\n",
+        );
+        assert!(check_modern("progress", &sse).is_ok());
+        let legacy = reply(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#);
+        assert!(check_modern("echo", &legacy).is_err(), "no resultType");
+        let mut with_session = reply(br#"{"id":1,"result":{"resultType":"complete"}}"#);
+        with_session.session = Some(HeaderValue::from_static("s"));
+        assert!(check_modern("echo", &with_session).is_err());
+    }
+
+    #[test]
+    fn wires_name_their_groups_flags_and_callers() {
+        let names: Vec<&str> = Wire::ALL.iter().map(|w| w.name()).collect();
+        assert_eq!(names, ["sse", "json", "modern"]);
+        assert_eq!(Wire::Sse.server_flag(), None);
+        assert_eq!(Wire::Modern.server_flag(), Some("--modern"));
+        assert_eq!(Wire::Json.callers(1), "1 session");
+        assert_eq!(Wire::Modern.callers(32), "32 clients");
     }
 
     #[test]

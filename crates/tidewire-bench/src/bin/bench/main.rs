@@ -1,6 +1,7 @@
 //! The load generator: starts each peer server in turn (tidewire, rmcp, the ceiling; several
-//! rounds, alternating), drives it over raw HTTP and over a pipe, and prints a table of medians
-//! with min–max and the ratio of tidewire to rmcp and to the ceiling.
+//! rounds, alternating), drives it over raw HTTP (with sessions, and on the stateless 2026-07-28
+//! wire) and over a pipe, and prints a table of medians with min–max and the ratio of tidewire
+//! to rmcp and to the ceiling.
 //!
 //! ```sh
 //! cargo build --release -p tidewire-bench && target/release/bench --quick
@@ -8,9 +9,9 @@
 //!
 //! Options: `--quick` (3 short rounds, memory at 1,000 sessions: under 2 minutes on 2 cores),
 //! `--json` (machine-readable output), `--rounds N`, `--window SECS` (measured seconds per
-//! cell), `--only sse,json,progress,stdio,memory`, `--sessions 1000,10000`, `--no-pin`,
-//! `--protocol VERSION` (default 2025-11-25), `--peers tidewire,rmcp,ceiling` (a subset, e.g.
-//! to profile one server).
+//! cell), `--only sse,json,progress,modern,stdio,memory`, `--sessions 1000,10000`, `--no-pin`,
+//! `--protocol VERSION` (the session era's, default 2025-11-25; the `modern` rows always speak
+//! 2026-07-28), `--peers tidewire,rmcp,ceiling` (a subset, e.g. to profile one server).
 //! Progress goes to stderr, the table to stdout. See `docs/performance.md`.
 
 mod http;
@@ -25,7 +26,7 @@ use tidewire_bench::report::{self, Better, Peer, Row};
 use tidewire_bench::stats::percentile;
 use tokio::process::Child;
 
-use crate::http::{Conn, Session, Target};
+use crate::http::{Caller, Conn, Target, Wire};
 use crate::proc::{Placement, cpu_micros, rss_kib};
 
 /// The size of the `progress` call.
@@ -54,7 +55,7 @@ impl Options {
             rounds: if quick { 3 } else { 5 },
             warm: Duration::from_millis(if quick { 300 } else { 500 }),
             window: Duration::from_secs_f64(if quick { 1.0 } else { 3.0 }),
-            groups: ["sse", "json", "progress", "stdio", "memory"]
+            groups: ["sse", "json", "progress", "modern", "stdio", "memory"]
                 .map(str::to_owned)
                 .to_vec(),
             sessions: if quick {
@@ -100,7 +101,7 @@ impl Options {
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
-                         [--only sse,json,progress,stdio,memory] [--sessions 1000,10000] [--no-pin] \
+                         [--only sse,json,progress,modern,stdio,memory] [--sessions 1000,10000] [--no-pin] \
                          [--protocol VERSION] [--peers tidewire,rmcp,ceiling]"
                     );
                     std::process::exit(0);
@@ -119,6 +120,21 @@ impl Options {
 
     fn has(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
+    }
+
+    /// Whether a round measures echo on `wire` (its group: `sse`, `json` or `modern`).
+    fn echo_on(&self, wire: Wire) -> bool {
+        self.has(wire.name())
+    }
+
+    /// Whether a round measures the progress burst on `wire`: over SSE with sessions (group
+    /// `progress`) and on the stateless wire (group `modern`); JSON replies cannot stream it.
+    fn progress_on(&self, wire: Wire) -> bool {
+        match wire {
+            Wire::Sse => self.has("progress"),
+            Wire::Json => false,
+            Wire::Modern => self.has("modern"),
+        }
     }
 }
 
@@ -144,23 +160,24 @@ struct Echo {
     cpu_us: f64,
 }
 
-/// Echo round trips on `sessions` sessions (one connection each), each keeping one call in
-/// flight: warm up, then measure for `window`.
+/// Echo round trips on `sessions` callers (one connection each; sessions, or stateless clients
+/// on the modern wire), each keeping one call in flight: warm up, then measure for `window`.
 async fn echo_cell(
     target: &Arc<Target>,
     pid: u32,
+    wire: Wire,
     sessions: usize,
     warm: Duration,
     window: Duration,
 ) -> anyhow::Result<Echo> {
     let mut opened = Vec::with_capacity(sessions);
     for _ in 0..sessions {
-        opened.push(Session::open(target.clone()).await?);
+        opened.push(Caller::open(target.clone(), wire).await?);
     }
     let start = Instant::now() + warm;
     let end = start + window;
     let mut tasks = Vec::with_capacity(sessions);
-    for mut session in opened {
+    for mut caller in opened {
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             loop {
@@ -168,7 +185,7 @@ async fn echo_cell(
                 if t >= end {
                     break;
                 }
-                session.echo().await?;
+                caller.echo().await?;
                 let done = Instant::now();
                 if t >= start && done <= end {
                     latencies.push((done - t).as_nanos() as u64);
@@ -198,12 +215,13 @@ async fn echo_cell(
     })
 }
 
-/// Notifications per second for one `progress(PROGRESS_N)` call, after a smaller warm-up call.
-async fn progress_cell(target: &Arc<Target>) -> anyhow::Result<f64> {
-    let mut session = Session::open(target.clone()).await?;
-    session.progress(PROGRESS_N / 10).await?;
+/// Notifications per second for one `progress(PROGRESS_N)` call on `wire`, after a smaller
+/// warm-up call.
+async fn progress_cell(target: &Arc<Target>, wire: Wire) -> anyhow::Result<f64> {
+    let mut caller = Caller::open(target.clone(), wire).await?;
+    caller.progress(PROGRESS_N / 10).await?;
     let t = Instant::now();
-    let got = session.progress(PROGRESS_N).await?;
+    let got = caller.progress(PROGRESS_N).await?;
     let elapsed = t.elapsed();
     if got as u64 != PROGRESS_N {
         eprintln!("  warning: {got} of {PROGRESS_N} progress notifications arrived");
@@ -215,7 +233,7 @@ async fn progress_cell(target: &Arc<Target>) -> anyhow::Result<f64> {
 /// sessions, after a warm-up session. The server is killed before the client lets go, so no
 /// client socket lingers in TIME_WAIT.
 async fn memory_cell(placement: &Placement, peer: Peer, sessions: usize) -> anyhow::Result<f64> {
-    let (mut child, url) = placement.start_http(peer, false).await?;
+    let (mut child, url) = placement.start_http(peer, Wire::Sse).await?;
     let pid = child.id().context("no pid")?;
     let target = Target::from_url(&url)?;
     let mut conn = Conn::open(&target).await?;
@@ -262,6 +280,89 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
+/// Records one echo cell's rows for `peer`: throughput, p50, p99 and server CPU.
+fn push_echo(rows: &mut Rows, peer: Peer, wire: Wire, sessions: usize, e: &Echo) {
+    let key = format!("echo_{}_c{sessions}", wire.name());
+    let label = format!("echo, {}, {}", wire.label(), wire.callers(sessions));
+    let metrics = [
+        ("rps", "throughput", "req/s", Better::Higher, e.rps),
+        ("p50_us", "p50 latency", "µs", Better::Lower, e.p50_us),
+        ("p99_us", "p99 latency", "µs", Better::Lower, e.p99_us),
+        (
+            "cpu_us",
+            "server CPU per request",
+            "µs",
+            Better::Lower,
+            e.cpu_us,
+        ),
+    ];
+    for (suffix, what, unit, better, value) in metrics {
+        rows.row(
+            &format!("{key}_{suffix}"),
+            &format!("{label}: {what}"),
+            unit,
+            better,
+        )
+        .push(peer, value);
+    }
+}
+
+/// Records one progress burst's rate for `peer`.
+fn push_progress(rows: &mut Rows, peer: Peer, wire: Wire, rate: f64) {
+    rows.row(
+        &format!("progress_{}_per_s", wire.name()),
+        &format!("progress({PROGRESS_N}), {}: notifications", wire.label()),
+        "per s",
+        Better::Higher,
+    )
+    .push(peer, rate);
+}
+
+/// One peer's HTTP cells on `wire`, on a fresh server started for it: echo with 1 and 32
+/// callers, then the progress burst, as `options` asks.
+async fn http_cells(
+    options: &Options,
+    placement: &Placement,
+    peer: Peer,
+    wire: Wire,
+    rows: &mut Rows,
+) -> anyhow::Result<()> {
+    let (mut child, url) = placement.start_http(peer, wire).await?;
+    let pid = child.id().context("no pid")?;
+    let target = Target::from_url(&url)?;
+    let mode = wire.name();
+    if options.echo_on(wire) {
+        for sessions in [1, 32] {
+            let e = echo_cell(&target, pid, wire, sessions, options.warm, options.window)
+                .await
+                .with_context(|| format!("{} echo {mode} c{sessions}", peer.name()))?;
+            eprintln!(
+                "  {:8} echo {:6} c={sessions:<2}: {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>7.1} µs  cpu {:>5.1} µs/req",
+                peer.name(),
+                mode.to_uppercase(),
+                e.rps,
+                e.p50_us,
+                e.p99_us,
+                e.cpu_us
+            );
+            push_echo(rows, peer, wire, sessions, &e);
+        }
+    }
+    if options.progress_on(wire) {
+        let rate = progress_cell(&target, wire)
+            .await
+            .with_context(|| format!("{} progress {mode}", peer.name()))?;
+        eprintln!(
+            "  {:8} progress({PROGRESS_N}) over {}: {rate:>9.0} notifications/s",
+            peer.name(),
+            wire.label()
+        );
+        push_progress(rows, peer, wire, rate);
+    }
+    stop(&mut child).await;
+    Ok(())
+}
+
 async fn run(options: &Options, placement: &Placement, rows: &mut Rows) -> anyhow::Result<()> {
     let (warm, window) = (options.warm, options.window);
     for round in 0..options.rounds {
@@ -276,82 +377,12 @@ async fn run(options: &Options, placement: &Placement, rows: &mut Rows) -> anyho
             options.rounds,
             loadavg()
         );
-        for (mode, json) in [("sse", false), ("json", true)] {
-            let progress = !json && options.has("progress");
-            if !options.has(mode) && !progress {
+        for wire in Wire::ALL {
+            if !options.echo_on(wire) && !options.progress_on(wire) {
                 continue;
             }
-            let upper = mode.to_uppercase();
             for &peer in &order {
-                let (mut child, url) = placement.start_http(peer, json).await?;
-                let pid = child.id().context("no pid")?;
-                let target = Target::from_url(&url)?;
-                if options.has(mode) {
-                    for sessions in [1, 32] {
-                        let e = echo_cell(&target, pid, sessions, warm, window)
-                            .await
-                            .with_context(|| format!("{} echo {mode} c{sessions}", peer.name()))?;
-                        eprintln!(
-                            "  {:8} echo {upper:4} c={sessions:<2}: {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>7.1} µs  cpu {:>5.1} µs/req",
-                            peer.name(),
-                            e.rps,
-                            e.p50_us,
-                            e.p99_us,
-                            e.cpu_us
-                        );
-                        let s = if sessions == 1 {
-                            "1 session".to_owned()
-                        } else {
-                            format!("{sessions} sessions")
-                        };
-                        let k = format!("echo_{mode}_c{sessions}");
-                        rows.row(
-                            &format!("{k}_rps"),
-                            &format!("echo, {upper}, {s}: throughput"),
-                            "req/s",
-                            Better::Higher,
-                        )
-                        .push(peer, e.rps);
-                        rows.row(
-                            &format!("{k}_p50_us"),
-                            &format!("echo, {upper}, {s}: p50 latency"),
-                            "µs",
-                            Better::Lower,
-                        )
-                        .push(peer, e.p50_us);
-                        rows.row(
-                            &format!("{k}_p99_us"),
-                            &format!("echo, {upper}, {s}: p99 latency"),
-                            "µs",
-                            Better::Lower,
-                        )
-                        .push(peer, e.p99_us);
-                        rows.row(
-                            &format!("{k}_cpu_us"),
-                            &format!("echo, {upper}, {s}: server CPU per request"),
-                            "µs",
-                            Better::Lower,
-                        )
-                        .push(peer, e.cpu_us);
-                    }
-                }
-                if progress {
-                    let rate = progress_cell(&target)
-                        .await
-                        .with_context(|| format!("{} progress", peer.name()))?;
-                    eprintln!(
-                        "  {:8} progress({PROGRESS_N}) over SSE: {rate:>9.0} notifications/s",
-                        peer.name()
-                    );
-                    rows.row(
-                        "progress_sse_per_s",
-                        &format!("progress({PROGRESS_N}), SSE: notifications"),
-                        "per s",
-                        Better::Higher,
-                    )
-                    .push(peer, rate);
-                }
-                stop(&mut child).await;
+                http_cells(options, placement, peer, wire, rows).await?;
             }
         }
         if options.has("stdio") {
@@ -435,6 +466,7 @@ fn main() -> anyhow::Result<()> {
         "load_average_after": loadavg(),
         "elapsed_s": elapsed.as_secs_f64(),
         "protocol_version": http::protocol_version(),
+        "modern_protocol_version": http::MODERN_VERSION,
         "progress_n": PROGRESS_N,
     });
     if options.json {
@@ -480,7 +512,8 @@ mod tests {
         assert!(quick.quick && quick.rounds == 3 && quick.sessions == [1_000]);
         let full = Options::parse(&[]).expect("full");
         assert!(!full.quick && full.rounds == 5 && full.sessions == [1_000, 10_000]);
-        assert!(full.has("memory") && full.has("stdio"));
+        assert!(full.has("memory") && full.has("stdio") && full.has("modern"));
+        assert!(quick.echo_on(Wire::Modern) && quick.progress_on(Wire::Modern));
         let some = Options::parse(&args("--only sse,stdio --rounds 2 --window 0.5 --json"))
             .expect("options");
         assert!(some.has("sse") && !some.has("memory") && some.json);
@@ -488,6 +521,55 @@ mod tests {
         assert!(Options::parse(&args("--rounds 0")).is_err());
         assert!(Options::parse(&args("--rounds")).is_err());
         assert!(Options::parse(&args("--bogus")).is_err());
+    }
+
+    #[test]
+    fn groups_choose_the_cells_of_each_wire() {
+        let modern = Options::parse(&args("--only modern")).expect("options");
+        assert!(modern.echo_on(Wire::Modern) && modern.progress_on(Wire::Modern));
+        assert!(!modern.echo_on(Wire::Sse) && !modern.progress_on(Wire::Sse));
+        let progress = Options::parse(&args("--only progress")).expect("options");
+        assert!(progress.progress_on(Wire::Sse) && !progress.echo_on(Wire::Sse));
+        assert!(!progress.progress_on(Wire::Modern) && !progress.progress_on(Wire::Json));
+    }
+
+    #[test]
+    fn echo_rows_keep_their_keys_and_labels() {
+        let e = Echo {
+            rps: 1.0,
+            p50_us: 2.0,
+            p99_us: 3.0,
+            cpu_us: 4.0,
+        };
+        let mut rows = Rows(Vec::new());
+        push_echo(&mut rows, Peer::Tidewire, Wire::Sse, 1, &e);
+        push_echo(&mut rows, Peer::Tidewire, Wire::Modern, 32, &e);
+        push_progress(&mut rows, Peer::Ceiling, Wire::Modern, 5.0);
+        let keys: Vec<&str> = rows.0.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "echo_sse_c1_rps",
+                "echo_sse_c1_p50_us",
+                "echo_sse_c1_p99_us",
+                "echo_sse_c1_cpu_us",
+                "echo_modern_c32_rps",
+                "echo_modern_c32_p50_us",
+                "echo_modern_c32_p99_us",
+                "echo_modern_c32_cpu_us",
+                "progress_modern_per_s",
+            ]
+        );
+        assert_eq!(rows.0[0].label, "echo, SSE, 1 session: throughput");
+        assert_eq!(
+            rows.0[7].label,
+            "echo, stateless 2026-07-28, 32 clients: server CPU per request"
+        );
+        assert_eq!(rows.0[7].values[&Peer::Tidewire], [4.0]);
+        assert_eq!(
+            rows.0[8].label,
+            "progress(10000), stateless 2026-07-28: notifications"
+        );
     }
 
     #[test]

@@ -11,6 +11,8 @@ use tokio::process::{Child, Command};
 
 use tidewire_bench::report::Peer;
 
+use crate::http::Wire;
+
 /// How the benchmark places processes on cores.
 #[derive(Debug, Clone)]
 pub struct Placement {
@@ -78,13 +80,13 @@ impl Placement {
         command
     }
 
-    /// Starts `peer` over HTTP on a free loopback port; returns the child and the URL it
-    /// printed.
-    pub async fn start_http(&self, peer: Peer, json: bool) -> anyhow::Result<(Child, String)> {
+    /// Starts `peer` over HTTP on a free loopback port, configured for `wire`; returns the child
+    /// and the URL it printed.
+    pub async fn start_http(&self, peer: Peer, wire: Wire) -> anyhow::Result<(Child, String)> {
         let mut command = self.command(&self.binary(peer));
         command.args(["--bind", "127.0.0.1:0"]);
-        if json {
-            command.arg("--json");
+        if let Some(flag) = wire.server_flag() {
+            command.arg(flag);
         }
         let mut child = command
             .stdin(Stdio::null())
