@@ -5,7 +5,6 @@
 mod raw;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;

@@ -67,39 +67,43 @@ pub(crate) async fn serve(
         "server/discover" => reply(discover(connection))?,
         "tools/list" => {
             let page: PaginatedParams = parse(method, params)?;
-            let mut result = reply(connection.list_tools(&page)?)?;
-            let tools = server.tools.snapshot();
-            let names = tools.iter().map(|e| CacheItem::Tool(e.tool.name.clone()));
-            server.cache.of_list(names).write(&mut result);
-            result
+            let items = server
+                .tools
+                .snapshot()
+                .iter()
+                .map(|e| CacheItem::Tool(e.tool.name.clone()))
+                .collect();
+            listed(server, connection.list_tools(&page)?, items)?
         }
         "resources/list" => {
             let page: PaginatedParams = parse(method, params)?;
-            let mut result = reply(connection.list_resources(&page)?)?;
-            let all = server.resources.snapshot();
-            let uris = all
+            let items = server
+                .resources
+                .snapshot()
                 .iter()
-                .map(|e| CacheItem::Resource(e.resource.uri.clone()));
-            server.cache.of_list(uris).write(&mut result);
-            result
+                .map(|e| CacheItem::Resource(e.resource.uri.clone()))
+                .collect();
+            listed(server, connection.list_resources(&page)?, items)?
         }
         "resources/templates/list" => {
             let page: PaginatedParams = parse(method, params)?;
-            let mut result = reply(connection.list_templates(&page)?)?;
-            let all = server.templates.snapshot();
-            let items = all
+            let items = server
+                .templates
+                .snapshot()
                 .iter()
-                .map(|e| CacheItem::Template(e.template.uri_template.clone()));
-            server.cache.of_list(items).write(&mut result);
-            result
+                .map(|e| CacheItem::Template(e.template.uri_template.clone()))
+                .collect();
+            listed(server, connection.list_templates(&page)?, items)?
         }
         "prompts/list" => {
             let page: PaginatedParams = parse(method, params)?;
-            let mut result = reply(connection.list_prompts(&page)?)?;
-            let all = server.prompts.snapshot();
-            let names = all.iter().map(|e| CacheItem::Prompt(e.prompt.name.clone()));
-            server.cache.of_list(names).write(&mut result);
-            result
+            let items = server
+                .prompts
+                .snapshot()
+                .iter()
+                .map(|e| CacheItem::Prompt(e.prompt.name.clone()))
+                .collect();
+            listed(server, connection.list_prompts(&page)?, items)?
         }
         "tools/call" => {
             let mut params: CallToolParams = parse(method, params)?;
@@ -206,6 +210,18 @@ fn discover(connection: &Connection) -> DiscoverResult {
         result_type: result_type::COMPLETE.to_owned(),
         meta: None,
     }
+}
+
+/// One page of a list, with the caching hint of the whole list (`items`: every item in it, not
+/// only this page's, so every page has the same scope).
+fn listed<T: Serialize>(
+    server: &crate::server::Inner,
+    page: T,
+    items: Vec<CacheItem>,
+) -> Result<Value, ErrorObject> {
+    let mut result = reply(page)?;
+    server.cache.of_list(items.into_iter()).write(&mut result);
+    Ok(result)
 }
 
 /// The hint of `resources/read` for `uri`: its resource's, or its template's, or the default.
