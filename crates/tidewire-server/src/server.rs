@@ -70,6 +70,8 @@ pub(crate) struct Inner {
     pub(crate) listen_epoch: tokio::sync::watch::Sender<u64>,
     /// This process's session-era connections hear the bus through this.
     sessions_subscription: OnceLock<Subscription>,
+    /// `info` as JSON, for the `serverInfo` of every stateless result.
+    info_json: OnceLock<Value>,
     connections: Mutex<Vec<Weak<Connection>>>,
     /// Broadcast notifications that a client lost because its outbound queue was full.
     dropped_notifications: AtomicU64,
@@ -78,6 +80,12 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// `info` as JSON, serialised once.
+    pub(crate) fn info_json(&self) -> &Value {
+        self.info_json
+            .get_or_init(|| serde_json::to_value(&self.info).unwrap_or(Value::Null))
+    }
+
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let mut caps = ServerCapabilities::default()
             .with_tools(true)
@@ -157,7 +165,14 @@ impl Server {
             .connections
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        connections.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
+        // Ended connections are swept when the table has doubled since the last sweep, not on
+        // every connection: a stateless request is a connection of its own on Streamable HTTP,
+        // and sweeping ten thousand open listeners per request would cost each one O(n).
+        if connections.len() >= connections.capacity().max(64) {
+            connections.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
+            let live = connections.len();
+            connections.reserve(live.max(32));
+        }
         connections.push(Arc::downgrade(&connection));
         (peer, driver)
     }
@@ -457,6 +472,7 @@ impl ServerBuilder {
                 max_listeners: 10_000,
                 listen_epoch: tokio::sync::watch::Sender::new(0),
                 sessions_subscription: OnceLock::new(),
+                info_json: OnceLock::new(),
                 connections: Mutex::new(Vec::new()),
                 dropped_notifications: AtomicU64::new(0),
                 last_drop_warning: Mutex::new(None),

@@ -190,7 +190,7 @@ pub(crate) async fn serve(
         // `logging/setLevel`, `resources/subscribe`, …) is an unknown method here.
         other => return Err(ErrorObject::method_not_found(&excerpt(other))),
     };
-    finish(&mut result, &server.info);
+    finish(&mut result, server.info_json());
     Ok(result)
 }
 
@@ -242,7 +242,7 @@ fn read_hint(server: &crate::server::Inner, uri: &str) -> CacheHint {
 }
 
 /// `resultType` and `serverInfo` on a result, unless the handler set them.
-fn finish(result: &mut Value, info: &tidewire_core::schema::Implementation) {
+fn finish(result: &mut Value, info: &Value) {
     let Value::Object(map) = result else {
         return;
     };
@@ -253,9 +253,9 @@ fn finish(result: &mut Value, info: &tidewire_core::schema::Implementation) {
         .or_insert_with(|| Value::Object(Meta::new().into_inner()));
     if let Value::Object(meta) = meta
         && !meta.contains_key(meta_keys::SERVER_INFO)
-        && let Ok(info) = serde_json::to_value(info)
+        && !info.is_null()
     {
-        meta.insert(meta_keys::SERVER_INFO.to_owned(), info);
+        meta.insert(meta_keys::SERVER_INFO.to_owned(), info.clone());
     }
 }
 
