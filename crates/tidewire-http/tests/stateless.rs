@@ -356,6 +356,48 @@ async fn closing_the_response_cancels_the_request() {
 }
 
 #[tokio::test]
+async fn a_slow_reader_is_not_a_close() {
+    let sent = Arc::new(Notify::new());
+    let signal = sent.clone();
+    let server = tidewire_demo::demo_builder()
+        .tool(
+            "chatty",
+            "Reports 2,000 steps, then returns",
+            move |_: NoArgs, ctx: Context| {
+                let sent = signal.clone();
+                async move {
+                    for step in 1..=2000 {
+                        ctx.report_progress(f64::from(step), Some(2000.0), None)
+                            .await?;
+                    }
+                    sent.notify_one();
+                    Ok(CallToolResult::text("all sent"))
+                }
+            },
+        )
+        .build();
+    let (url, _mcp) = start_with(HttpConfig::default(), server).await;
+    let raw = Raw::new(&url);
+    let mut call = body(1, "tools/call", json!({"name": "chatty", "arguments": {}}));
+    call["params"]["_meta"]["progressToken"] = json!(1);
+    let response = post(&raw, &call, &[]).send().await.expect("post");
+    assert_eq!(response.status(), 200);
+    // The client reads nothing until the handler has sent everything: the server must not take
+    // that for a close (which would cancel the call).
+    timeout(LIMIT, sent.notified())
+        .await
+        .expect("the handler runs to its end while nobody reads");
+    let messages = read_messages(response).await;
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert_eq!(progress, 2000);
+    let last = messages.last().expect("the response");
+    assert_eq!(last["result"]["content"][0]["text"], "all sent");
+}
+
+#[tokio::test]
 async fn a_modern_only_endpoint_refuses_sessions() {
     let (url, _mcp) = start(HttpConfig::default().eras(Eras::Modern)).await;
     let mut raw = Raw::new(&url);
