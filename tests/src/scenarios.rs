@@ -53,12 +53,24 @@ pub async fn run_peer_scenario_over_stdio(
     command: &PeerCommand,
     scenario: &str,
 ) -> Result<String, String> {
+    run_peer_scenario_over_stdio_in(command, scenario, tidewire_client::Era::Legacy).await
+}
+
+/// As [`run_peer_scenario_over_stdio`], with the client asking for `era`.
+///
+/// # Errors
+/// What failed.
+pub async fn run_peer_scenario_over_stdio_in(
+    command: &PeerCommand,
+    scenario: &str,
+    era: tidewire_client::Era,
+) -> Result<String, String> {
     let transport = TransportUnderTest::Stdio {
         program: command.program.clone(),
         args: command.args.clone(),
     };
     let counters = Arc::new(Counters::default());
-    let harness = connect_with(&transport, peer_client(&counters), counters).await;
+    let harness = connect_with(&transport, peer_client(&counters).era(era), counters).await;
     let outcome = run_peer_scenario(&harness, scenario).await;
     harness.finish().await;
     outcome

@@ -9,16 +9,17 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::schema::{
-    ClientCapabilities, ElicitationCapability, EmptyParams, Implementation, Initialize,
-    InitializeParams, InitializedNotification, JsonObject, Root, RootsCapability,
-    SamplingCapability, ServerNotification,
+    ClientCapabilities, Discover, DiscoverResult, ElicitationCapability, EmptyParams,
+    Implementation, Initialize, InitializeParams, InitializeResult, InitializedNotification,
+    JsonObject, Root, RootsCapability, SamplingCapability, ServerNotification, meta_keys,
 };
-use tidewire_core::session::{Driver, Peer, Session, SessionOptions};
+use tidewire_core::session::{Driver, Peer, Session, SessionError, SessionOptions};
 use tidewire_core::transport::Transport;
 use tokio::sync::broadcast;
 
 use crate::client::{Client, Inner};
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Answerers, Dispatcher};
+use crate::era::{self, Era, Spoken};
 use crate::error::ClientError;
 use crate::handlers::{
     DynElicitation, DynRoots, DynSampling, ElicitationHandler, RootsHandler, SamplingHandler,
@@ -31,6 +32,13 @@ pub const DEFAULT_NOTIFICATION_BUFFER: usize = 256;
 
 /// Pages a `list_all_*` call follows by default before giving up.
 pub const DEFAULT_MAX_LIST_PAGES: usize = 1024;
+
+/// Rounds of questions (`input_required`) one stateless call may take by default.
+pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
+
+/// How long [`Era::Auto`] waits for the `server/discover` probe when no handshake timeout is
+/// set: a server that ignores it is taken for a session-era one.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The elicitation modes a client accepts (`elicitation.form` / `elicitation.url`).
 ///
@@ -123,6 +131,8 @@ pub struct ClientBuilder {
     callback: Option<NotificationCallback>,
     notification_buffer: usize,
     max_list_pages: usize,
+    era: Era,
+    max_input_rounds: usize,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -133,6 +143,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("capabilities", &self.capabilities())
             .field("notification_buffer", &self.notification_buffer)
             .field("max_list_pages", &self.max_list_pages)
+            .field("era", &self.era)
             .finish_non_exhaustive()
     }
 }
@@ -155,7 +166,25 @@ impl ClientBuilder {
             callback: None,
             notification_buffer: DEFAULT_NOTIFICATION_BUFFER,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            era: Era::default(),
+            max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
         }
+    }
+
+    /// Which era to speak: [`Era::Legacy`] (`initialize`, the default for now),
+    /// [`Era::Modern`] (the stateless revision 2026-07-28 only) or [`Era::Auto`] (probe with
+    /// `server/discover`, fall back to `initialize`). Over Streamable HTTP only the session era
+    /// works yet.
+    pub fn era(mut self, era: Era) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// How many rounds of questions (`input_required`) one stateless call may take before it
+    /// fails (default [`DEFAULT_MAX_INPUT_ROUNDS`]).
+    pub fn max_input_rounds(mut self, rounds: usize) -> Self {
+        self.max_input_rounds = rounds.max(1);
+        self
     }
 
     /// The revision to offer in `initialize` (default [`ProtocolVersion::LATEST_HANDSHAKE`]).
@@ -319,7 +348,7 @@ impl ClientBuilder {
         let capabilities = self.capabilities();
         let (tx, first) = broadcast::channel(self.notification_buffer);
         let template = first.resubscribe();
-        let dispatcher = Dispatcher {
+        let answerers = Arc::new(Answerers {
             sampling: self
                 .sampling
                 .map(|handler| (handler, self.sampling_capability.clone())),
@@ -327,6 +356,9 @@ impl ClientBuilder {
                 .elicitation
                 .map(|handler| (handler, self.elicitation_modes)),
             roots: self.roots,
+        });
+        let dispatcher = Dispatcher {
+            answerers: answerers.clone(),
             callback: self.callback,
             notifications: tx,
         };
@@ -348,6 +380,9 @@ impl ClientBuilder {
             max_list_pages: self.max_list_pages,
             first,
             template,
+            era: self.era,
+            answerers,
+            max_input_rounds: self.max_input_rounds,
         };
         let future = Box::pin(handshake(peer, settings));
         (Connecting { future }, driver)
@@ -363,6 +398,9 @@ struct Settings {
     max_list_pages: usize,
     first: broadcast::Receiver<ServerNotification>,
     template: broadcast::Receiver<ServerNotification>,
+    era: Era,
+    answerers: Arc<Answerers>,
+    max_input_rounds: usize,
 }
 
 /// Closes the connection when dropped while armed: a failed or abandoned handshake leaves
@@ -379,6 +417,17 @@ impl Drop for CloseOnDrop {
 
 async fn handshake(peer: Peer, settings: Settings) -> Result<Client, ClientError> {
     let mut guard = CloseOnDrop(Some(peer.clone()));
+    let client = match settings.era {
+        Era::Legacy => initialize(&peer, settings).await?,
+        Era::Modern => stateless(&peer, settings, false).await?,
+        Era::Auto => stateless(&peer, settings, true).await?,
+    };
+    guard.0 = None;
+    Ok(client)
+}
+
+/// The session era: `initialize`, then `notifications/initialized`.
+async fn initialize(peer: &Peer, settings: Settings) -> Result<Client, ClientError> {
     let params = InitializeParams::new(
         settings.offered,
         settings.capabilities.clone(),
@@ -401,23 +450,120 @@ async fn handshake(peer: Peer, settings: Settings) -> Result<Client, ClientError
     peer.set_protocol_version(version);
     peer.notify::<InitializedNotification>(EmptyParams::new())
         .await?;
-    guard.0 = None;
     tracing::debug!(
         server = %result.server_info.name,
         %version,
         "MCP client connected"
     );
-    Ok(Client {
+    Ok(client(peer, result, version, None, settings))
+}
+
+/// The stateless revision: `server/discover` (retried once at a version both serve after a
+/// `-32022`). With `fallback`, an answer that is not the stateless era's, or none in time, means
+/// the session era on the same connection.
+async fn stateless(peer: &Peer, settings: Settings, fallback: bool) -> Result<Client, ClientError> {
+    let mut version = ProtocolVersion::V2026_07_28;
+    let mut retried = false;
+    loop {
+        let envelope = era::envelope(version, &settings.capabilities, &settings.info);
+        let mut request = peer
+            .request::<Discover>(EmptyParams::new())
+            .merge_meta(envelope.clone());
+        match (settings.handshake_timeout, fallback) {
+            (Some(timeout), _) => request = request.timeout(timeout),
+            (None, true) => request = request.timeout(PROBE_TIMEOUT),
+            (None, false) => {}
+        }
+        let answer = request.await;
+        match answer {
+            Ok(result)
+                if result
+                    .supported_versions
+                    .iter()
+                    .any(|v| v == version.as_str()) =>
+            {
+                tracing::debug!(%version, "MCP client speaks the stateless revision");
+                let init = discovered(version, result);
+                return Ok(client(peer, init, version, Some(envelope), settings));
+            }
+            Ok(result) if !fallback => {
+                return Err(ClientError::UnsupportedVersion {
+                    offered: version,
+                    answered: result.supported_versions.join(", "),
+                });
+            }
+            Err(SessionError::Remote(error))
+                if era::is_stateless_error(error.code, error.data.as_ref()) =>
+            {
+                let shared = era::shared_version(error.data.as_ref());
+                match shared {
+                    Some(shared) if !retried && shared != version => {
+                        version = shared;
+                        retried = true;
+                    }
+                    _ => {
+                        return Err(ClientError::UnsupportedVersion {
+                            offered: version,
+                            answered: error
+                                .data
+                                .as_ref()
+                                .and_then(|d| d.get("supported"))
+                                .map_or_else(String::new, ToString::to_string),
+                        });
+                    }
+                }
+            }
+            Err(error) if !fallback || error.is_closed() => return Err(error.into()),
+            // Anything else (an unknown method, another error, no answer in time, a result
+            // without this revision): a server of the session era.
+            _ => {
+                tracing::debug!("server/discover was not answered as 2026-07-28: initialize");
+                return initialize(peer, settings).await;
+            }
+        }
+    }
+}
+
+/// What a client keeps of a discover result, in the form `initialize` gives it.
+fn discovered(version: ProtocolVersion, result: DiscoverResult) -> InitializeResult {
+    let info = result
+        .meta
+        .as_ref()
+        .and_then(|m| m.get(meta_keys::SERVER_INFO))
+        .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok())
+        // The server did not say who it is (it SHOULD).
+        .unwrap_or_else(|| Implementation::new("unknown", "unknown"));
+    let mut init = InitializeResult::new(version, result.capabilities, info);
+    init.instructions = result.instructions;
+    init
+}
+
+fn client(
+    peer: &Peer,
+    init: InitializeResult,
+    version: ProtocolVersion,
+    envelope: Option<JsonObject>,
+    settings: Settings,
+) -> Client {
+    Client {
         inner: Arc::new(Inner {
-            peer,
-            init: result,
+            peer: peer.clone(),
+            init,
             version,
+            spoken: if envelope.is_some() {
+                Spoken::Stateless
+            } else {
+                Spoken::Session
+            },
+            envelope,
+            answerers: settings.answerers,
+            max_input_rounds: settings.max_input_rounds,
             capabilities: settings.capabilities,
             first_notifications: Mutex::new(Some(settings.first)),
             template: settings.template,
             max_list_pages: settings.max_list_pages,
         }),
-    })
+    }
 }
 
 /// The handshake of a client connected with

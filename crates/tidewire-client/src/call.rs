@@ -9,20 +9,38 @@ use futures::Stream;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tidewire_core::jsonrpc::RequestId;
 use tidewire_core::progress::Progress;
 use tidewire_core::schema::{CallTool, CallToolParams, CallToolResult, Meta, RequestType};
-use tidewire_core::session::{CancelHandle, InFlight, Peer, ProgressStream, SessionError};
-use tokio::sync::oneshot;
 
+use tidewire_core::session::{CancelHandle, InFlight, ProgressStream, SessionError};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::client::Client;
 use crate::error::ClientError;
+use crate::rounds::{self, Cancel};
+
+/// Progress reports a stateless call's stream holds before it counts them as lagged.
+const ROUNDS_PROGRESS_BUFFER: usize = 1024;
+
+/// What a [`ToolProgress`] reads once the call is sent.
+#[derive(Debug)]
+enum Handover {
+    /// The engine's stream of one request (the session era).
+    Engine(ProgressStream),
+    /// Reports of every round of a stateless call.
+    Rounds(mpsc::Receiver<Progress>, Arc<AtomicU64>),
+}
 
 /// How the caller wants the call's progress.
 enum ProgressMode {
     None,
     Callback(Box<dyn FnMut(Progress) + Send>),
-    /// The engine's progress stream is handed to the [`ToolProgress`] when the call is sent.
-    Stream(oneshot::Sender<ProgressStream>),
+    /// The progress stream is handed to the [`ToolProgress`] when the call is sent.
+    Stream(oneshot::Sender<Handover>),
 }
 
 /// A tool call being prepared; made by [`Client::call_tool`](crate::Client::call_tool).
@@ -37,7 +55,7 @@ enum ProgressMode {
 /// same.
 #[must_use = "a tool call does nothing until it is awaited or sent"]
 pub struct CallToolBuilder {
-    peer: Peer,
+    client: Client,
     params: Result<CallToolParams, SessionError>,
     timeout: Option<Option<Duration>>,
     reset_max: Option<Duration>,
@@ -56,14 +74,14 @@ impl std::fmt::Debug for CallToolBuilder {
 }
 
 impl CallToolBuilder {
-    pub(crate) fn new(peer: Peer, name: String, arguments: &impl Serialize) -> Self {
+    pub(crate) fn new(client: Client, name: String, arguments: &impl Serialize) -> Self {
         let params = tool_arguments(arguments).map(|arguments| {
             let mut params = CallToolParams::new(name);
             params.arguments = arguments;
             params
         });
         Self {
-            peer,
+            client,
             params,
             timeout: None,
             reset_max: None,
@@ -130,7 +148,10 @@ impl CallToolBuilder {
     /// [`ClientError::Session`] when the arguments did not serialise to a JSON object
     /// (`InvalidParams`), the connection is closed, or too many requests are pending.
     pub async fn send(self) -> Result<ToolCall, ClientError> {
-        let mut request = self.peer.request::<CallTool>(self.params?);
+        if self.client.inner.envelope.is_some() {
+            return self.send_stateless().await;
+        }
+        let mut request = self.client.request::<CallTool>(self.params?);
         match self.timeout {
             Some(Some(timeout)) => request = request.timeout(timeout),
             Some(None) => request = request.no_timeout(),
@@ -146,11 +167,80 @@ impl CallToolBuilder {
                 let (with_stream, stream) = request.progress_stream();
                 request = with_stream;
                 // The receiver may be gone (the caller dropped the stream); nothing to do then.
-                let _ = handover.send(stream);
+                let _ = handover.send(Handover::Engine(stream));
             }
         }
         let inner = request.send().await?;
-        Ok(ToolCall { inner })
+        Ok(ToolCall {
+            id: inner.id().clone(),
+            cancel: inner.cancel_handle(),
+            state: CallState::Single(inner),
+        })
+    }
+
+    /// The stateless revision: the first round now, the others (if the server asks questions)
+    /// inside the returned call.
+    async fn send_stateless(self) -> Result<ToolCall, ClientError> {
+        let params = serde_json::to_value(self.params?).map_err(|e| {
+            ClientError::Session(SessionError::InvalidParams {
+                method: CallTool::METHOD.to_owned(),
+                reason: e.to_string(),
+            })
+        })?;
+        let progress: Option<rounds::ProgressSink> = match self.progress {
+            ProgressMode::None => None,
+            ProgressMode::Callback(callback) => Some(Arc::new(Mutex::new(callback))),
+            ProgressMode::Stream(handover) => {
+                let (tx, rx) = mpsc::channel(ROUNDS_PROGRESS_BUFFER);
+                let lagged = Arc::new(AtomicU64::new(0));
+                let counted = lagged.clone();
+                let _ = handover.send(Handover::Rounds(rx, lagged));
+                Some(Arc::new(Mutex::new(Box::new(move |p: Progress| {
+                    if tx.try_send(p).is_err() {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }))))
+            }
+        };
+        let options = rounds::Options {
+            timeout: self.timeout,
+            reset_max: self.reset_max,
+            progress,
+            started: Instant::now(),
+        };
+        let client = self.client;
+        let first = rounds::send_round(&client, CallTool::METHOD, &params, &options).await?;
+        let id = first.id().clone();
+        let handle = first.cancel_handle();
+        let cancel = Arc::new(Cancel::default());
+        cancel.cancel_on(handle.clone());
+        let rounds_cancel = cancel.clone();
+        // The rounds run as a task of their own, so progress reaches the caller as it comes
+        // (the engine hands reports over while a request's future is polled) even before the
+        // call is awaited; dropping the call aborts the task, which cancels the running round.
+        let task = tokio::spawn(async move {
+            let result = first.await?;
+            let result = rounds::finish(
+                &client,
+                CallTool::METHOD,
+                params,
+                result,
+                options,
+                rounds_cancel,
+            )
+            .await?;
+            serde_json::from_value::<CallToolResult>(result).map_err(|e| {
+                ClientError::InvalidResponse {
+                    method: CallTool::METHOD.to_owned(),
+                    reason: e.to_string(),
+                }
+            })
+        });
+        Ok(ToolCall {
+            id,
+            cancel: handle,
+            state: CallState::Rounds { task, cancel },
+        })
     }
 }
 
@@ -185,33 +275,71 @@ fn tool_arguments(
 /// Dropping it before it completes cancels the call.
 #[must_use = "dropping a ToolCall cancels it"]
 pub struct ToolCall {
-    inner: InFlight<CallToolResult>,
+    id: RequestId,
+    cancel: CancelHandle,
+    state: CallState,
+}
+
+enum CallState {
+    /// One request (the session era).
+    Single(InFlight<CallToolResult>),
+    /// The rounds of a stateless call (2026-07-28), the first one sent.
+    Rounds {
+        task: tokio::task::JoinHandle<Result<CallToolResult, ClientError>>,
+        cancel: Arc<Cancel>,
+    },
+}
+
+impl Drop for ToolCall {
+    fn drop(&mut self) {
+        // Dropping the call cancels it, as in the session era: the task's running round is
+        // dropped with it, which tells the server.
+        if let CallState::Rounds { task, .. } = &self.state {
+            task.abort();
+        }
+    }
 }
 
 impl ToolCall {
-    /// The JSON-RPC id of the request (also its progress token, if progress was asked for).
+    /// The JSON-RPC id of the request (also its progress token, if progress was asked for). On
+    /// the stateless revision, the first round's: each retry has a new id.
     pub fn id(&self) -> &RequestId {
-        self.inner.id()
+        &self.id
     }
 
-    /// A handle that cancels this call from anywhere (cheap to clone).
+    /// A handle that cancels this call from anywhere (cheap to clone). On the stateless
+    /// revision it reaches the first round only; [`cancel`](Self::cancel) and dropping the call
+    /// reach every round.
     pub fn cancel_handle(&self) -> CancelHandle {
-        self.inner.cancel_handle()
+        self.cancel.clone()
     }
 
-    /// Cancels the call: the server receives `notifications/cancelled` with `reason`, and this
-    /// future resolves to a cancelled error. Returns false if the call had already completed.
+    /// Cancels the call: the server receives `notifications/cancelled` with `reason` (on
+    /// Streamable HTTP's stateless wire, the request's stream closes instead), and this future
+    /// resolves to a cancelled error. Returns false if the call had already completed.
     pub fn cancel(&self, reason: &str) -> bool {
-        self.inner.cancel_handle().cancel(reason)
+        match &self.state {
+            CallState::Single(_) => self.cancel.cancel(reason),
+            CallState::Rounds { cancel, .. } => cancel.cancel(reason),
+        }
     }
 }
 
 impl Future for ToolCall {
     type Output = Result<CallToolResult, ClientError>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.inner)
-            .poll(cx)
-            .map_err(ClientError::from)
+        match &mut self.state {
+            CallState::Single(inner) => Pin::new(inner).poll(cx).map_err(ClientError::from),
+            CallState::Rounds { task, .. } => match ready!(Pin::new(task).poll(cx)) {
+                Ok(outcome) => Poll::Ready(outcome),
+                Err(joined) if joined.is_cancelled() => Poll::Ready(Err(ClientError::Session(
+                    SessionError::Cancelled("the call was dropped".to_owned()),
+                ))),
+                Err(joined) => Poll::Ready(Err(ClientError::Session(SessionError::Closed(
+                    format!("the call's task failed: {joined}"),
+                )))),
+            },
+        }
     }
 }
 
@@ -233,8 +361,10 @@ pub struct ToolProgress {
 #[derive(Debug)]
 enum StreamState {
     /// The call has not been sent yet.
-    Waiting(oneshot::Receiver<ProgressStream>),
+    Waiting(oneshot::Receiver<Handover>),
     Connected(ProgressStream),
+    /// Every round of a stateless call.
+    Rounds(mpsc::Receiver<Progress>, Arc<AtomicU64>),
     Done,
 }
 
@@ -243,6 +373,7 @@ impl ToolProgress {
     pub fn lagged(&self) -> u64 {
         match &self.state {
             StreamState::Connected(stream) => stream.lagged(),
+            StreamState::Rounds(_, lagged) => lagged.load(Ordering::Relaxed),
             StreamState::Waiting(_) | StreamState::Done => 0,
         }
     }
@@ -255,12 +386,14 @@ impl Stream for ToolProgress {
             match &mut self.state {
                 StreamState::Waiting(rx) => {
                     self.state = match ready!(Pin::new(rx).poll(cx)) {
-                        Ok(stream) => StreamState::Connected(stream),
+                        Ok(Handover::Engine(stream)) => StreamState::Connected(stream),
+                        Ok(Handover::Rounds(rx, lagged)) => StreamState::Rounds(rx, lagged),
                         // The builder was dropped without sending the call.
                         Err(_) => StreamState::Done,
                     };
                 }
                 StreamState::Connected(stream) => return Pin::new(stream).poll_next(cx),
+                StreamState::Rounds(rx, _) => return rx.poll_recv(cx),
                 StreamState::Done => return Poll::Ready(None),
             }
         }

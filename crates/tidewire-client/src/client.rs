@@ -7,7 +7,7 @@ use serde_json::Value;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::schema::{
     ClientCapabilities, Complete, CompleteParams, CompleteResult, Cursor, EmptyParams, GetPrompt,
-    GetPromptParams, GetPromptResult, Implementation, InitializeResult, ListPrompts,
+    GetPromptParams, GetPromptResult, Implementation, InitializeResult, JsonObject, ListPrompts,
     ListPromptsResult, ListResourceTemplates, ListResourceTemplatesResult, ListResources,
     ListResourcesResult, ListTools, ListToolsResult, LoggingLevel, NotificationType,
     PaginatedParams, Ping, Prompt, ReadResource, ReadResourceParams, ReadResourceResult,
@@ -19,6 +19,8 @@ use tidewire_core::session::{Peer, RequestBuilder, SessionError};
 use tokio::sync::broadcast;
 
 use crate::call::CallToolBuilder;
+use crate::dispatch::Answerers;
+use crate::era::Spoken;
 use crate::error::ClientError;
 use crate::notifications::NotificationStream;
 
@@ -42,6 +44,14 @@ pub(crate) struct Inner {
     pub(crate) init: InitializeResult,
     pub(crate) version: ProtocolVersion,
     pub(crate) capabilities: ClientCapabilities,
+    /// The era spoken.
+    pub(crate) spoken: Spoken,
+    /// The `_meta` every request carries on the stateless revision.
+    pub(crate) envelope: Option<JsonObject>,
+    /// What answers the server's questions.
+    pub(crate) answerers: Arc<Answerers>,
+    /// Rounds of questions one stateless call may take.
+    pub(crate) max_input_rounds: usize,
     /// Subscribed at connect time, so the first stream asked for misses nothing.
     pub(crate) first_notifications: Mutex<Option<broadcast::Receiver<ServerNotification>>>,
     /// Never read; later streams are resubscribed from it.
@@ -125,9 +135,14 @@ impl Client {
         &self.inner.init
     }
 
-    /// The negotiated protocol revision (one of [`ProtocolVersion::HANDSHAKE`]).
+    /// The protocol revision spoken: negotiated by `initialize`, or the stateless one.
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.inner.version
+    }
+
+    /// The era spoken with this server.
+    pub fn era(&self) -> Spoken {
+        self.inner.spoken
     }
 
     /// What this client declared it can do.
@@ -155,7 +170,23 @@ impl Client {
     /// # let _ = page; Ok(()) }
     /// ```
     pub fn request<M: RequestType>(&self, params: M::Params) -> RequestBuilder<M::Result> {
-        self.inner.peer.request::<M>(params)
+        self.stamp(self.inner.peer.request::<M>(params))
+    }
+
+    /// A request by method name with raw params and result, stamped like every other.
+    pub(crate) fn request_raw(&self, method: &str, params: Value) -> RequestBuilder<Value> {
+        self.stamp(self.inner.peer.request_raw(method, Some(params)))
+    }
+
+    /// Adds the stateless `_meta` envelope, on that revision.
+    fn stamp<T: serde::de::DeserializeOwned + Send + 'static>(
+        &self,
+        request: RequestBuilder<T>,
+    ) -> RequestBuilder<T> {
+        match &self.inner.envelope {
+            Some(envelope) => request.merge_meta(envelope.clone()),
+            None => request,
+        }
     }
 
     /// Sends a typed notification to the server.
@@ -167,7 +198,7 @@ impl Client {
     }
 
     async fn call<M: RequestType>(&self, params: M::Params) -> Result<M::Result, ClientError> {
-        Ok(self.inner.peer.request::<M>(params).await?)
+        Ok(self.request::<M>(params).await?)
     }
 
     /// Checks that the server is alive (`ping`).
@@ -282,17 +313,42 @@ impl Client {
         })
     }
 
-    /// Reads a resource.
+    /// Reads a resource. On the stateless revision, questions the server asks first are
+    /// answered by the client's handlers, round after round.
     ///
     /// # Errors
     /// As any request; an unknown resource is a [`remote`](ClientError::remote) error
-    /// (`-32002` on the handshake revisions).
+    /// (`-32002` on the handshake revisions, `-32602` on 2026-07-28).
     pub async fn read_resource(
         &self,
         uri: impl Into<String>,
     ) -> Result<ReadResourceResult, ClientError> {
-        self.call::<ReadResource>(ReadResourceParams::new(uri))
+        self.call_in_rounds::<ReadResource>(ReadResourceParams::new(uri))
             .await
+    }
+
+    /// A request that may take rounds of questions on the stateless revision; a plain request
+    /// on a session.
+    async fn call_in_rounds<M: RequestType>(
+        &self,
+        params: M::Params,
+    ) -> Result<M::Result, ClientError> {
+        if self.inner.envelope.is_none() {
+            return self.call::<M>(params).await;
+        }
+        let invalid = |reason: String| ClientError::InvalidResponse {
+            method: M::METHOD.to_owned(),
+            reason,
+        };
+        let params = serde_json::to_value(params).map_err(|e| {
+            ClientError::Session(SessionError::InvalidParams {
+                method: M::METHOD.to_owned(),
+                reason: e.to_string(),
+            })
+        })?;
+        let result =
+            crate::rounds::run(self, M::METHOD, params, crate::rounds::Options::plain()).await?;
+        serde_json::from_value(result).map_err(|e| invalid(e.to_string()))
     }
 
     /// Asks for `notifications/resources/updated` when the resource at `uri` changes (needs the
@@ -337,7 +393,7 @@ impl Client {
     ) -> Result<GetPromptResult, ClientError> {
         let mut params = GetPromptParams::new(name);
         params.arguments = prompt_arguments(&arguments)?;
-        self.call::<GetPrompt>(params).await
+        self.call_in_rounds::<GetPrompt>(params).await
     }
 
     /// Asks for completions of a prompt argument or resource template variable.
@@ -374,7 +430,7 @@ impl Client {
     /// # let _ = result; Ok(()) }
     /// ```
     pub fn call_tool(&self, name: impl Into<String>, arguments: impl Serialize) -> CallToolBuilder {
-        CallToolBuilder::new(self.inner.peer.clone(), name.into(), &arguments)
+        CallToolBuilder::new(self.clone(), name.into(), &arguments)
     }
 
     /// Tells the server that the client's roots changed

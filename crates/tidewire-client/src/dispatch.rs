@@ -19,15 +19,37 @@ use crate::handlers::{DynElicitation, DynRoots, DynSampling};
 use crate::notifications::NotificationCallback;
 
 pub(crate) struct Dispatcher {
-    pub(crate) sampling: Option<(Arc<dyn DynSampling>, SamplingCapability)>,
-    pub(crate) elicitation: Option<(Arc<dyn DynElicitation>, ElicitationModes)>,
-    pub(crate) roots: Option<Arc<dyn DynRoots>>,
+    pub(crate) answerers: Arc<Answerers>,
     pub(crate) callback: Option<NotificationCallback>,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
 }
 
+/// The client-side handlers: what answers the server's questions, whether they come as requests
+/// (the session era) or inside an `input_required` result (2026-07-28).
+pub(crate) struct Answerers {
+    pub(crate) sampling: Option<(Arc<dyn DynSampling>, SamplingCapability)>,
+    pub(crate) elicitation: Option<(Arc<dyn DynElicitation>, ElicitationModes)>,
+    pub(crate) roots: Option<Arc<dyn DynRoots>>,
+}
+
 impl Handler for Dispatcher {
     async fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        self.answerers.answer(request, ctx).await
+    }
+
+    fn handle_notification(&self, notification: Notification, peer: &Peer) {
+        self.notify(notification, peer);
+    }
+}
+
+impl Answerers {
+    /// Answers one question of the server (`sampling/createMessage`, `elicitation/create`,
+    /// `roots/list`, or `ping`) with the handler set for it.
+    pub(crate) async fn answer(
         &self,
         request: Request,
         ctx: RequestContext,
@@ -70,8 +92,10 @@ impl Handler for Dispatcher {
             other => Err(ErrorObject::method_not_found(other.method())),
         }
     }
+}
 
-    fn handle_notification(&self, notification: Notification, _peer: &Peer) {
+impl Dispatcher {
+    fn notify(&self, notification: Notification, _peer: &Peer) {
         let notification =
             match ServerNotification::from_parts(&notification.method, notification.params) {
                 Ok(n) => n,

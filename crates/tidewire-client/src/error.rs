@@ -37,6 +37,15 @@ pub enum ClientError {
         /// What is wrong with the answer.
         reason: String,
     },
+    /// Answering one of the server's questions (a stateless `input_required` round) failed:
+    /// no handler for it, or the handler's error.
+    #[error("answering the server's question {key:?} failed: {error}")]
+    Input {
+        /// The question's key.
+        key: String,
+        /// Why it could not be answered.
+        error: ErrorObject,
+    },
     /// A `list_all_*` call followed `nextCursor` for more pages than the configured limit
     /// (see [`ClientBuilder::max_list_pages`](crate::ClientBuilder::max_list_pages)).
     #[error("{method} returned more than {limit} pages; stopped following nextCursor")]

@@ -125,16 +125,19 @@ mod builder;
 mod call;
 mod client;
 mod dispatch;
+mod era;
 mod error;
 mod handlers;
 mod notifications;
+mod rounds;
 
 pub use builder::{
-    ClientBuilder, Connecting, DEFAULT_MAX_LIST_PAGES, DEFAULT_NOTIFICATION_BUFFER,
-    ElicitationModes,
+    ClientBuilder, Connecting, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_MAX_LIST_PAGES,
+    DEFAULT_NOTIFICATION_BUFFER, ElicitationModes, PROBE_TIMEOUT,
 };
 pub use call::{CallToolBuilder, ToolCall, ToolProgress};
 pub use client::Client;
+pub use era::{Era, Spoken};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, RootsHandler, SamplingHandler, StaticRoots};
 pub use notifications::{Lagged, NotificationStream};

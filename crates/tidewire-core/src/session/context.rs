@@ -64,6 +64,22 @@ impl RequestContext {
         }
     }
 
+    /// A context for work done on a peer's behalf that did not come as a request on this
+    /// connection: a stateless (2026-07-28) server asks its questions inside a result, and the
+    /// client answers them with the same handlers a session-era request would reach. It has no
+    /// progress token (reports are inert), and it is cancelled when the connection closes.
+    pub fn detached(id: RequestId, method: &str, params: Option<&Value>, peer: &Peer) -> Self {
+        let cancel = peer.shared.closed.child_token();
+        Self::new(
+            id,
+            method,
+            params,
+            http::Extensions::new(),
+            peer.clone(),
+            cancel,
+        )
+    }
+
     /// The JSON-RPC id of the request.
     pub fn id(&self) -> &RequestId {
         &self.id

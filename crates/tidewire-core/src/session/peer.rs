@@ -413,6 +413,35 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         self
     }
 
+    /// Adds `entries` to the request's `params._meta` (creating both when absent): the
+    /// per-request envelope of the stateless revision, for one. A progress token asked for
+    /// later is added beside them.
+    pub fn merge_meta(mut self, entries: Map<String, Value>) -> Self {
+        if let Ok(params) = &mut self.params {
+            let object = params.get_or_insert_with(|| Value::Object(Map::new()));
+            match object {
+                Value::Object(map) => {
+                    let meta = map
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if !meta.is_object() {
+                        *meta = Value::Object(Map::new());
+                    }
+                    if let Value::Object(meta) = meta {
+                        meta.extend(entries);
+                    }
+                }
+                _ => {
+                    self.params = Err(SessionError::InvalidParams {
+                        method: self.method.to_string(),
+                        reason: "params must be an object to carry _meta".to_owned(),
+                    });
+                }
+            }
+        }
+        self
+    }
+
     /// Gives up after `timeout` without a response (sending `notifications/cancelled`).
     /// Overrides the session's default timeout.
     pub fn timeout(mut self, timeout: Duration) -> Self {

@@ -1,0 +1,217 @@
+//! Multi round-trip requests (2026-07-28), invisible to the caller: when `tools/call`,
+//! `resources/read` or `prompts/get` answer `input_required`, the client answers the questions
+//! with the same handlers a session-era server request would reach, and retries the request
+//! with a new id, the answers (`inputResponses`) and the server's `requestState` as it came —
+//! round after round, up to [`ClientBuilder::max_input_rounds`](crate::ClientBuilder::max_input_rounds).
+//!
+//! One timeout (and one reset-on-progress hard maximum) spans every round, one progress callback
+//! hears them all, and one cancel stops whichever round is running. The MRTR fields live only
+//! in this call's params.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tidewire_core::jsonrpc::{Request, RequestId};
+use tidewire_core::progress::Progress;
+use tidewire_core::schema::{JsonObject, result_type};
+use tidewire_core::session::{CancelHandle, InFlight, RequestContext, SessionError};
+
+use crate::client::Client;
+use crate::error::ClientError;
+
+/// A progress callback shared by the rounds of one call.
+pub(crate) type ProgressSink = Arc<Mutex<Box<dyn FnMut(Progress) + Send>>>;
+
+/// How each round of one call is sent.
+pub(crate) struct Options {
+    /// As the caller set it: `Some(None)` is no timeout; `None` the session's default per round.
+    pub(crate) timeout: Option<Option<Duration>>,
+    pub(crate) reset_max: Option<Duration>,
+    pub(crate) progress: Option<ProgressSink>,
+    /// When the call began: the timeout counts from here, across rounds.
+    pub(crate) started: Instant,
+}
+
+impl Options {
+    pub(crate) fn plain() -> Self {
+        Self {
+            timeout: None,
+            reset_max: None,
+            progress: None,
+            started: Instant::now(),
+        }
+    }
+}
+
+/// Cancels whichever round of a call is running.
+#[derive(Default)]
+pub(crate) struct Cancel {
+    cancelled: AtomicBool,
+    current: Mutex<Option<CancelHandle>>,
+}
+
+impl Cancel {
+    /// Cancels the call; false if it was cancelled already.
+    pub(crate) fn cancel(&self, reason: &str) -> bool {
+        let first = !self.cancelled.swap(true, Ordering::AcqRel);
+        if let Some(handle) = self.lock().as_ref() {
+            handle.cancel(reason);
+        }
+        first
+    }
+
+    /// Cancelling reaches `handle`'s round (the first one).
+    pub(crate) fn cancel_on(&self, handle: CancelHandle) {
+        *self.lock() = Some(handle);
+    }
+
+    fn running(&self, handle: CancelHandle) -> Result<(), ClientError> {
+        *self.lock() = Some(handle);
+        if self.cancelled.load(Ordering::Acquire) {
+            return Err(cancelled());
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CancelHandle>> {
+        self.current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn cancelled() -> ClientError {
+    ClientError::Session(SessionError::Cancelled(
+        "the call was cancelled between two rounds".to_owned(),
+    ))
+}
+
+/// Sends one round of `method` with `params`.
+pub(crate) async fn send_round(
+    client: &Client,
+    method: &str,
+    params: &Value,
+    options: &Options,
+) -> Result<InFlight<Value>, ClientError> {
+    let mut request = client.request_raw(method, params.clone());
+    let elapsed = options.started.elapsed();
+    match options.timeout {
+        Some(Some(total)) => request = request.timeout(total.saturating_sub(elapsed)),
+        Some(None) => request = request.no_timeout(),
+        None => {}
+    }
+    if let Some(hard_max) = options.reset_max {
+        request = request.reset_timeout_on_progress(hard_max.saturating_sub(elapsed));
+    }
+    if let Some(sink) = &options.progress {
+        let sink = sink.clone();
+        request = request.on_progress(move |p| {
+            let mut callback = sink
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            callback(p);
+        });
+    }
+    Ok(request.send().await?)
+}
+
+/// Runs a whole call: every round until the result is complete.
+pub(crate) async fn run(
+    client: &Client,
+    method: &'static str,
+    params: Value,
+    options: Options,
+) -> Result<Value, ClientError> {
+    let first = send_round(client, method, &params, &options).await?.await?;
+    finish(client, method, params, first, options, Arc::default()).await
+}
+
+/// Goes on from the result of a round: answers its questions and retries, until a result is
+/// complete.
+pub(crate) async fn finish(
+    client: &Client,
+    method: &'static str,
+    mut params: Value,
+    mut result: Value,
+    options: Options,
+    cancel: Arc<Cancel>,
+) -> Result<Value, ClientError> {
+    let limit = client.inner.max_input_rounds;
+    let mut rounds = 1;
+    loop {
+        match result.get("resultType") {
+            // A server of an older revision sends no resultType: complete.
+            None => return Ok(result),
+            Some(Value::String(kind)) if kind == result_type::COMPLETE => return Ok(result),
+            Some(Value::String(kind)) if kind == result_type::INPUT_REQUIRED => {}
+            Some(other) => {
+                return Err(ClientError::InvalidResponse {
+                    method: method.to_owned(),
+                    reason: format!("unknown resultType {other}"),
+                });
+            }
+        }
+        if rounds >= limit {
+            return Err(ClientError::InvalidResponse {
+                method: method.to_owned(),
+                reason: format!("the server still asks for input after {limit} rounds"),
+            });
+        }
+        let answers = answer_all(client, &result).await?;
+        let Value::Object(object) = &mut params else {
+            return Err(ClientError::InvalidResponse {
+                method: method.to_owned(),
+                reason: "the request has no params object to retry with".to_owned(),
+            });
+        };
+        object.insert("inputResponses".to_owned(), Value::Object(answers));
+        match result.get("requestState") {
+            Some(Value::String(state)) => {
+                object.insert("requestState".to_owned(), Value::from(state.as_str()));
+            }
+            // The server sent none this time: send none back.
+            _ => {
+                object.remove("requestState");
+            }
+        }
+        let round = send_round(client, method, &params, &options).await?;
+        cancel.running(round.cancel_handle())?;
+        result = round.await?;
+        rounds += 1;
+    }
+}
+
+/// Answers every question of an `input_required` result, at once, with the client's handlers.
+async fn answer_all(client: &Client, result: &Value) -> Result<JsonObject, ClientError> {
+    let questions = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let answers = questions.into_iter().map(|(key, question)| async move {
+        let method = question
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let params = question.get("params").cloned();
+        let id = RequestId::String(key.clone().into());
+        let ctx = RequestContext::detached(id.clone(), &method, params.as_ref(), client.peer());
+        let request = Request { id, method, params };
+        let answer = client
+            .inner
+            .answerers
+            .answer(request, ctx)
+            .await
+            .map_err(|error| ClientError::Input {
+                key: key.clone(),
+                error,
+            })?;
+        Ok::<_, ClientError>((key, answer))
+    });
+    futures::future::try_join_all(answers)
+        .await
+        .map(|pairs| pairs.into_iter().collect())
+}

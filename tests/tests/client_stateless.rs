@@ -1,0 +1,174 @@
+//! tidewire's client on the stateless revision (2026-07-28) against the demo server, over the
+//! connection transports (in-memory, stdio, WebSocket): the peer scenarios that need no change
+//! notifications (echo, progress, cancel, and sampling / elicitation / roots, which now travel as
+//! `input_required` rounds answered by the same handlers), in `Era::Modern` and `Era::Auto`;
+//! several rounds and a prompt that asks; and how `Auto` and `Modern` meet a session-only server.
+//!
+//! Streamable HTTP is not here: its client transport speaks the session era only, for now.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::json;
+use tidewire_client::{Era, Spoken};
+use tidewire_core::ProtocolVersion;
+use tidewire_core::transport::memory;
+use tidewire_server::Eras;
+use tidewire_tests::harness::{self, Counters, TransportUnderTest, connect_with, peer_client};
+use tidewire_tests::scenarios::{self, text_of};
+use tokio::time::timeout;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The peer scenarios that need nothing but requests.
+const SCENARIOS: [&str; 6] = [
+    "echo",
+    "progress",
+    "cancel",
+    "sampling",
+    "elicitation",
+    "roots",
+];
+
+fn transports() -> Vec<TransportUnderTest> {
+    vec![
+        TransportUnderTest::Memory,
+        TransportUnderTest::Stdio {
+            program: env!("CARGO_BIN_EXE_tidewire-demo-stdio").into(),
+            args: Vec::new(),
+        },
+        TransportUnderTest::WebSocket,
+    ]
+}
+
+async fn peer_scenarios_in(era: Era) {
+    for transport in transports() {
+        for scenario in SCENARIOS {
+            println!("{scenario} over {} ({era:?})", transport.name());
+            let counters = Arc::new(Counters::default());
+            let h = timeout(
+                LIMIT,
+                connect_with(&transport, peer_client(&counters).era(era), counters),
+            )
+            .await
+            .expect("connected in time");
+            assert_eq!(h.client.era(), Spoken::Stateless, "{}", transport.name());
+            assert_eq!(h.client.protocol_version(), ProtocolVersion::V2026_07_28);
+            assert_eq!(h.client.server_info().name, "tidewire-demo");
+            let outcome = timeout(LIMIT, scenarios::run_peer_scenario(&h, scenario))
+                .await
+                .expect("the scenario finished in time");
+            h.finish().await;
+            if let Err(e) = outcome {
+                panic!("{scenario} over {} ({era:?}): {e}", transport.name());
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_scenarios_in_era_modern() {
+    peer_scenarios_in(Era::Modern).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_scenarios_in_era_auto() {
+    peer_scenarios_in(Era::Auto).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_rounds_and_a_prompt_that_asks() {
+    let counters = Arc::new(Counters::default());
+    let h = connect_with(
+        &TransportUnderTest::Memory,
+        peer_client(&counters).era(Era::Modern),
+        counters.clone(),
+    )
+    .await;
+    // Two questions, one round each: the canned elicitation answers a name, not a colour.
+    let text = timeout(
+        LIMIT,
+        text_of(
+            &h.client,
+            "test_input_required_result_multi_round",
+            json!({}),
+        ),
+    )
+    .await
+    .expect("in time")
+    .expect("multi-round");
+    assert_eq!(text, "peer-canned-name likes ?");
+    assert_eq!(counters.elicitation.load(Ordering::SeqCst), 2);
+    // Three questions in one round.
+    let text = text_of(
+        &h.client,
+        "test_input_required_result_multiple_inputs",
+        json!({}),
+    )
+    .await
+    .expect("multiple inputs");
+    assert!(text.contains("peer-canned-name (2 roots)"), "{text}");
+    assert_eq!(counters.elicitation.load(Ordering::SeqCst), 3);
+    assert_eq!(counters.sampling.load(Ordering::SeqCst), 1);
+    assert_eq!(counters.roots.load(Ordering::SeqCst), 1);
+    // prompts/get asks too.
+    let prompt = h
+        .client
+        .get_prompt("test_input_required_result_prompt", ())
+        .await
+        .expect("prompt");
+    assert_eq!(prompt.messages.len(), 1);
+    assert_eq!(counters.elicitation.load(Ordering::SeqCst), 4);
+    // A client with no handler for a question fails clearly.
+    let bare = connect_with(
+        &TransportUnderTest::Memory,
+        tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("bare", "1"))
+            .era(Era::Modern),
+        Arc::new(Counters::default()),
+    )
+    .await;
+    let error = bare
+        .client
+        .call_tool("test_input_required_result_elicitation", json!({}))
+        .await
+        .expect_err("no elicitation capability");
+    assert_eq!(error.remote().map(|e| e.code), Some(-32021), "{error}");
+    bare.finish().await;
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_falls_back_to_a_session_and_modern_says_it_cannot() {
+    let legacy_only = || tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+    let counters = Arc::new(Counters::default());
+
+    let server = legacy_only();
+    let (a, b) = memory::duplex();
+    tokio::spawn(server.serve(a).1);
+    let client = timeout(LIMIT, peer_client(&counters).era(Era::Auto).connect(b))
+        .await
+        .expect("in time")
+        .expect("auto connects");
+    assert_eq!(client.era(), Spoken::Session);
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(
+        text_of(&client, "echo", json!({"text": "hi"})).await,
+        Ok("hi".to_owned())
+    );
+    client.close().await;
+
+    let server = legacy_only();
+    let (a, b) = memory::duplex();
+    tokio::spawn(server.serve(a).1);
+    let refused = timeout(LIMIT, peer_client(&counters).era(Era::Modern).connect(b))
+        .await
+        .expect("in time");
+    let error = refused.expect_err("the server serves sessions only");
+    assert_eq!(error.remote().map(|e| e.code), Some(-32601), "{error}");
+
+    // And the default stays the session era, against a dual server too.
+    let h = harness::connect(&TransportUnderTest::Memory).await;
+    assert_eq!(h.client.era(), Spoken::Session);
+    h.finish().await;
+}
