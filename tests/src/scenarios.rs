@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tidewire_client::Client;
-use tidewire_core::schema::{ResourceContents, ServerNotification};
+use tidewire_core::schema::{
+    LoggingLevel, ResourceContents, ServerNotification, SubscriptionFilter,
+};
 
 use crate::harness::{Counters, Harness, TransportUnderTest, connect_with, peer_client};
 
@@ -298,16 +300,29 @@ pub async fn cancel(c: &Client) -> Result<String, String> {
 }
 
 async fn notifications(c: &Client) -> Result<String, String> {
+    // One loop for both eras: logs at the level asked for (`logging/setLevel`, or the stateless
+    // `logLevel`), list changes through `listen` (the session's stream, or subscriptions/listen).
+    c.set_logging_level(LoggingLevel::Info)
+        .await
+        .map_err(|e| format!("set_logging_level: {e}"))?;
     let mut notes = c.notifications();
+    let filter = SubscriptionFilter {
+        resources_list_changed: Some(true),
+        ..SubscriptionFilter::default()
+    };
+    let mut changes = c.listen(filter).await.map_err(|e| format!("listen: {e}"))?;
+    ensure!(
+        changes.honoured().resources_list_changed == Some(true),
+        "the server does not send resources/list_changed: {:?}",
+        changes.honoured()
+    );
     let r = text_of(c, "notify", json!({"count": 5})).await?;
     ensure!(r == "Sent 5 log messages", "notify returned {r:?}");
     let mut logs = Vec::new();
-    let mut list_changed = false;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !(logs.len() == 5 && list_changed) && Instant::now() < deadline {
+    while logs.len() < 5 && Instant::now() < deadline {
         match tokio::time::timeout(Duration::from_secs(10), notes.next()).await {
             Ok(Some(Ok(ServerNotification::LoggingMessage(m)))) => logs.push(m.data),
-            Ok(Some(Ok(ServerNotification::ResourceListChanged(_)))) => list_changed = true,
             Ok(Some(Ok(_))) => {}
             Ok(Some(Err(lag))) => return Err(format!("the notification stream lagged: {lag:?}")),
             Ok(None) | Err(_) => break,
@@ -315,7 +330,14 @@ async fn notifications(c: &Client) -> Result<String, String> {
     }
     let want: Vec<Value> = (1..=5).map(|i| json!(format!("log {i}/5"))).collect();
     ensure!(logs == want, "log messages {logs:?}, want {want:?}");
-    ensure!(list_changed, "no resources/list_changed arrived");
+    let changed = tokio::time::timeout(Duration::from_secs(10), changes.next()).await;
+    ensure!(
+        matches!(
+            changed,
+            Ok(Some(Ok(ServerNotification::ResourceListChanged(_))))
+        ),
+        "no resources/list_changed arrived: {changed:?}"
+    );
     Ok(String::new())
 }
 
@@ -346,13 +368,22 @@ async fn subscribe(c: &Client) -> Result<String, String> {
         "the server does not advertise resources.subscribe"
     );
     let mut notes = c.notifications();
-    c.subscribe("test://counter")
-        .await
-        .map_err(|e| format!("subscribe: {e}"))?;
+    // One loop for both eras: resources/subscribe on a session, subscriptions/listen otherwise.
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["test://counter".to_owned()]),
+        ..SubscriptionFilter::default()
+    };
+    let mut changes = c.listen(filter).await.map_err(|e| format!("listen: {e}"))?;
+    ensure!(
+        changes.honoured().resource_subscriptions.as_deref()
+            == Some(&["test://counter".to_owned()][..]),
+        "the subscription was not honoured: {:?}",
+        changes.honoured()
+    );
     let before = read_counter(c).await?;
     text_of(c, "bump", json!({})).await?;
     let updated = tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(note) = notes.next().await {
+        while let Some(note) = changes.next().await {
             if let Ok(ServerNotification::ResourceUpdated(u)) = note {
                 return Some(u.uri);
             }
@@ -371,9 +402,15 @@ async fn subscribe(c: &Client) -> Result<String, String> {
         after == before + 1,
         "the counter went from {before} to {after}"
     );
-    c.unsubscribe("test://counter")
+    changes
+        .end()
         .await
-        .map_err(|e| format!("unsubscribe: {e}"))?;
+        .map_err(|e| format!("ending the listen: {e}"))?;
+    // What came before the end is not counted.
+    while futures::FutureExt::now_or_never(notes.next())
+        .flatten()
+        .is_some()
+    {}
     text_of(c, "bump", json!({})).await?;
     // A round trip after the bump: an update, had one been sent, would have come before its answer.
     text_of(c, "echo", json!({"text": "sync"})).await?;
@@ -385,7 +422,7 @@ async fn subscribe(c: &Client) -> Result<String, String> {
     }
     ensure!(
         extra == 0,
-        "{extra} resources/updated arrived after unsubscribe"
+        "{extra} resources/updated arrived after the listen ended"
     );
     Ok(String::new())
 }

@@ -1,7 +1,7 @@
 //! tidewire's client on the stateless revision (2026-07-28) against the demo server, over the
-//! connection transports (in-memory, stdio, WebSocket): the peer scenarios that need no change
-//! notifications (echo, progress, cancel, and sampling / elicitation / roots, which now travel as
-//! `input_required` rounds answered by the same handlers), in `Era::Modern` and `Era::Auto`;
+//! connection transports (in-memory, stdio, WebSocket): the eight peer scenarios (sampling /
+//! elicitation / roots now travel as `input_required` rounds answered by the same handlers, and
+//! change notifications through `subscriptions/listen`), in `Era::Modern` and `Era::Auto`;
 //! several rounds and a prompt that asks; and how `Auto` and `Modern` meet a session-only server.
 //!
 //! Streamable HTTP is not here: its client transport speaks the session era only, for now.

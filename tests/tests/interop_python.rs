@@ -25,17 +25,6 @@ async fn tidewire_client_against_python_server_stdio() {
     .await;
 }
 
-/// The scenarios that need no change notifications: our client's `subscriptions/listen` is not
-/// written yet, so `notifications` and `subscribe` run in the session era only.
-const STATELESS_READY: [&str; 6] = [
-    "echo",
-    "progress",
-    "cancel",
-    "sampling",
-    "elicitation",
-    "roots",
-];
-
 async fn tidewire_client_against_python_server_stdio_in(era: tidewire_client::Era) {
     let Some(peers) = python_peers() else { return };
     let command = scenarios::PeerCommand {
@@ -43,7 +32,7 @@ async fn tidewire_client_against_python_server_stdio_in(era: tidewire_client::Er
         args: vec![peers.server_script().into_os_string(), "stdio".into()],
     };
     let mut failures = Vec::new();
-    for scenario in STATELESS_READY {
+    for scenario in scenarios::PEER_SCENARIOS {
         let outcome = tokio::time::timeout(
             SCENARIO_LIMIT,
             scenarios::run_peer_scenario_over_stdio_in(&command, scenario, era),
@@ -55,10 +44,6 @@ async fn tidewire_client_against_python_server_stdio_in(era: tidewire_client::Er
             Err(_) => failures.push(format!("{scenario}: did not finish in {SCENARIO_LIMIT:?}")),
         }
     }
-    println!(
-        "[python server, stdio, {era:?}] skipped notifications, subscribe: the client has no \
-         subscriptions/listen yet"
-    );
     assert!(failures.is_empty(), "{era:?}:\n{}", failures.join("\n"));
 }
 

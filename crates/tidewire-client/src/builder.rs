@@ -558,6 +558,7 @@ fn client(
             envelope,
             answerers: settings.answerers,
             max_input_rounds: settings.max_input_rounds,
+            log_level: Mutex::new(None),
             capabilities: settings.capabilities,
             first_notifications: Mutex::new(Some(settings.first)),
             template: settings.template,

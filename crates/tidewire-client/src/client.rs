@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) answerers: Arc<Answerers>,
     /// Rounds of questions one stateless call may take.
     pub(crate) max_input_rounds: usize,
+    /// The log level stateless requests ask for (`set_logging_level`).
+    pub(crate) log_level: Mutex<Option<LoggingLevel>>,
     /// Subscribed at connect time, so the first stream asked for misses nothing.
     pub(crate) first_notifications: Mutex<Option<broadcast::Receiver<ServerNotification>>>,
     /// Never read; later streams are resubscribed from it.
@@ -183,10 +185,24 @@ impl Client {
         &self,
         request: RequestBuilder<T>,
     ) -> RequestBuilder<T> {
-        match &self.inner.envelope {
-            Some(envelope) => request.merge_meta(envelope.clone()),
-            None => request,
+        let Some(envelope) = &self.inner.envelope else {
+            return request;
+        };
+        let mut envelope = envelope.clone();
+        let level = *self
+            .inner
+            .log_level
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(level) = level
+            && let Ok(level) = serde_json::to_value(level)
+        {
+            envelope.insert(
+                tidewire_core::schema::meta_keys::LOG_LEVEL.to_owned(),
+                level,
+            );
         }
+        request.merge_meta(envelope)
     }
 
     /// Sends a typed notification to the server.
@@ -404,11 +420,21 @@ impl Client {
         self.call::<Complete>(params).await
     }
 
-    /// Sets the lowest level of log messages the server sends (`logging/setLevel`).
+    /// Sets the lowest level of log messages the server sends: `logging/setLevel` on a
+    /// session; on the stateless revision, the `logLevel` every later request carries in its
+    /// `_meta` (without it, a stateless server sends no logs at all).
     ///
     /// # Errors
-    /// As any request.
+    /// As any request (never, on the stateless revision).
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        if self.inner.envelope.is_some() {
+            *self
+                .inner
+                .log_level
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(level);
+            return Ok(());
+        }
         self.call::<SetLevel>(SetLevelParams::new(level))
             .await
             .map(drop)

@@ -128,6 +128,7 @@ mod dispatch;
 mod era;
 mod error;
 mod handlers;
+mod listen;
 mod notifications;
 mod rounds;
 
@@ -140,6 +141,7 @@ pub use client::Client;
 pub use era::{Era, Spoken};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, RootsHandler, SamplingHandler, StaticRoots};
+pub use listen::Listen;
 pub use notifications::{Lagged, NotificationStream};
 
 pub use tidewire_core::ProtocolVersion;
