@@ -114,12 +114,16 @@ mod reply;
 mod request;
 mod shared;
 mod sse;
+mod stateless;
 mod task;
 mod transport;
 
 pub use builder::{DEFAULT_REQUEST_TIMEOUT, ReconnectPolicy, StreamableHttpClient};
 pub use error::HttpClientError;
 pub use redirect::same_origin_policy;
+pub use stateless::{
+    StatelessHttpClient, StatelessHttpTransport, StatelessReceiver, StatelessSender,
+};
 pub use transport::{
     HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender, MAX_NOTIFICATION_STREAMS,
 };
