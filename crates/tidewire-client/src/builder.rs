@@ -497,7 +497,9 @@ async fn stateless(peer: &Peer, settings: Settings, fallback: bool) -> Result<Cl
             {
                 let shared = era::shared_version(error.data.as_ref());
                 match shared {
-                    Some(shared) if !retried && shared != version => {
+                    // Once, even at the same version: a server may refuse a first request
+                    // whatever it says (and the spec asks a client to retry).
+                    Some(shared) if !retried => {
                         version = shared;
                         retried = true;
                     }

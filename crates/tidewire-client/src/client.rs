@@ -230,16 +230,26 @@ impl Client {
     /// # Errors
     /// As any request; [`ClientError::InvalidResponse`] when the page does not decode.
     pub async fn list_tools(&self, cursor: Option<Cursor>) -> Result<ListToolsResult, ClientError> {
-        self.call::<ListTools>(page_params(cursor)).await
+        let mut page = self.call::<ListTools>(page_params(cursor)).await?;
+        if self.inner.envelope.is_some() {
+            crate::tool_headers::keep_valid(&mut page.tools);
+        }
+        Ok(page)
     }
 
-    /// Every tool, following `nextCursor` to the last page.
+    /// Every tool, following `nextCursor` to the last page. On the stateless revision, a tool
+    /// whose `x-mcp-header` annotations are invalid is left out (and the reason logged), as in
+    /// [`list_tools`](Self::list_tools).
     ///
     /// # Errors
     /// As [`list_tools`](Self::list_tools); [`ClientError::TooManyPages`] past the page limit;
     /// [`ClientError::InvalidResponse`] when the server repeats a cursor.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.list_all::<ListTools>().await
+        let mut tools = self.list_all::<ListTools>().await?;
+        if self.inner.envelope.is_some() {
+            crate::tool_headers::keep_valid(&mut tools);
+        }
+        Ok(tools)
     }
 
     /// One page of the server's resources.

@@ -131,6 +131,7 @@ mod handlers;
 mod listen;
 mod notifications;
 mod rounds;
+mod tool_headers;
 
 pub use builder::{
     ClientBuilder, Connecting, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_MAX_LIST_PAGES,

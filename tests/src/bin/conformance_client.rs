@@ -5,7 +5,11 @@
 //! the scenario's steps succeed, non-zero with a one-line reason on stderr otherwise (including
 //! an unknown scenario). Logs go to stderr (`RUST_LOG`).
 //!
-//! Scenarios: `initialize`, `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults`.
+//! Scenarios: `initialize`, `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults`;
+//! and when `MCP_CONFORMANCE_PROTOCOL_VERSION` is 2026-07-28 (the stateless wire, over
+//! `StatelessHttpClient` with `Era::Modern`): `tools_call`, `request-metadata`,
+//! `sep-2322-client-request-state`, `http-standard-headers`, `http-custom-headers`,
+//! `json-schema-ref-no-deref`.
 //! The `auth/*` scenarios need the OAuth flow, which tidewire does not have yet: they fail with
 //! a clear message and are listed in `tests/conformance/client-expected-failures.yml`.
 
@@ -13,10 +17,13 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use tidewire_client::{Client, RequestContext};
+use tidewire_client::{Client, Era, RequestContext};
 use tidewire_core::jsonrpc::ErrorObject;
-use tidewire_core::schema::{ElicitParams, ElicitResult, ElicitValue, Implementation};
-use tidewire_http::client::StreamableHttpClient;
+use tidewire_core::schema::{
+    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ElicitValue,
+    Implementation, Root,
+};
+use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -40,9 +47,17 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
     if scenario.starts_with("auth/") {
         return Err("OAuth authorization is not implemented in tidewire yet".to_owned());
     }
+    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    if version == "2026-07-28" {
+        return run_stateless(scenario, url).await;
+    }
     if !matches!(
         scenario,
-        "initialize" | "tools_call" | "sse-retry" | "elicitation-sep1034-client-defaults"
+        "initialize"
+            | "tools_call"
+            | "sse-retry"
+            | "elicitation-sep1034-client-defaults"
+            | "json-schema-2020-12-preservation"
     ) {
         return Err(format!("unknown scenario {scenario:?}"));
     }
@@ -61,10 +76,169 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
         "initialize" => initialize(&client).await,
         "tools_call" => tools_call(&client).await,
         "sse-retry" => sse_retry(&client).await,
+        "json-schema-2020-12-preservation" => echo_schema(&client).await,
         _ => elicitation_defaults(&client).await,
     };
     client.close().await;
     outcome
+}
+
+/// The stateless wire: no `initialize`; every request carries its `_meta` and headers.
+async fn run_stateless(scenario: &str, url: &str) -> Result<(), String> {
+    if !matches!(
+        scenario,
+        "tools_call"
+            | "request-metadata"
+            | "sep-2322-client-request-state"
+            | "http-standard-headers"
+            | "http-custom-headers"
+            | "http-invalid-tool-headers"
+            | "json-schema-ref-no-deref"
+            | "json-schema-2020-12-preservation"
+    ) {
+        return Err(format!(
+            "unknown scenario {scenario:?} on the 2026-07-28 wire"
+        ));
+    }
+    let transport = StatelessHttpClient::new(url)
+        .connect()
+        .map_err(|e| format!("cannot use {url}: {e}"))?;
+    let client = Client::builder(Implementation::new(
+        "tidewire-conformance-client",
+        env!("CARGO_PKG_VERSION"),
+    ))
+    .era(Era::Modern)
+    .elicitation_handler(accept_with_defaults)
+    .sampling_handler(|_: CreateMessageParams, _: RequestContext| async {
+        Ok::<_, ErrorObject>(CreateMessageResult::text("tidewire-conformance", "ok"))
+    })
+    .roots([Root::new("file:///conformance")])
+    .connect(transport)
+    .await
+    .map_err(|e| format!("connecting failed: {e}"))?;
+    let outcome = match scenario {
+        "tools_call" => tools_call(&client).await,
+        "sep-2322-client-request-state" => call_every_tool(&client).await,
+        "http-custom-headers" => context_tool_calls(&client).await,
+        "http-invalid-tool-headers" => call_valid_tool(&client).await,
+        "json-schema-2020-12-preservation" => echo_schema(&client).await,
+        // request-metadata, http-standard-headers, json-schema-ref-no-deref: list, then call
+        // the first tool (the mock checks what every request carries).
+        _ => list_then_call_first(&client).await,
+    };
+    client.close().await;
+    outcome
+}
+
+/// Lists the tools (those with invalid `x-mcp-header` annotations are dropped) and calls
+/// `valid_tool`.
+async fn call_valid_tool(client: &Client) -> Result<(), String> {
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list: {e}"))?;
+    let valid = tools
+        .iter()
+        .find(|t| t.name == "valid_tool")
+        .ok_or("valid_tool is not listed")?;
+    let mut arguments = serde_json::Map::new();
+    let properties = valid
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (name, schema) in properties {
+        let value = match schema.get("type").and_then(Value::as_str) {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            _ => json!("value"),
+        };
+        arguments.insert(name, value);
+    }
+    client
+        .call_tool("valid_tool", Value::Object(arguments))
+        .await
+        .map(drop)
+        .map_err(|e| format!("tools/call valid_tool: {e}"))
+}
+
+/// Lists the tools and sends `json_schema_2020_12_tool`'s input schema back, as received, to
+/// `json_schema_echo`.
+async fn echo_schema(client: &Client) -> Result<(), String> {
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list: {e}"))?;
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "json_schema_2020_12_tool")
+        .ok_or("json_schema_2020_12_tool is not listed")?;
+    client
+        .call_tool("json_schema_echo", json!({"schema": tool.input_schema}))
+        .await
+        .map(drop)
+        .map_err(|e| format!("tools/call json_schema_echo: {e}"))
+}
+
+/// Lists the tools and calls each, without arguments.
+async fn call_every_tool(client: &Client) -> Result<(), String> {
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list: {e}"))?;
+    for tool in tools {
+        client
+            .call_tool(tool.name.clone(), json!({}))
+            .await
+            .map_err(|e| format!("tools/call {}: {e}", tool.name))?;
+    }
+    Ok(())
+}
+
+/// Lists the tools, then calls the first one without arguments (if there is one).
+async fn list_then_call_first(client: &Client) -> Result<(), String> {
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list: {e}"))?;
+    if let Some(tool) = tools.first() {
+        client
+            .call_tool(tool.name.clone(), json!({}))
+            .await
+            .map_err(|e| format!("tools/call {}: {e}", tool.name))?;
+    }
+    Ok(())
+}
+
+/// Lists the tools (which teaches the transport their `x-mcp-header` parameters), then makes the
+/// calls `MCP_CONFORMANCE_CONTEXT` names in `toolCalls`.
+async fn context_tool_calls(client: &Client) -> Result<(), String> {
+    client
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list: {e}"))?;
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let calls = context
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for call in calls {
+        let name = call
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("a toolCall without a name")?;
+        let arguments = call.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        client
+            .call_tool(name, arguments)
+            .await
+            .map_err(|e| format!("tools/call {name}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// `initialize` (done by connecting), then `tools/list`.
