@@ -230,3 +230,50 @@ async fn tool_parameters_travel_in_headers_once_the_tool_is_listed() {
     assert_eq!(text, "region: Zürich ✓");
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_auto_picks_the_era_an_http_server_speaks() {
+    use tidewire_http::server::{HttpConfig, StreamableHttp};
+    use tidewire_sse::client::{Fallback, connect_auto};
+
+    // A dual server: the stateless revision.
+    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+    let counters = Arc::new(Counters::default());
+    let (client, how) = timeout(LIMIT, connect_auto(&url, || peer_client(&counters)))
+        .await
+        .expect("in time")
+        .expect("connects");
+    assert!(matches!(how, Fallback::Stateless), "{how:?}");
+    assert_eq!(client.era(), Spoken::Stateless);
+    assert_eq!(
+        text_of(&client, "echo", json!({"text": "a"})).await,
+        Ok("a".to_owned())
+    );
+    client.close().await;
+
+    // A server of sessions only: Streamable HTTP with initialize.
+    let server = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+    let endpoint = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), move |t| {
+        server.serve(t).1
+    });
+    let app = endpoint.router("/mcp");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (client, how) = timeout(
+        LIMIT,
+        connect_auto(&format!("http://{addr}/mcp"), || peer_client(&counters)),
+    )
+    .await
+    .expect("in time")
+    .expect("connects");
+    assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
+    assert_eq!(client.era(), Spoken::Session);
+    assert_eq!(
+        text_of(&client, "echo", json!({"text": "b"})).await,
+        Ok("b".to_owned())
+    );
+    client.close().await;
+}

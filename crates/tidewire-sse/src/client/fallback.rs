@@ -1,8 +1,9 @@
 //! Streamable HTTP first, legacy HTTP+SSE for older servers (the backwards-compatibility rule
 //! of MCP 2025-03-26).
 
-use tidewire_client::{Client, ClientBuilder, ClientError};
-use tidewire_http::client::{HttpClientHandle, StreamableHttpClient};
+use tidewire_client::{Client, ClientBuilder, ClientError, Era};
+use tidewire_core::jsonrpc::ErrorCode;
+use tidewire_http::client::{HttpClientHandle, StatelessHttpClient, StreamableHttpClient};
 
 use super::{SseClient, SseClientError};
 
@@ -10,6 +11,9 @@ use super::{SseClient, SseClientError};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Fallback {
+    /// The server speaks the stateless revision (2026-07-28) on Streamable HTTP
+    /// ([`connect_auto`] only).
+    Stateless,
     /// The server speaks Streamable HTTP.
     StreamableHttp(HttpClientHandle),
     /// The server refused the `initialize` POST (HTTP 400, 404 or 405) and its URL served a
@@ -93,6 +97,45 @@ pub async fn connect_with_fallback(
         .await
         .map_err(FallbackError::LegacyHandshake)?;
     Ok((client, Fallback::LegacySse { endpoint }))
+}
+
+/// Connects to `url` in whichever era the server speaks: first the stateless revision
+/// (`server/discover` over [`StatelessHttpClient`], with `builder`'s client in
+/// [`Era::Modern`]); when the answer is not one of that revision (an unknown method, a 4xx
+/// without a stateless error, no answer), the session era as [`connect_with_fallback`] does it
+/// (Streamable HTTP, then legacy HTTP+SSE). An answer that is the stateless revision's but
+/// refuses (no version in common, a header mismatch) is an error, not a reason to fall back.
+///
+/// # Errors
+/// See [`FallbackError`]; the stateless attempt's refusal comes as
+/// [`FallbackError::StreamableHttp`].
+pub async fn connect_auto(
+    url: &str,
+    builder: impl Fn() -> ClientBuilder,
+) -> Result<(Client, Fallback), FallbackError> {
+    let transport = StatelessHttpClient::new(url)
+        .connect()
+        .map_err(FallbackError::Config)?;
+    match builder().era(Era::Modern).connect(transport).await {
+        Ok(client) => return Ok((client, Fallback::Stateless)),
+        Err(error) if is_stateless_refusal(&error) => {
+            return Err(FallbackError::StreamableHttp(error));
+        }
+        Err(error) => {
+            tracing::debug!(%url, %error, "not the stateless revision: trying sessions");
+        }
+    }
+    connect_with_fallback(url, || builder().era(Era::Legacy)).await
+}
+
+/// A refusal that comes from a server of the stateless revision.
+fn is_stateless_refusal(error: &ClientError) -> bool {
+    match error {
+        ClientError::UnsupportedVersion { .. } => true,
+        other => other
+            .remote()
+            .is_some_and(|e| e.code == ErrorCode::HEADER_MISMATCH.0),
+    }
 }
 
 /// The HTTP status of a refused `initialize` POST, when it is one that means "not a Streamable

@@ -58,7 +58,7 @@ use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 
 pub use error::SseClientError;
 #[cfg(feature = "fallback")]
-pub use fallback::{Fallback, FallbackError, connect_with_fallback};
+pub use fallback::{Fallback, FallbackError, connect_auto, connect_with_fallback};
 pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
 
 /// Builds a legacy HTTP+SSE client transport. Setters never fail; [`connect`](Self::connect)
