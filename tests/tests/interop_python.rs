@@ -56,3 +56,75 @@ async fn tidewire_client_against_python_server_stdio_era_modern() {
 async fn tidewire_client_against_python_server_stdio_era_auto() {
     tidewire_client_against_python_server_stdio_in(tidewire_client::Era::Auto).await;
 }
+
+/// One peer scenario with our client in `era` against the Python peer server's WebSocket.
+async fn websocket_scenario(
+    url: &str,
+    scenario: &str,
+    era: tidewire_client::Era,
+) -> Result<String, String> {
+    let transport = tidewire_ws::client::WsClient::new(url)
+        .connect()
+        .await
+        .map_err(|e| format!("open the WebSocket: {e}"))?;
+    let counters = std::sync::Arc::new(tidewire_tests::harness::Counters::default());
+    let client = tidewire_tests::harness::peer_client(&counters)
+        .era(era)
+        .connect(transport)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    if client.era() != tidewire_client::Spoken::Stateless {
+        return Err(format!("{era:?} did not reach the stateless revision"));
+    }
+    let harness = tidewire_tests::harness::Harness::for_client(client, "websocket", counters);
+    let outcome = scenarios::run_peer_scenario(&harness, scenario).await;
+    harness.finish().await;
+    outcome
+}
+
+/// One peer scenario with our client on the stateless wire against the Python peer server's
+/// Streamable HTTP endpoint.
+async fn http_scenario(url: &str, scenario: &str) -> Result<String, String> {
+    let transport = tidewire_http::client::StatelessHttpClient::new(url)
+        .connect()
+        .map_err(|e| format!("a stateless HTTP transport: {e}"))?;
+    let counters = std::sync::Arc::new(tidewire_tests::harness::Counters::default());
+    let client = tidewire_tests::harness::peer_client(&counters)
+        .era(tidewire_client::Era::Modern)
+        .connect(transport)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let harness = tidewire_tests::harness::Harness::for_client(client, "http-stateless", counters);
+    let outcome = scenarios::run_peer_scenario(&harness, scenario).await;
+    harness.finish().await;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tidewire_client_against_python_server_websocket_stateless() {
+    let Some(peers) = python_peers() else { return };
+    let server = tidewire_tests::external::PythonPeerServer::start(&peers, "websocket").await;
+    let url = format!("ws://127.0.0.1:{}/ws", server.port);
+    for era in [tidewire_client::Era::Modern, tidewire_client::Era::Auto] {
+        let label = format!("python server, websocket, {era:?}");
+        scenarios::run_all_peer_scenarios(&label, SCENARIO_LIMIT, |scenario| {
+            websocket_scenario(&url, scenario, era)
+        })
+        .await;
+    }
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tidewire_client_against_python_server_streamable_http_stateless() {
+    let Some(peers) = python_peers() else { return };
+    let server = tidewire_tests::external::PythonPeerServer::start(&peers, "streamable-http").await;
+    let url = server.url("/mcp");
+    scenarios::run_all_peer_scenarios(
+        "python server, streamable-http, Modern",
+        SCENARIO_LIMIT,
+        |scenario| http_scenario(&url, scenario),
+    )
+    .await;
+    drop(server);
+}
