@@ -277,3 +277,70 @@ async fn connect_auto_picks_the_era_an_http_server_speaks() {
     );
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_cached_for_their_ttl_and_dropped_on_change() {
+    use futures::StreamExt;
+    use std::sync::atomic::AtomicUsize;
+    use tidewire_core::schema::{ReadResourceResult, Resource, SubscriptionFilter};
+    use tidewire_server::{CacheHint, CacheItem};
+
+    let reads = Arc::new(AtomicUsize::new(0));
+    let counted = reads.clone();
+    let server = tidewire_demo::demo_builder()
+        .resource(Resource::new("mem://cached", "cached"), move |uri, _ctx| {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { Ok(ReadResourceResult::text(uri, format!("read {n}"))) }
+        })
+        .cache_hint_for(
+            CacheItem::Resource("mem://cached".into()),
+            CacheHint::private(Duration::from_secs(60)),
+        )
+        .build();
+    let (a, b) = memory::duplex();
+    tokio::spawn(server.serve(a).1);
+    let counters = Arc::new(Counters::default());
+    let client = timeout(LIMIT, peer_client(&counters).era(Era::Modern).connect(b))
+        .await
+        .expect("in time")
+        .expect("connected");
+    let text = |r: &ReadResourceResult| {
+        serde_json::to_value(&r.contents[0]).expect("json")["text"].clone()
+    };
+
+    let first = client.read_resource("mem://cached").await.expect("read");
+    let second = client.read_resource("mem://cached").await.expect("read");
+    assert_eq!(
+        (text(&first), text(&second)),
+        (json!("read 1"), json!("read 1"))
+    );
+    assert_eq!(
+        reads.load(Ordering::SeqCst),
+        1,
+        "the second read came from the cache"
+    );
+    let fresh = client
+        .fresh()
+        .read_resource("mem://cached")
+        .await
+        .expect("read");
+    assert_eq!(text(&fresh), json!("read 2"));
+    // An update heard on a listen drops the cached read.
+    let mut changes = client
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://cached".into()]),
+            ..SubscriptionFilter::default()
+        })
+        .await
+        .expect("listen");
+    server.notify_resource_updated("mem://cached").await;
+    timeout(LIMIT, changes.next())
+        .await
+        .expect("in time")
+        .expect("an update")
+        .expect("no lag");
+    let after = client.read_resource("mem://cached").await.expect("read");
+    assert_eq!(text(&after), json!("read 3"));
+    changes.end().await.expect("end");
+    client.close().await;
+}

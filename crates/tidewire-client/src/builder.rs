@@ -357,8 +357,10 @@ impl ClientBuilder {
                 .map(|handler| (handler, self.elicitation_modes)),
             roots: self.roots,
         });
+        let cache = Arc::new(crate::cache::ResultCache::default());
         let dispatcher = Dispatcher {
             answerers: answerers.clone(),
+            cache: cache.clone(),
             callback: self.callback,
             notifications: tx,
         };
@@ -382,6 +384,7 @@ impl ClientBuilder {
             template,
             era: self.era,
             answerers,
+            cache,
             max_input_rounds: self.max_input_rounds,
         };
         let future = Box::pin(handshake(peer, settings));
@@ -400,6 +403,7 @@ struct Settings {
     template: broadcast::Receiver<ServerNotification>,
     era: Era,
     answerers: Arc<Answerers>,
+    cache: Arc<crate::cache::ResultCache>,
     max_input_rounds: usize,
 }
 
@@ -548,6 +552,7 @@ fn client(
     settings: Settings,
 ) -> Client {
     Client {
+        fresh: false,
         inner: Arc::new(Inner {
             peer: peer.clone(),
             init,
@@ -559,6 +564,7 @@ fn client(
             },
             envelope,
             answerers: settings.answerers,
+            cache: settings.cache,
             max_input_rounds: settings.max_input_rounds,
             log_level: Mutex::new(None),
             capabilities: settings.capabilities,

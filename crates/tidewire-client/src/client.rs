@@ -37,6 +37,8 @@ use crate::notifications::NotificationStream;
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
+    /// Bypasses the result cache ([`fresh`](Self::fresh)).
+    pub(crate) fresh: bool,
 }
 
 pub(crate) struct Inner {
@@ -50,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) envelope: Option<JsonObject>,
     /// What answers the server's questions.
     pub(crate) answerers: Arc<Answerers>,
+    /// Stateless results kept for their `ttlMs`.
+    pub(crate) cache: Arc<crate::cache::ResultCache>,
     /// Rounds of questions one stateless call may take.
     pub(crate) max_input_rounds: usize,
     /// The log level stateless requests ask for (`set_logging_level`).
@@ -75,6 +79,14 @@ impl std::fmt::Debug for Client {
             .field("closed", &self.inner.peer.is_closed())
             .finish_non_exhaustive()
     }
+}
+
+/// Decodes a raw result as `M`'s.
+fn decode<M: RequestType>(result: Value) -> Result<M::Result, ClientError> {
+    serde_json::from_value(result).map_err(|e| ClientError::InvalidResponse {
+        method: M::METHOD.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 /// A page of a paginated list: its items and the cursor of the next page.
@@ -214,7 +226,40 @@ impl Client {
     }
 
     async fn call<M: RequestType>(&self, params: M::Params) -> Result<M::Result, ClientError> {
-        Ok(self.request::<M>(params).await?)
+        if self.inner.envelope.is_none() || self.fresh {
+            return Ok(self.request::<M>(params).await?);
+        }
+        let params = serde_json::to_value(params).map_err(|e| {
+            ClientError::Session(SessionError::InvalidParams {
+                method: M::METHOD.to_owned(),
+                reason: e.to_string(),
+            })
+        })?;
+        let Some(key) = crate::cache::ResultCache::key(M::METHOD, &params) else {
+            let result = self.request_raw(M::METHOD, params).await?;
+            return decode::<M>(result);
+        };
+        if let Some(hit) = self.inner.cache.get(&key) {
+            return decode::<M>(hit);
+        }
+        let result = self.request_raw(M::METHOD, params).await?;
+        self.inner.cache.put(key, &result);
+        decode::<M>(result)
+    }
+
+    /// The same client, bypassing the cache of stateless results for what it asks: the answer
+    /// comes from the server (and refreshes the cache).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: tidewire_client::Client) -> Result<(), tidewire_client::ClientError> {
+    /// let tools = client.fresh().list_all_tools().await?;
+    /// # let _ = tools; Ok(()) }
+    /// ```
+    pub fn fresh(&self) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            fresh: true,
+        }
     }
 
     /// Checks that the server is alive (`ping`).
@@ -372,8 +417,19 @@ impl Client {
                 reason: e.to_string(),
             })
         })?;
+        let key = if self.fresh {
+            None
+        } else {
+            crate::cache::ResultCache::key(M::METHOD, &params)
+        };
+        if let Some(hit) = key.as_ref().and_then(|k| self.inner.cache.get(k)) {
+            return serde_json::from_value(hit).map_err(|e| invalid(e.to_string()));
+        }
         let result =
             crate::rounds::run(self, M::METHOD, params, crate::rounds::Options::plain()).await?;
+        if let Some(key) = key {
+            self.inner.cache.put(key, &result);
+        }
         serde_json::from_value(result).map_err(|e| invalid(e.to_string()))
     }
 

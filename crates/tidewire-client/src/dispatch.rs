@@ -20,6 +20,8 @@ use crate::notifications::NotificationCallback;
 
 pub(crate) struct Dispatcher {
     pub(crate) answerers: Arc<Answerers>,
+    /// Dropped from as change notifications come.
+    pub(crate) cache: Arc<crate::cache::ResultCache>,
     pub(crate) callback: Option<NotificationCallback>,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
 }
@@ -104,6 +106,7 @@ impl Dispatcher {
                     return;
                 }
             };
+        self.cache.invalidate(&notification);
         if let Some(callback) = &self.callback {
             // A panicking callback must not take the connection's reader down with it.
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| callback(&notification)));

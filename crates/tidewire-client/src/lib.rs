@@ -122,6 +122,7 @@
 //! by the engine.
 
 mod builder;
+mod cache;
 mod call;
 mod client;
 mod dispatch;
