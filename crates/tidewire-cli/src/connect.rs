@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use clap::Args;
 use tidewire_client::schema::Implementation;
-use tidewire_client::{Client, ClientError};
+use tidewire_client::{Client, ClientError, Era};
 use tidewire_core::jsonrpc::Message;
 use tidewire_core::transport::{Envelope, Transport, TransportError, TransportReceiver};
-use tidewire_http::client::StreamableHttpClient;
+use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
 use tidewire_sse::client::SseClient;
 use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioClient};
 use tidewire_ws::client::WsClient;
@@ -41,6 +41,42 @@ pub(crate) struct ConnectArgs {
     /// its last line is quoted if the connection fails.
     #[arg(long)]
     pub(crate) show_stderr: bool,
+
+    /// Which protocol era to speak: `legacy` (initialize, the default), `modern` (the
+    /// stateless revision 2026-07-28: every request on its own) or `auto` (ask the server with
+    /// server/discover, fall back to initialize).
+    #[arg(long, value_name = "ERA", default_value = "legacy", value_parser = parse_era)]
+    pub(crate) era: CliEra,
+}
+
+/// The `--era` of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum CliEra {
+    #[default]
+    Legacy,
+    Modern,
+    Auto,
+}
+
+fn parse_era(text: &str) -> Result<CliEra, String> {
+    match text {
+        "legacy" => Ok(CliEra::Legacy),
+        "modern" => Ok(CliEra::Modern),
+        "auto" => Ok(CliEra::Auto),
+        other => Err(format!(
+            "unknown era {other:?} (expected legacy, modern or auto)"
+        )),
+    }
+}
+
+impl CliEra {
+    fn era(self) -> Era {
+        match self {
+            Self::Legacy => Era::Legacy,
+            Self::Modern => Era::Modern,
+            Self::Auto => Era::Auto,
+        }
+    }
 }
 
 /// A connected client, and the server process behind it for stdio targets.
@@ -102,8 +138,20 @@ pub(crate) async fn connect_observed(
 ) -> Result<Connection, CliError> {
     match target {
         Target::Http(url) => {
+            if args.era != CliEra::Legacy {
+                // The era decides the transport: the stateless wire first.
+                let transport = stateless_transport(url, args)?;
+                match handshake(tap(transport, observer.clone()), target, None, Era::Modern).await {
+                    Ok(client) => return Ok(Connection::remote(client)),
+                    Err(failure) if args.era == CliEra::Modern || stateless_refusal(&failure) => {
+                        return Err(failure.error);
+                    }
+                    // Not a server of the stateless revision: sessions, as below.
+                    Err(_) => {}
+                }
+            }
             let transport = http_transport(url, args)?;
-            match handshake(tap(transport, observer.clone()), target, None).await {
+            match handshake(tap(transport, observer.clone()), target, None, Era::Legacy).await {
                 Ok(client) => Ok(Connection::remote(client)),
                 Err(failure) => match refused_status(&failure) {
                     // Not a Streamable HTTP endpoint: an older server may serve legacy SSE here.
@@ -126,7 +174,7 @@ pub(crate) async fn connect_observed(
                     plainly(describe(&e))
                 ))
             })?;
-            let client = handshake(tap(transport, observer), target, None)
+            let client = handshake(tap(transport, observer), target, None, args.era.era())
                 .await
                 .map_err(|f| f.error)?;
             Ok(Connection::remote(client))
@@ -145,9 +193,14 @@ pub(crate) async fn connect_observed(
             // Kills the server if the handshake fails or is abandoned (Ctrl-C drops this
             // future), at once rather than from a task that may never run again.
             let mut guard = KillOnDrop(Some(transport.handle()));
-            let client = handshake(tap(transport, observer), target, Some(&tail))
-                .await
-                .map_err(|f| f.error)?;
+            let client = handshake(
+                tap(transport, observer),
+                target,
+                Some(&tail),
+                args.era.era(),
+            )
+            .await
+            .map_err(|f| f.error)?;
             Ok(Connection {
                 client,
                 child: guard.0.take(),
@@ -190,10 +243,37 @@ async fn legacy_sse(
             describe(&e)
         ))
     })?;
-    let client = handshake(tap(transport, observer), target, None)
+    let client = handshake(tap(transport, observer), target, None, Era::Legacy)
         .await
         .map_err(|f| f.error)?;
     Ok(Connection::remote(client))
+}
+
+/// The stateless wire's HTTP transport, with the `--header` and `--bearer` options.
+fn stateless_transport(
+    url: &str,
+    args: &ConnectArgs,
+) -> Result<tidewire_http::client::StatelessHttpTransport, CliError> {
+    let mut builder = StatelessHttpClient::new(url);
+    for (name, value) in headers(args)? {
+        builder = builder.header(name, value);
+    }
+    if let Some(token) = &args.bearer {
+        builder = builder.bearer(token);
+    }
+    builder
+        .connect()
+        .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
+}
+
+/// A failure that is a server of the stateless revision refusing (no version in common, a
+/// header mismatch): no reason to try sessions.
+fn stateless_refusal(failure: &Failure) -> bool {
+    match &failure.cause {
+        Some(ClientError::UnsupportedVersion { .. }) => true,
+        Some(other) => other.remote().is_some_and(|e| e.code == -32020),
+        None => false,
+    }
 }
 
 /// The `--header NAME:VALUE` options, split.
@@ -268,9 +348,11 @@ async fn handshake(
     transport: impl Transport,
     target: &Target,
     tail: Option<&Tail>,
+    era: Era,
 ) -> Result<Client, Failure> {
     Client::builder(Implementation::new("tidewire", env!("CARGO_PKG_VERSION")))
         .handshake_timeout(HANDSHAKE_TIMEOUT)
+        .era(era)
         .connect(transport)
         .await
         .map_err(|e| {

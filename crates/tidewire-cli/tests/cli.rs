@@ -67,6 +67,38 @@ fn call_over_stdio_prints_the_text_and_exits_0() {
 }
 
 #[test]
+fn call_speaks_either_era() {
+    for era in ["modern", "auto", "legacy"] {
+        let output = tidewire(&over_stdio(
+            &["call", "--era", era],
+            &["crawl", r#"{"urls":["a","b"],"delay_ms":1}"#],
+        ));
+        assert!(output.status.success(), "{era}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "Crawled 2 URLs\n", "{era}");
+        assert!(
+            stderr(&output).contains("2/2"),
+            "{era}: progress shows: {}",
+            stderr(&output)
+        );
+    }
+    // No sampling handler in the program: a stateless server says -32021, clearly.
+    let output = tidewire(&over_stdio(
+        &["call", "--era", "modern"],
+        &["sample", r#"{"prompt":"x"}"#],
+    ));
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("-32021"), "{}", stderr(&output));
+    let refused = tidewire(&strings(&[
+        "call",
+        "--era",
+        "sometime",
+        "http://127.0.0.1:9/mcp",
+        "echo",
+    ]));
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+#[test]
 fn without_a_terminal_progress_is_plain_lines_and_quiet_silences_it() {
     let args = crawl_args(3, 1);
     let output = tidewire(&over_stdio(&["call", "--json"], &["crawl", &args]));

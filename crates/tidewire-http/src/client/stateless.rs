@@ -41,6 +41,8 @@ pub struct StatelessHttpClient {
     url: String,
     http: Option<reqwest::Client>,
     codec: Codec,
+    extra: HeaderMap,
+    header_error: Option<String>,
 }
 
 impl StatelessHttpClient {
@@ -50,7 +52,34 @@ impl StatelessHttpClient {
             url: url.into(),
             http: None,
             codec: Codec::default(),
+            extra: HeaderMap::new(),
+            header_error: None,
         }
+    }
+
+    /// Sends this header with every request (authentication, tracing). An invalid name or
+    /// value makes [`connect`](Self::connect) fail.
+    #[must_use]
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            (Ok(name), Ok(value)) => {
+                self.extra.append(name, value);
+            }
+            _ => {
+                self.header_error
+                    .get_or_insert_with(|| format!("invalid header {name:?}"));
+            }
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer TOKEN` with every request.
+    #[must_use]
+    pub fn bearer(self, token: &str) -> Self {
+        self.header("authorization", &format!("Bearer {token}"))
     }
 
     /// Uses this reqwest client (for its TLS, proxy or timeout settings).
@@ -73,6 +102,9 @@ impl StatelessHttpClient {
     /// When the URL is not an `http` one (or `https` without a TLS-enabled client), or the HTTP
     /// client cannot be built.
     pub fn connect(self) -> Result<StatelessHttpTransport, HttpClientError> {
+        if let Some(error) = self.header_error {
+            return Err(HttpClientError::InvalidHeader(error));
+        }
         let url = reqwest::Url::parse(&self.url).map_err(|e| HttpClientError::InvalidUrl {
             url: self.url.clone(),
             reason: e.to_string(),
@@ -103,6 +135,7 @@ impl StatelessHttpClient {
             http,
             url,
             codec: self.codec,
+            extra: self.extra,
             inbound: tx,
             running: Mutex::new(HashMap::new()),
             header_params: Mutex::new(HashMap::new()),
@@ -127,6 +160,8 @@ struct Shared {
     http: reqwest::Client,
     url: reqwest::Url,
     codec: Codec,
+    /// Headers every POST carries.
+    extra: HeaderMap,
     inbound: mpsc::Sender<Result<Envelope, TransportError>>,
     /// The requests whose answers are being read, to close one when it is cancelled.
     running: Mutex<HashMap<RequestId, AbortHandle>>,
@@ -289,6 +324,7 @@ impl Shared {
             .post(self.url.clone())
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .headers(self.extra.clone())
             .headers(headers)
             .body(body)
     }
