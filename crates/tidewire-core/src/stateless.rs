@@ -1,6 +1,7 @@
 //! The request envelope of the stateless revision (2026-07-28): what every request's `_meta`
 //! must carry, read and checked once, for transports and servers alike.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::ProtocolVersion;
@@ -31,55 +32,23 @@ impl RequestMeta {
     /// # Errors
     /// The JSON-RPC error to answer with (HTTP 400 on Streamable HTTP).
     pub fn from_params(params: Option<&Value>) -> Result<Self, ErrorObject> {
-        let meta = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(Value::as_object)
-            .ok_or_else(|| {
-                ErrorObject::invalid_params(
-                    "a 2026-07-28 request needs params._meta with the protocol version and the \
-                     client capabilities",
-                )
-            })?;
-        let requested = match meta.get(meta_keys::PROTOCOL_VERSION) {
-            Some(Value::String(v)) => v.as_str(),
-            Some(_) => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "_meta[{:?}] must be a string",
-                    meta_keys::PROTOCOL_VERSION
-                )));
-            }
-            None => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "_meta[{:?}] is required",
-                    meta_keys::PROTOCOL_VERSION
-                )));
-            }
-        };
-        let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-            Some(caps @ Value::Object(_)) => serde_json::from_value(caps.clone()).map_err(|e| {
+        let (meta, version) = envelope(params)?;
+        let capabilities = meta
+            .get(meta_keys::CLIENT_CAPABILITIES)
+            // Read in place (a `&Value` is a deserializer): no copy of the tree.
+            .map(ClientCapabilities::deserialize)
+            .transpose()
+            .map_err(|e| {
                 ErrorObject::invalid_params(format!(
                     "_meta[{:?}] is not valid: {}",
                     meta_keys::CLIENT_CAPABILITIES,
                     excerpt(&e.to_string())
                 ))
-            })?,
-            Some(_) => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "_meta[{:?}] must be an object",
-                    meta_keys::CLIENT_CAPABILITIES
-                )));
-            }
-            None => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "_meta[{:?}] is required",
-                    meta_keys::CLIENT_CAPABILITIES
-                )));
-            }
-        };
-        let version = served(requested)?;
+            })?
+            .unwrap_or_default();
         let client_info = match meta.get(meta_keys::CLIENT_INFO) {
             None | Some(Value::Null) => None,
-            Some(info) => Some(serde_json::from_value(info.clone()).map_err(|e| {
+            Some(info) => Some(Implementation::deserialize(info).map_err(|e| {
                 ErrorObject::invalid_params(format!(
                     "_meta[{:?}] is not valid: {}",
                     meta_keys::CLIENT_INFO,
@@ -89,7 +58,7 @@ impl RequestMeta {
         };
         let log_level = match meta.get(meta_keys::LOG_LEVEL) {
             None | Some(Value::Null) => None,
-            Some(level) => Some(serde_json::from_value(level.clone()).map_err(|_| {
+            Some(level) => Some(LoggingLevel::deserialize(level).map_err(|_| {
                 ErrorObject::invalid_params(format!(
                     "_meta[{:?}] must be a log level (debug … emergency)",
                     meta_keys::LOG_LEVEL
@@ -103,6 +72,58 @@ impl RequestMeta {
             log_level,
         })
     }
+}
+
+/// The envelope of a stateless request, checked for what a transport needs to know before the
+/// request goes further (without decoding the capabilities): `_meta` is an object with a string
+/// protocol version and an object of client capabilities (`-32602` otherwise), and the version
+/// is served (`-32022` otherwise).
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub fn envelope(
+    params: Option<&Value>,
+) -> Result<(&serde_json::Map<String, Value>, ProtocolVersion), ErrorObject> {
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            ErrorObject::invalid_params(
+                "a 2026-07-28 request needs params._meta with the protocol version and the \
+                 client capabilities",
+            )
+        })?;
+    let requested = match meta.get(meta_keys::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v.as_str(),
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(format!(
+                "_meta[{:?}] must be a string",
+                meta_keys::PROTOCOL_VERSION
+            )));
+        }
+        None => {
+            return Err(ErrorObject::invalid_params(format!(
+                "_meta[{:?}] is required",
+                meta_keys::PROTOCOL_VERSION
+            )));
+        }
+    };
+    match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+        Some(Value::Object(_)) => {}
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(format!(
+                "_meta[{:?}] must be an object",
+                meta_keys::CLIENT_CAPABILITIES
+            )));
+        }
+        None => {
+            return Err(ErrorObject::invalid_params(format!(
+                "_meta[{:?}] is required",
+                meta_keys::CLIENT_CAPABILITIES
+            )));
+        }
+    }
+    Ok((meta, served(requested)?))
 }
 
 /// The stateless revision named by `requested`, or `-32022` naming the ones served.

@@ -30,7 +30,7 @@ use serde_json::Value;
 use tidewire_core::jsonrpc::{
     ErrorCode, ErrorObject, Message, Request, RequestId, Response as Reply,
 };
-use tidewire_core::stateless::{self, RequestMeta};
+use tidewire_core::stateless;
 use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{Envelope, HttpHeaders, RequestLimits, header_value};
 
@@ -84,8 +84,8 @@ fn check(headers: &HeaderMap, request: &Request) -> Result<(), ErrorObject> {
             )))
         }
     };
-    match RequestMeta::from_params(params) {
-        Ok(meta) => same_version(meta.version.as_str())?,
+    match stateless::envelope(params) {
+        Ok((_, version)) => same_version(version.as_str())?,
         Err(error) if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0 => {
             same_version(stateless::requested_version(params).unwrap_or(""))?;
             return Err(error);
