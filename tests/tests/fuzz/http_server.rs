@@ -127,6 +127,29 @@ impl Step {
             self.version.as_deref(),
         );
         set(HeaderName::from_static(SESSION_ID), session);
+        // The stateless wire's routing headers, from the body (right, unless the body is not
+        // what they expect): only with the 2026-07-28 version header.
+        if self.version.as_deref() == Some(b"2026-07-28".as_slice())
+            && let Ok(body) = serde_json::from_slice::<Value>(&self.body.bytes)
+        {
+            if let Some(method) = body.get("method").and_then(Value::as_str) {
+                set(
+                    HeaderName::from_static("mcp-method"),
+                    Some(method.as_bytes()),
+                );
+            }
+            let name = body
+                .get("params")
+                .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                .and_then(Value::as_str);
+            if let Some(name) = name {
+                let encoded = tidewire_core::transport::header_value::encode(name);
+                set(
+                    HeaderName::from_static("mcp-name"),
+                    Some(encoded.as_bytes()),
+                );
+            }
+        }
         set(
             HeaderName::from_static("last-event-id"),
             self.last_event_id.as_deref(),
@@ -195,6 +218,9 @@ pub(crate) const CONTENT_TYPES: &[&str] = &[
     "multipart/form-data; boundary=x",
 ];
 pub(crate) const VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2026-07-28",
+    "v999.0.0",
     "2025-06-18",
     "2025-03-26",
     "2024-11-05",
@@ -332,10 +358,45 @@ pub(crate) fn request_call() -> BoxedStrategy<(String, Option<Value>, bool)> {
     .boxed()
 }
 
-/// A request and, when the server answers it promptly and its id is an id, that id.
+/// The `_meta` envelope of a stateless (2026-07-28) request, right or not.
+pub(crate) fn stateless_meta() -> BoxedStrategy<Value> {
+    prop_oneof![
+        4 => Just(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+        })),
+        1 => json_value().prop_map(|caps| json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        })),
+        1 => json_leaf().prop_map(|version| json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        })),
+        1 => json_object(),
+    ]
+    .boxed()
+}
+
+/// A request and, when the server answers it promptly and its id is an id, that id. A third
+/// of them carry a stateless `_meta` envelope.
 pub(crate) fn rpc_request() -> BoxedStrategy<(Value, Option<RequestId>)> {
-    (id_value(), request_call())
-        .prop_map(|(id, (method, params, prompt))| {
+    (
+        id_value(),
+        request_call(),
+        option::weighted(0.33, stateless_meta()),
+    )
+        .prop_map(|(id, (method, mut params, prompt), meta)| {
+            if let Some(meta) = meta {
+                match &mut params {
+                    Some(Value::Object(map)) => {
+                        map.insert("_meta".to_owned(), meta);
+                    }
+                    None => params = Some(json!({ "_meta": meta })),
+                    Some(_) => {}
+                }
+            }
             let prompt = if prompt {
                 RequestId::from_json(&id)
             } else {
