@@ -21,6 +21,10 @@ use tidewire_core::session::{CancelHandle, InFlight, RequestContext, SessionErro
 use crate::client::Client;
 use crate::error::ClientError;
 
+/// Questions one `input_required` round may ask at most: a server asking more gets an error,
+/// not that many handler calls.
+const MAX_QUESTIONS: usize = 64;
+
 /// A progress callback shared by the rounds of one call.
 pub(crate) type ProgressSink = Arc<Mutex<Box<dyn FnMut(Progress) + Send>>>;
 
@@ -190,6 +194,16 @@ async fn answer_all(client: &Client, result: &Value) -> Result<JsonObject, Clien
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    if questions.len() > MAX_QUESTIONS {
+        return Err(ClientError::InvalidResponse {
+            method: "input_required".to_owned(),
+            reason: format!(
+                "the server asked {} questions in one round; the most this client answers is \
+                 {MAX_QUESTIONS}",
+                questions.len()
+            ),
+        });
+    }
     let answers = questions.into_iter().map(|(key, question)| async move {
         let method = question
             .get("method")

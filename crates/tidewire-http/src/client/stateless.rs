@@ -26,6 +26,9 @@ use super::sse;
 
 /// Messages read from answers and waiting for the engine.
 const INBOUND: usize = 64;
+/// Tools whose `x-mcp-header` parameters are remembered at most (a server listing more gets
+/// the headers of the first ones only).
+const MAX_TOOLS_REMEMBERED: usize = 4096;
 
 /// Builds a [`StatelessHttpTransport`]: the client side of the 2026-07-28 wire on Streamable
 /// HTTP. Pair it with `ClientBuilder::era(Era::Modern)`.
@@ -437,7 +440,7 @@ impl Shared {
                 .collect();
             if marked.is_empty() {
                 known.remove(name);
-            } else {
+            } else if known.len() < MAX_TOOLS_REMEMBERED || known.contains_key(name) {
                 known.insert(name.to_owned(), marked);
             }
         }
