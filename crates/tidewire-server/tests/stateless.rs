@@ -86,6 +86,22 @@ fn builder() -> tidewire_server::ServerBuilder {
                 Ok(CallToolResult::text("logged"))
             },
         )
+        .tool(
+            "trace",
+            "Returns the trace context it was handed",
+            |_: NoArgs, ctx: Context| async move {
+                let pairs: Vec<String> = ctx
+                    .trace_context()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                Ok(CallToolResult::text(format!(
+                    "{} stateless={}",
+                    pairs.join(";"),
+                    ctx.is_stateless()
+                )))
+            },
+        )
         .cache_hint(CacheHint::public(Duration::from_secs(60)))
         .cache_hint_for(
             CacheItem::Tool("log_all".into()),
@@ -450,4 +466,19 @@ async fn eras_can_be_served_alone() {
         -32601
     );
     call(&peer, "initialize", init).await.expect("initialize");
+}
+
+#[tokio::test]
+async fn handlers_see_the_w3c_trace_context() {
+    let server = builder().build();
+    let (peer, _rx) = connect(&server);
+    let mut params = modern(json!({"name": "trace"}));
+    params["_meta"]["traceparent"] =
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    params["_meta"]["tracestate"] = json!("vendor=1");
+    let result = call(&peer, "tools/call", params).await.expect("call");
+    assert_eq!(
+        result["content"][0]["text"],
+        "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;tracestate=vendor=1 stateless=true"
+    );
 }
