@@ -398,6 +398,31 @@ async fn a_slow_reader_is_not_a_close() {
 }
 
 #[tokio::test]
+async fn json_mode_answers_one_body_however_long_the_call() {
+    use tidewire_http::server::ResponseMode;
+    let config = HttpConfig::default()
+        .response_mode(ResponseMode::Json)
+        .json_wait(std::time::Duration::from_millis(1));
+    let (url, _mcp) = start(config).await;
+    let raw = Raw::new(&url);
+    // A crawl outlasts the wait many times over; the answer is still one JSON body.
+    let call = body(
+        1,
+        "tools/call",
+        json!({"name": "crawl", "arguments": {"urls": ["a", "b", "c"], "delay_ms": 20}}),
+    );
+    let response = post(&raw, &call, &[]).send().await.expect("post");
+    let (status, kind, reply) = error_of(response).await;
+    assert_eq!((status, kind.as_str()), (200, "application/json"));
+    assert_eq!(reply["result"]["content"][0]["text"], "Crawled 3 URLs");
+    let unknown = post(&raw, &body(2, "nope", json!({})), &[])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(unknown.status(), 404);
+}
+
+#[tokio::test]
 async fn a_modern_only_endpoint_refuses_sessions() {
     let (url, _mcp) = start(HttpConfig::default().eras(Eras::Modern)).await;
     let mut raw = Raw::new(&url);

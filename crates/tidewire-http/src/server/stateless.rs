@@ -214,52 +214,53 @@ async fn deliver(state: &Arc<State>, headers: HeaderMap, request: Request) -> Re
         return ended(id);
     }
     let cursor = session.streams.attach(stream, None).unwrap_or(0);
+    if !sse {
+        // JSON mode: nothing travels before the response, so the answer waits for it (a client
+        // that goes away drops this, which ends the one-shot session and cancels the request).
+        loop {
+            session
+                .streams
+                .wait_for_event(stream, cursor, state.config.json_wait)
+                .await;
+            let Some(events) = session.streams.take(stream, cursor).await else {
+                return ended(id);
+            };
+            if let Some(event) = events.into_iter().find(|e| e.last) {
+                session.streams.finish(stream).await;
+                drop(one_shot);
+                return json(event.data);
+            }
+        }
+    }
     // Wait for the first message: the response alone goes back as JSON (with its status);
     // anything else first makes it a stream.
     session
         .streams
         .wait_for_event(stream, cursor, state.config.json_wait)
         .await;
-    let first = session.streams.take(stream, cursor).await;
-    match first {
+    match session.streams.take(stream, cursor).await {
         Some(events) if events.len() == 1 && events[0].last => {
             let body = events[0].data.clone();
             session.streams.finish(stream).await;
-            let status = error_status(&body);
             drop(one_shot);
-            (
-                status,
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                Body::from(body),
-            )
-                .into_response()
+            json(body)
         }
-        Some(events) if sse => sse_from(state, session, stream, events, one_shot),
-        Some(events) => {
-            // JSON mode: only the response can come (nothing travels before it).
-            let last = events.into_iter().find(|e| e.last);
-            match last {
-                Some(event) => {
-                    let status = error_status(&event.data);
-                    drop(one_shot);
-                    (
-                        status,
-                        [(
-                            header::CONTENT_TYPE,
-                            HeaderValue::from_static("application/json"),
-                        )],
-                        Body::from(event.data),
-                    )
-                        .into_response()
-                }
-                None => sse_from(state, session, stream, Vec::new(), one_shot),
-            }
-        }
+        Some(events) => sse_from(state, session, stream, events, one_shot),
         None => ended(id),
     }
+}
+
+/// A response as one JSON body, with the status its error calls for.
+fn json(body: bytes::Bytes) -> Response {
+    (
+        error_status(&body),
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        Body::from(body),
+    )
+        .into_response()
 }
 
 fn ended(id: RequestId) -> Response {
