@@ -278,7 +278,8 @@ impl HttpConfig {
     /// How long a stateless (2026-07-28) request may take to send its first message and still
     /// be answered as one JSON body (default 10 s): a response that comes first goes back as
     /// JSON with the status its error calls for; anything else first, or nothing by then, makes
-    /// the answer an SSE stream.
+    /// the answer an SSE stream. (In [`ResponseMode::Json`] the answer is always one JSON body,
+    /// whenever the response comes.)
     #[must_use]
     pub fn json_wait(mut self, wait: Duration) -> Self {
         self.json_wait = wait;
