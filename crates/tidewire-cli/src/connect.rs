@@ -58,7 +58,7 @@ pub(crate) enum CliEra {
     Auto,
 }
 
-fn parse_era(text: &str) -> Result<CliEra, String> {
+pub(crate) fn parse_era(text: &str) -> Result<CliEra, String> {
     match text {
         "legacy" => Ok(CliEra::Legacy),
         "modern" => Ok(CliEra::Modern),

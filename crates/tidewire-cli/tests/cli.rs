@@ -518,6 +518,22 @@ fn the_demo_runs_every_transport_and_exits_0() {
 }
 
 #[test]
+fn the_demo_runs_on_the_stateless_revision_too() {
+    let output = tidewire(&strings(&["demo", "--era", "modern", "--delay-ms", "400"]));
+    let table = stdout(&output);
+    assert!(output.status.success(), "{table}\n{}", stderr(&output));
+    for transport in ["stdio", "Streamable HTTP", "legacy HTTP+SSE", "WebSocket"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(transport))
+            .unwrap_or_else(|| panic!("no row for {transport}:\n{table}"));
+        assert!(row.contains("in URL 4/10 (3 done)"), "{row}");
+        assert!(row.contains("nothing"), "{row}");
+        assert!(row.trim_end().ends_with("ok"), "{row}");
+    }
+}
+
+#[test]
 fn the_python_peer_server_over_stdio() {
     let Some(peers) = python_peers() else { return };
     let server = [

@@ -10,7 +10,7 @@ use clap::Args;
 
 use self::servers::{Running, Transport};
 use self::walk::{Arrivals, CANCEL_AFTER, URLS, Walk};
-use crate::connect::{ConnectArgs, connect_observed};
+use crate::connect::{CliEra, ConnectArgs, connect_observed, parse_era};
 use crate::error::{CliError, Outcome};
 use crate::output::{self, table};
 use crate::sanitize;
@@ -24,6 +24,11 @@ pub(crate) struct DemoArgs {
     /// How long the server takes for each URL, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 200)]
     delay_ms: u64,
+
+    /// Which protocol era the client speaks: `legacy` (initialize, the default), `modern` (the
+    /// stateless revision 2026-07-28) or `auto`. Legacy HTTP+SSE always speaks the session era.
+    #[arg(long, value_name = "ERA", default_value = "legacy", value_parser = parse_era)]
+    era: CliEra,
 }
 
 /// One row of the final table.
@@ -156,14 +161,19 @@ fn stop_time(ms: Option<f64>) -> String {
 async fn one(transport: Transport, args: &DemoArgs, ui: &Ui) -> Result<Walk, String> {
     let running: Running = servers::start(transport).await?;
     let arrivals = Arrivals::default();
-    let connection = connect_observed(
-        &running.target,
-        &ConnectArgs::default(),
-        ui,
-        Some(arrivals.observer()),
-    )
-    .await
-    .map_err(|e| e.to_string());
+    // The deprecated HTTP+SSE transport carries sessions only.
+    let era = if transport == Transport::LegacySse {
+        CliEra::Legacy
+    } else {
+        args.era
+    };
+    let connect = ConnectArgs {
+        era,
+        ..ConnectArgs::default()
+    };
+    let connection = connect_observed(&running.target, &connect, ui, Some(arrivals.observer()))
+        .await
+        .map_err(|e| e.to_string());
     let result = match connection {
         Ok(connection) => {
             let mut view = ui.progress(transport.name(), 15);
