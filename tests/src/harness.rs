@@ -31,6 +31,9 @@ pub enum TransportUnderTest {
     LegacySse,
     /// WebSocket (subprotocol `mcp`), server in-process on a loopback port.
     WebSocket,
+    /// The stateless revision (2026-07-28) over one of memory, stdio, Streamable HTTP
+    /// (`StatelessHttpClient`) or WebSocket: the client in `Era::Modern`.
+    Stateless(Box<TransportUnderTest>),
 }
 
 /// The Streamable HTTP server modes the suite runs on.
@@ -55,11 +58,40 @@ impl TransportUnderTest {
             Self::Http(HttpMode::Stateless) => "http-stateless",
             Self::LegacySse => "legacy-sse",
             Self::WebSocket => "websocket",
+            Self::Stateless(inner) => match **inner {
+                Self::Memory => "memory-2026",
+                Self::Stdio { .. } => "stdio-2026",
+                Self::Http(_) => "http-2026",
+                Self::WebSocket => "websocket-2026",
+                _ => "stateless",
+            },
         }
+    }
+
+    /// True on the stateless revision.
+    pub fn is_stateless(&self) -> bool {
+        matches!(self, Self::Stateless(_))
     }
 
     /// Why a scenario that needs `needs` cannot run on this transport, if it cannot.
     pub fn cannot(&self, needs: Needs) -> Option<&'static str> {
+        if let Self::Stateless(inner) = self {
+            return match needs {
+                Needs::ProgressFromClient => Some(
+                    "the stateless revision asks the client inside input_required results: \
+                     no request reaches the client's handlers, so they report no progress back",
+                ),
+                Needs::Ping => Some("the stateless revision has no ping"),
+                other => inner.cannot(other),
+            };
+        }
+        // On sessions, progress back from the client needs what any server request needs, and
+        // `ping` is always there.
+        let needs = match needs {
+            Needs::ProgressFromClient => Needs::ServerRequests,
+            Needs::Ping => Needs::Nothing,
+            other => other,
+        };
         match (self, needs) {
             (Self::Http(HttpMode::Json | HttpMode::Stateless), Needs::Streaming) => Some(
                 "one JSON body answers each request (JSON mode) or each POST stands alone \
@@ -93,6 +125,10 @@ pub enum Needs {
     Session,
     /// A child process.
     Stdio,
+    /// Progress reported by the client's handlers back to the server (session era only).
+    ProgressFromClient,
+    /// `ping` (session era only).
+    Ping,
 }
 
 /// How many server-to-client requests the canned handlers answered.
@@ -298,6 +334,31 @@ pub async fn connect_with(
                 http: None,
             }
         }
+        TransportUnderTest::Stateless(inner) => {
+            let builder = builder.era(tidewire_client::Era::Modern);
+            if let TransportUnderTest::Http(_) = **inner {
+                let (url, server, http) = start_http(HttpMode::Sse).await;
+                let transport = tidewire_http::client::StatelessHttpClient::new(url.clone())
+                    .connect()
+                    .expect("a stateless HTTP transport");
+                let client = builder
+                    .connect(transport)
+                    .await
+                    .expect("connect over HTTP (2026-07-28)");
+                Harness {
+                    client,
+                    transport: transport_name(transport_kind(inner)),
+                    counters,
+                    server: Some(server),
+                    child: None,
+                    http: Some((http, url)),
+                }
+            } else {
+                let mut harness = Box::pin(connect_with(inner, builder, counters)).await;
+                harness.transport = transport_name(transport_kind(inner));
+                harness
+            }
+        }
         TransportUnderTest::Http(mode) => {
             let (url, server, http) = start_http(*mode).await;
             let url_for_harness = url.clone();
@@ -318,6 +379,14 @@ pub async fn connect_with(
             }
         }
     }
+}
+
+fn transport_kind(inner: &TransportUnderTest) -> TransportUnderTest {
+    TransportUnderTest::Stateless(Box::new(inner.clone()))
+}
+
+fn transport_name(t: TransportUnderTest) -> &'static str {
+    t.name()
 }
 
 /// Starts the suite server over legacy HTTP+SSE on a free loopback port; returns the stream's

@@ -1,6 +1,7 @@
 //! The suite that runs on every transport: each scenario is written once, against a
 //! [`Harness`], and the `suite!` macro expands it per transport: in-memory, stdio, Streamable
-//! HTTP in its three modes, legacy HTTP+SSE and WebSocket.
+//! HTTP in its three modes, legacy HTTP+SSE and WebSocket; and again on the stateless revision
+//! (2026-07-28) over in-memory, stdio, Streamable HTTP and WebSocket (`*_2026`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,6 +23,11 @@ fn stdio() -> TransportUnderTest {
         program: env!("CARGO_BIN_EXE_tidewire-demo-stdio").into(),
         args: Vec::new(),
     }
+}
+
+/// `transport` on the stateless revision (2026-07-28).
+fn stateless(transport: TransportUnderTest) -> TransportUnderTest {
+    TransportUnderTest::Stateless(Box::new(transport))
 }
 
 /// Runs `scenario` on `transport` under the time limit, then closes the harness; or, when the
@@ -57,6 +63,10 @@ macro_rules! suite {
         suite!(@transport http_stateless, TransportUnderTest::Http(HttpMode::Stateless); $($scenario: $needs),*);
         suite!(@transport legacy_sse, TransportUnderTest::LegacySse; $($scenario: $needs),*);
         suite!(@transport websocket, TransportUnderTest::WebSocket; $($scenario: $needs),*);
+        suite!(@transport memory_2026, stateless(TransportUnderTest::Memory); $($scenario: $needs),*);
+        suite!(@transport stdio_2026, stateless(super::stdio()); $($scenario: $needs),*);
+        suite!(@transport http_2026, stateless(TransportUnderTest::Http(HttpMode::Sse)); $($scenario: $needs),*);
+        suite!(@transport websocket_2026, stateless(TransportUnderTest::WebSocket); $($scenario: $needs),*);
     };
     (@transport $module:ident, $transport:expr; $($scenario:ident: $needs:ident),*) => {
         mod $module {
@@ -81,11 +91,11 @@ suite!(
     peer_sampling: ServerRequests,
     peer_elicitation: ServerRequests,
     peer_roots: ServerRequests,
-    ping: Nothing,
+    ping: Ping,
     timeouts_and_reset_on_progress: Streaming,
     monotonic_guard: Streaming,
-    progress_back_from_client_during_sampling: ServerRequests,
-    progress_back_from_client_during_elicitation: ServerRequests,
+    progress_back_from_client_during_sampling: ProgressFromClient,
+    progress_back_from_client_during_elicitation: ProgressFromClient,
     cancel_crossing_the_response: Nothing,
     cancel_of_unknown_id_is_ignored: Nothing,
     hundred_concurrent_calls_keep_their_progress: Streaming,
@@ -346,8 +356,7 @@ async fn error_mapping(h: Harness) -> Harness {
         .expect("bad arguments are a result");
     assert!(bad_args.is_error(), "invalid arguments give isError");
     let err = c
-        .peer()
-        .request_raw("no/such/method", None)
+        .request_raw("no/such/method", json!({}))
         .await
         .expect_err("unknown method");
     assert_eq!(
@@ -358,10 +367,13 @@ async fn error_mapping(h: Harness) -> Harness {
         .read_resource("test://does-not-exist")
         .await
         .expect_err("unknown resource");
-    assert_eq!(
-        err.remote().map(|e| e.code),
-        Some(ErrorCode::RESOURCE_NOT_FOUND.0)
-    );
+    // 2026-07-28 names a missing resource -32602 (the session era -32002).
+    let missing = if c.era() == tidewire_client::Spoken::Stateless {
+        ErrorCode::INVALID_PARAMS.0
+    } else {
+        ErrorCode::RESOURCE_NOT_FOUND.0
+    };
+    assert_eq!(err.remote().map(|e| e.code), Some(missing));
     h
 }
 

@@ -187,8 +187,9 @@ impl Client {
         self.stamp(self.inner.peer.request::<M>(params))
     }
 
-    /// A request by method name with raw params and result, stamped like every other.
-    pub(crate) fn request_raw(&self, method: &str, params: Value) -> RequestBuilder<Value> {
+    /// A request by method name with raw JSON params and result: the untyped escape hatch. On
+    /// the stateless revision it carries the `_meta` envelope like every other request.
+    pub fn request_raw(&self, method: &str, params: Value) -> RequestBuilder<Value> {
         self.stamp(self.inner.peer.request_raw(method, Some(params)))
     }
 

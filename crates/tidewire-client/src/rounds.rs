@@ -8,7 +8,6 @@
 //! hears them all, and one cancel stops whichever round is running. The MRTR fields live only
 //! in this call's params.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -50,46 +49,69 @@ impl Options {
 }
 
 /// Cancels whichever round of a call is running.
+///
+/// A cancel that returns true is kept: the call then ends cancelled, even if its last round's
+/// result was already in (as a session-era call that loses the race ignores its late response).
 #[derive(Default)]
 pub(crate) struct Cancel {
-    cancelled: AtomicBool,
-    current: Mutex<Option<CancelHandle>>,
+    state: Mutex<CancelState>,
+}
+
+#[derive(Default)]
+struct CancelState {
+    cancelled: bool,
+    /// The call has handed out its result.
+    done: bool,
+    current: Option<CancelHandle>,
 }
 
 impl Cancel {
-    /// Cancels the call; false if it was cancelled already.
+    /// Cancels the call; false if it had already completed (or was cancelled already).
     pub(crate) fn cancel(&self, reason: &str) -> bool {
-        let first = !self.cancelled.swap(true, Ordering::AcqRel);
-        if let Some(handle) = self.lock().as_ref() {
+        let mut state = self.lock();
+        if state.done || state.cancelled {
+            return false;
+        }
+        state.cancelled = true;
+        if let Some(handle) = &state.current {
             handle.cancel(reason);
         }
-        first
+        true
     }
 
     /// Cancelling reaches `handle`'s round (the first one).
     pub(crate) fn cancel_on(&self, handle: CancelHandle) {
-        *self.lock() = Some(handle);
+        self.lock().current = Some(handle);
     }
 
     fn running(&self, handle: CancelHandle) -> Result<(), ClientError> {
-        *self.lock() = Some(handle);
-        if self.cancelled.load(Ordering::Acquire) {
+        let mut state = self.lock();
+        state.current = Some(handle);
+        if state.cancelled {
             return Err(cancelled());
         }
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CancelHandle>> {
-        self.current
+    /// The call is about to hand out `result`: unless it was cancelled first.
+    fn complete(&self, result: Value) -> Result<Value, ClientError> {
+        let mut state = self.lock();
+        if state.cancelled {
+            return Err(cancelled());
+        }
+        state.done = true;
+        Ok(result)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CancelState> {
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 fn cancelled() -> ClientError {
-    ClientError::Session(SessionError::Cancelled(
-        "the call was cancelled between two rounds".to_owned(),
-    ))
+    ClientError::Session(SessionError::Cancelled("the call was cancelled".to_owned()))
 }
 
 /// Sends one round of `method` with `params`.
@@ -147,8 +169,10 @@ pub(crate) async fn finish(
     loop {
         match result.get("resultType") {
             // A server of an older revision sends no resultType: complete.
-            None => return Ok(result),
-            Some(Value::String(kind)) if kind == result_type::COMPLETE => return Ok(result),
+            None => return cancel.complete(result),
+            Some(Value::String(kind)) if kind == result_type::COMPLETE => {
+                return cancel.complete(result);
+            }
             Some(Value::String(kind)) if kind == result_type::INPUT_REQUIRED => {}
             Some(other) => {
                 return Err(ClientError::InvalidResponse {
