@@ -3,9 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use http::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use tidewire_core::transport::Codec;
 
+use super::endpoint::{ExtraHeaders, endpoint};
 use super::error::HttpClientError;
 use super::redirect::same_origin_policy;
 use super::shared::{Config, Shared};
@@ -136,8 +137,7 @@ impl ReconnectPolicy {
 #[must_use = "a builder does nothing until it connects"]
 pub struct StreamableHttpClient {
     url: String,
-    headers: HeaderMap,
-    header_error: Option<String>,
+    headers: ExtraHeaders,
     http: Option<reqwest::Client>,
     codec: Codec,
     reconnect: ReconnectPolicy,
@@ -150,7 +150,7 @@ impl fmt::Debug for StreamableHttpClient {
         // Header values may be credentials: print only their names.
         f.debug_struct("StreamableHttpClient")
             .field("url", &self.url)
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("headers", &self.headers)
             .field("codec", &self.codec)
             .field("reconnect", &self.reconnect)
             .field("get_stream", &self.get_stream)
@@ -164,8 +164,7 @@ impl StreamableHttpClient {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            headers: HeaderMap::new(),
-            header_error: None,
+            headers: ExtraHeaders::default(),
             http: None,
             codec: Codec::default(),
             reconnect: ReconnectPolicy::default(),
@@ -186,23 +185,14 @@ impl StreamableHttpClient {
         V: TryInto<HeaderValue>,
         V::Error: fmt::Display,
     {
-        let name = name.try_into().map_err(|e| e.to_string());
-        let value = value.try_into().map_err(|e| e.to_string());
-        match (name, value) {
-            (Ok(name), Ok(value)) => {
-                self.headers.append(name, value);
-            }
-            (Err(e), _) | (_, Err(e)) => {
-                self.header_error.get_or_insert(e);
-            }
-        }
+        self.headers.add(name, value);
         self
     }
 
     /// Adds every header of `headers` to every HTTP request.
     pub fn headers(mut self, headers: HeaderMap) -> Self {
         for (name, value) in &headers {
-            self.headers.append(name.clone(), value.clone());
+            self.headers.map.append(name.clone(), value.clone());
         }
         self
     }
@@ -210,16 +200,7 @@ impl StreamableHttpClient {
     /// Sends `Authorization: Bearer <token>` with every HTTP request (marked sensitive, so it is
     /// not logged).
     pub fn bearer(mut self, token: impl fmt::Display) -> Self {
-        match HeaderValue::try_from(format!("Bearer {token}")) {
-            Ok(mut value) => {
-                value.set_sensitive(true);
-                self.headers.insert(AUTHORIZATION, value);
-            }
-            Err(_) => {
-                self.header_error
-                    .get_or_insert_with(|| "the bearer token is not a valid header value".into());
-            }
-        }
+        self.headers.bearer(token);
         self
     }
 
@@ -284,28 +265,8 @@ impl StreamableHttpClient {
     /// [`HttpClientError::InvalidHeader`] for a bad header, [`HttpClientError::HttpClient`] when
     /// the default `reqwest::Client` cannot be built.
     pub fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
-        if let Some(error) = self.header_error {
-            return Err(HttpClientError::InvalidHeader(error));
-        }
-        let url = reqwest::Url::parse(&self.url).map_err(|e| HttpClientError::InvalidUrl {
-            url: self.url.clone(),
-            reason: e.to_string(),
-        })?;
-        match url.scheme() {
-            "http" => {}
-            "https" => {
-                if self.http.is_none() && !cfg!(feature = "rustls") {
-                    return Err(HttpClientError::TlsUnavailable {
-                        url: url.to_string(),
-                    });
-                }
-            }
-            other => {
-                return Err(HttpClientError::UnsupportedScheme {
-                    scheme: other.to_owned(),
-                });
-            }
-        }
+        let headers = self.headers.checked()?;
+        let url = endpoint(&self.url, self.http.is_some())?;
         let http = match self.http {
             Some(client) => client,
             None => reqwest::Client::builder()
@@ -317,7 +278,7 @@ impl StreamableHttpClient {
         let config = Config {
             http,
             url,
-            headers: self.headers,
+            headers,
             codec: self.codec,
             reconnect: self.reconnect,
             get_stream: self.get_stream,

@@ -106,6 +106,7 @@
 //! events with an empty `data` line, as the specification describes.
 
 mod builder;
+mod endpoint;
 mod error;
 mod get_stream;
 mod redirect;

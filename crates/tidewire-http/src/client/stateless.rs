@@ -19,6 +19,7 @@ use tidewire_core::transport::{
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use super::endpoint::{ExtraHeaders, endpoint};
 use super::error::{HttpClientError, chain};
 use super::redirect::same_origin_policy;
 use super::reply::{Body, body_kind, decode_json, read_limited};
@@ -44,8 +45,7 @@ pub struct StatelessHttpClient {
     url: String,
     http: Option<reqwest::Client>,
     codec: Codec,
-    extra: HeaderMap,
-    header_error: Option<String>,
+    extra: ExtraHeaders,
 }
 
 impl StatelessHttpClient {
@@ -55,34 +55,29 @@ impl StatelessHttpClient {
             url: url.into(),
             http: None,
             codec: Codec::default(),
-            extra: HeaderMap::new(),
-            header_error: None,
+            extra: ExtraHeaders::default(),
         }
     }
 
     /// Sends this header with every request (authentication, tracing). An invalid name or
     /// value makes [`connect`](Self::connect) fail.
     #[must_use]
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        match (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            (Ok(name), Ok(value)) => {
-                self.extra.append(name, value);
-            }
-            _ => {
-                self.header_error
-                    .get_or_insert_with(|| format!("invalid header {name:?}"));
-            }
-        }
+    pub fn header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        K: TryInto<HeaderName>,
+        K::Error: std::fmt::Display,
+        V: TryInto<HeaderValue>,
+        V::Error: std::fmt::Display,
+    {
+        self.extra.add(name, value);
         self
     }
 
-    /// Sends `Authorization: Bearer TOKEN` with every request.
+    /// Sends `Authorization: Bearer TOKEN` with every request (marked sensitive, never logged).
     #[must_use]
-    pub fn bearer(self, token: &str) -> Self {
-        self.header("authorization", &format!("Bearer {token}"))
+    pub fn bearer(mut self, token: impl std::fmt::Display) -> Self {
+        self.extra.bearer(token);
+        self
     }
 
     /// Uses this reqwest client (for its TLS, proxy or timeout settings).
@@ -105,27 +100,8 @@ impl StatelessHttpClient {
     /// When the URL is not an `http` one (or `https` without a TLS-enabled client), or the HTTP
     /// client cannot be built.
     pub fn connect(self) -> Result<StatelessHttpTransport, HttpClientError> {
-        if let Some(error) = self.header_error {
-            return Err(HttpClientError::InvalidHeader(error));
-        }
-        let url = reqwest::Url::parse(&self.url).map_err(|e| HttpClientError::InvalidUrl {
-            url: self.url.clone(),
-            reason: e.to_string(),
-        })?;
-        match url.scheme() {
-            "http" => {}
-            "https" if self.http.is_some() || cfg!(feature = "rustls") => {}
-            "https" => {
-                return Err(HttpClientError::TlsUnavailable {
-                    url: url.to_string(),
-                });
-            }
-            other => {
-                return Err(HttpClientError::UnsupportedScheme {
-                    scheme: other.to_owned(),
-                });
-            }
-        }
+        let extra = self.extra.checked()?;
+        let url = endpoint(&self.url, self.http.is_some())?;
         let http = match self.http {
             Some(client) => client,
             None => reqwest::Client::builder()
@@ -138,7 +114,7 @@ impl StatelessHttpClient {
             http,
             url,
             codec: self.codec,
-            extra: self.extra,
+            extra,
             inbound: tx,
             running: Mutex::new(HashMap::new()),
             header_params: Mutex::new(HashMap::new()),
