@@ -187,7 +187,9 @@ impl Harness {
 pub fn peer_client(counters: &Arc<Counters>) -> ClientBuilder {
     let sampling = counters.clone();
     let elicitation = counters.clone();
+    // The session era unless asked otherwise: the stateless rows of the suite ask.
     Client::builder(Implementation::new("tidewire-suite-client", "0.1.0"))
+        .era(tidewire_client::Era::Legacy)
         .sampling_handler(move |params: CreateMessageParams, ctx: RequestContext| {
             let counters = sampling.clone();
             async move {

@@ -344,3 +344,46 @@ async fn results_are_cached_for_their_ttl_and_dropped_on_change() {
     changes.end().await.expect("end");
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_is_auto_and_session_transports_speak_sessions() {
+    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+    let info = || tidewire_core::schema::Implementation::new("default", "1");
+    // Over the session-era Streamable HTTP transport, the default (Auto) is the session era…
+    let transport = tidewire_http::client::StreamableHttpClient::new(url.clone())
+        .connect()
+        .expect("transport");
+    let client = timeout(
+        LIMIT,
+        tidewire_client::Client::builder(info()).connect(transport),
+    )
+    .await
+    .expect("in time")
+    .expect("connects");
+    assert_eq!(client.era(), Spoken::Session);
+    client.close().await;
+    // …and Modern there is refused before anything is sent.
+    let transport = tidewire_http::client::StreamableHttpClient::new(url)
+        .connect()
+        .expect("transport");
+    let refused = timeout(
+        LIMIT,
+        tidewire_client::Client::builder(info())
+            .era(Era::Modern)
+            .connect(transport),
+    )
+    .await
+    .expect("in time");
+    let error = refused.expect_err("a session transport");
+    assert!(error.to_string().contains("StatelessHttpClient"), "{error}");
+    // Over a message stream, the default reaches the stateless revision of a dual server.
+    let server = tidewire_demo::demo_server();
+    let (a, b) = memory::duplex();
+    tokio::spawn(server.serve(a).1);
+    let client = timeout(LIMIT, tidewire_client::Client::builder(info()).connect(b))
+        .await
+        .expect("in time")
+        .expect("connects");
+    assert_eq!(client.era(), Spoken::Stateless);
+    client.close().await;
+}

@@ -171,10 +171,11 @@ impl ClientBuilder {
         }
     }
 
-    /// Which era to speak: [`Era::Legacy`] (`initialize`, the default for now),
-    /// [`Era::Modern`] (the stateless revision 2026-07-28 only) or [`Era::Auto`] (probe with
-    /// `server/discover`, fall back to `initialize`). Over Streamable HTTP only the session era
-    /// works yet.
+    /// Which era to speak: [`Era::Auto`] (the default: probe with `server/discover`, fall back
+    /// to `initialize`), [`Era::Modern`] (the stateless revision 2026-07-28 only) or
+    /// [`Era::Legacy`] (`initialize`). Over a transport built around sessions (the session-era
+    /// Streamable HTTP and HTTP+SSE clients) `Auto` is the session era; on Streamable HTTP,
+    /// `StatelessHttpClient` carries the stateless revision.
     pub fn era(mut self, era: Era) -> Self {
         self.era = era;
         self
@@ -346,6 +347,13 @@ impl ClientBuilder {
     /// ```
     pub fn connect_with_driver<T: Transport>(self, transport: T) -> (Connecting, Driver) {
         let capabilities = self.capabilities();
+        // A transport built around sessions cannot carry a stateless probe: Auto speaks the
+        // session era over it, and Modern is told so when it tries.
+        let session_only = !transport.carries_stateless();
+        let mut era = self.era;
+        if era == Era::Auto && session_only {
+            era = Era::Legacy;
+        }
         let (tx, first) = broadcast::channel(self.notification_buffer);
         let template = first.resubscribe();
         let answerers = Arc::new(Answerers {
@@ -382,7 +390,8 @@ impl ClientBuilder {
             max_list_pages: self.max_list_pages,
             first,
             template,
-            era: self.era,
+            era,
+            session_only,
             answerers,
             cache,
             max_input_rounds: self.max_input_rounds,
@@ -402,6 +411,8 @@ struct Settings {
     first: broadcast::Receiver<ServerNotification>,
     template: broadcast::Receiver<ServerNotification>,
     era: Era,
+    /// The transport carries sessions only.
+    session_only: bool,
     answerers: Arc<Answerers>,
     cache: Arc<crate::cache::ResultCache>,
     max_input_rounds: usize,
@@ -422,6 +433,13 @@ impl Drop for CloseOnDrop {
 async fn handshake(peer: Peer, settings: Settings) -> Result<Client, ClientError> {
     let mut guard = CloseOnDrop(Some(peer.clone()));
     let client = match settings.era {
+        Era::Modern if settings.session_only => {
+            return Err(ClientError::Session(SessionError::NotSupported(
+                "the stateless revision over a session-era transport (on Streamable HTTP, \
+                 connect with tidewire_http::client::StatelessHttpClient)"
+                    .to_owned(),
+            )));
+        }
         Era::Legacy => initialize(&peer, settings).await?,
         Era::Modern => stateless(&peer, settings, false).await?,
         Era::Auto => stateless(&peer, settings, true).await?,

@@ -13,13 +13,13 @@ use tidewire_core::version::STATELESS_VERSIONS;
 pub enum Era {
     /// Probe with `server/discover`: a discover result (or a recognised stateless error) means
     /// the stateless revision; any other error, or no answer within the handshake timeout (10 s
-    /// by default), means the session era, on the same connection.
+    /// by default), means the session era, on the same connection. The default. Over a
+    /// transport built around sessions it is the session era at once.
+    #[default]
     Auto,
     /// The stateless revision only: connecting fails if the server does not serve it.
     Modern,
-    /// The session era only (`initialize`), as before 2026-07-28. The default for now: the
-    /// Streamable HTTP client transport speaks the session era only.
-    #[default]
+    /// The session era only (`initialize`), as before 2026-07-28.
     Legacy,
 }
 

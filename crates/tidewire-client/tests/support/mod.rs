@@ -268,9 +268,11 @@ impl Harness {
     }
 }
 
-/// The client identity the tests use.
+/// The client identity the tests use, in the session era (the fake server speaks it; the
+/// stateless revision is tested against the real server in `tests/tests/client_stateless.rs`).
 pub fn builder() -> ClientBuilder {
     ClientBuilder::new(Implementation::new("test-client", "9.9.9"))
+        .era(tidewire_client::Era::Legacy)
 }
 
 /// Starts a fake server and connects `builder` to it.

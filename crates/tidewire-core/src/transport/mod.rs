@@ -47,6 +47,14 @@ pub trait TransportSender: Send + 'static {
     /// # Errors
     /// When flushing fails.
     fn close(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Whether this connection can carry requests of the stateless revision (2026-07-28): true
+    /// for a plain message stream (stdio, WebSocket, in-memory); false for a transport built
+    /// around sessions (the session-era Streamable HTTP and HTTP+SSE clients), which a client
+    /// then speaks the session era over.
+    fn carries_stateless(&self) -> bool {
+        true
+    }
 }
 
 /// The receiving half of a connection.
@@ -68,6 +76,12 @@ pub trait Transport: Send + 'static {
     type Receiver: TransportReceiver;
     /// Splits the connection.
     fn split(self) -> (Self::Sender, Self::Receiver);
+
+    /// Whether this connection can carry stateless (2026-07-28) requests (see
+    /// [`TransportSender::carries_stateless`]).
+    fn carries_stateless(&self) -> bool {
+        true
+    }
 }
 
 impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
@@ -75,5 +89,8 @@ impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
     type Receiver = R;
     fn split(self) -> (S, R) {
         self
+    }
+    fn carries_stateless(&self) -> bool {
+        self.0.carries_stateless()
     }
 }

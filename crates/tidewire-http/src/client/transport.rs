@@ -73,6 +73,11 @@ impl Transport for HttpClientTransport {
     type Sender = HttpSender;
     type Receiver = HttpReceiver;
 
+    /// Sessions only: a client speaks the session era over it.
+    fn carries_stateless(&self) -> bool {
+        false
+    }
+
     fn split(self) -> (HttpSender, HttpReceiver) {
         (self.sender, self.receiver)
     }
@@ -192,6 +197,10 @@ impl TransportReceiver for HttpReceiver {
 }
 
 impl TransportSender for HttpSender {
+    fn carries_stateless(&self) -> bool {
+        false
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed || self.shared.shutdown.is_cancelled() {
             return Err(TransportError::closed());

@@ -65,6 +65,11 @@ impl Transport for SseClientTransport {
     type Sender = SseClientSender;
     type Receiver = SseClientReceiver;
 
+    /// Sessions only: a client speaks the session era over it.
+    fn carries_stateless(&self) -> bool {
+        false
+    }
+
     fn split(self) -> (SseClientSender, SseClientReceiver) {
         (self.sender, self.receiver)
     }
@@ -328,6 +333,10 @@ async fn read_stream(
 }
 
 impl TransportSender for SseClientSender {
+    fn carries_stateless(&self) -> bool {
+        false
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed || self.stop.is_cancelled() {
             return Err(TransportError::closed());
