@@ -78,9 +78,9 @@
 //! - [`SamplingHandler`], [`ElicitationHandler`] and [`RootsHandler`] answer the server's
 //!   requests; async functions and closures implement them. [`StaticRoots`] serves a list you
 //!   can change while connected.
-//! - [`Era`] ([`ClientBuilder::era`]) chooses the session era (`initialize`, the default for
-//!   now), the stateless revision 2026-07-28, or a probe with fallback; [`Client::era`] says
-//!   which is spoken. On the stateless revision the same calls work: questions the server asks
+//! - [`Era`] ([`ClientBuilder::era`]) chooses a probe with fallback (the default), the stateless
+//!   revision 2026-07-28, or the session era (`initialize`); [`Client::era`] says which is
+//!   spoken. On the stateless revision the same calls work: questions the server asks
 //!   inside `input_required` results are answered by the same handlers, round after round;
 //!   [`Client::listen`] is one stream of change notifications in both eras; results with a
 //!   `ttlMs` are cached ([`Client::fresh`] asks anyway). On Streamable HTTP the stateless
