@@ -22,7 +22,7 @@ use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
     CallToolParams, CompleteParams, CompleteResult, DiscoverResult, GetPromptParams, ListenParams,
-    Meta, PaginatedParams, ReadResourceParams, meta_keys, result_type,
+    Meta, ReadResourceParams, meta_keys, result_type,
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
@@ -66,44 +66,28 @@ pub(crate) async fn serve(
     let mut result = match method {
         "server/discover" => reply(discover(connection))?,
         "tools/list" => {
-            let page: PaginatedParams = parse(method, params)?;
-            let items = server
-                .tools
-                .snapshot()
-                .iter()
-                .map(|e| CacheItem::Tool(e.tool.name.clone()))
-                .collect();
-            listed(server, connection.list_tools(&page)?, items)?
+            let page = connection.list_tools(&parse(method, params)?)?;
+            listed(server, page, &server.tools, |e| {
+                CacheItem::Tool(e.tool.name.clone())
+            })?
         }
         "resources/list" => {
-            let page: PaginatedParams = parse(method, params)?;
-            let items = server
-                .resources
-                .snapshot()
-                .iter()
-                .map(|e| CacheItem::Resource(e.resource.uri.clone()))
-                .collect();
-            listed(server, connection.list_resources(&page)?, items)?
+            let page = connection.list_resources(&parse(method, params)?)?;
+            listed(server, page, &server.resources, |e| {
+                CacheItem::Resource(e.resource.uri.clone())
+            })?
         }
         "resources/templates/list" => {
-            let page: PaginatedParams = parse(method, params)?;
-            let items = server
-                .templates
-                .snapshot()
-                .iter()
-                .map(|e| CacheItem::Template(e.template.uri_template.clone()))
-                .collect();
-            listed(server, connection.list_templates(&page)?, items)?
+            let page = connection.list_templates(&parse(method, params)?)?;
+            listed(server, page, &server.templates, |e| {
+                CacheItem::Template(e.template.uri_template.clone())
+            })?
         }
         "prompts/list" => {
-            let page: PaginatedParams = parse(method, params)?;
-            let items = server
-                .prompts
-                .snapshot()
-                .iter()
-                .map(|e| CacheItem::Prompt(e.prompt.name.clone()))
-                .collect();
-            listed(server, connection.list_prompts(&page)?, items)?
+            let page = connection.list_prompts(&parse(method, params)?)?;
+            listed(server, page, &server.prompts, |e| {
+                CacheItem::Prompt(e.prompt.name.clone())
+            })?
         }
         "tools/call" => {
             let mut params: CallToolParams = parse(method, params)?;
@@ -212,15 +196,24 @@ fn discover(connection: &Connection) -> DiscoverResult {
     }
 }
 
-/// One page of a list, with the caching hint of the whole list (`items`: every item in it, not
-/// only this page's, so every page has the same scope).
-fn listed<T: Serialize>(
+/// One page of a list, with the caching hint of the whole list (taken over every entry of
+/// `registry`, not only this page's, so every page has the same scope). Without per-item hints
+/// (the common case) it is the server's default, and the registry is not walked.
+fn listed<T: Serialize, E>(
     server: &crate::server::Inner,
     page: T,
-    items: Vec<CacheItem>,
+    registry: &crate::registry::Registry<E>,
+    item: impl Fn(&E) -> CacheItem,
 ) -> Result<Value, ErrorObject> {
     let mut result = reply(page)?;
-    server.cache.of_list(items.into_iter()).write(&mut result);
+    let hint = if server.cache.items.is_empty() {
+        server.cache.default
+    } else {
+        server
+            .cache
+            .of_list(registry.snapshot().iter().map(|e| item(e)))
+    };
+    hint.write(&mut result);
     Ok(result)
 }
 
