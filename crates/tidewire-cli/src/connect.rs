@@ -266,14 +266,12 @@ fn stateless_transport(
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
 }
 
-/// A failure that is a server of the stateless revision refusing (no version in common, a
-/// header mismatch): no reason to try sessions.
+/// A failure that is a server of the stateless revision refusing: no reason to try sessions.
 fn stateless_refusal(failure: &Failure) -> bool {
-    match &failure.cause {
-        Some(ClientError::UnsupportedVersion { .. }) => true,
-        Some(other) => other.remote().is_some_and(|e| e.code == -32020),
-        None => false,
-    }
+    failure
+        .cause
+        .as_ref()
+        .is_some_and(ClientError::is_stateless_refusal)
 }
 
 /// The `--header NAME:VALUE` options, split.

@@ -74,6 +74,18 @@ impl ClientError {
         self.session().is_some_and(SessionError::is_timeout)
     }
 
+    /// A refusal from a server of the stateless revision (2026-07-28) while connecting: no
+    /// version in common, or a header mismatch. Unlike other failures of a stateless probe, it
+    /// is no reason to try the session era instead.
+    pub fn is_stateless_refusal(&self) -> bool {
+        match self {
+            Self::UnsupportedVersion { .. } => true,
+            other => other
+                .remote()
+                .is_some_and(|e| e.code == tidewire_core::jsonrpc::ErrorCode::HEADER_MISMATCH.0),
+        }
+    }
+
     /// The request was cancelled locally (cancel handle or drop).
     pub fn is_cancelled(&self) -> bool {
         self.session().is_some_and(SessionError::is_cancelled)

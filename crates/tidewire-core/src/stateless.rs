@@ -154,6 +154,22 @@ pub fn unsupported_version(requested: &str) -> ErrorObject {
     }))
 }
 
+/// The answer of a server that serves only the stateless revision to `initialize`: `-32022`
+/// naming the versions it serves, as the spec asks of such a server.
+pub fn initialize_refused(initialize_params: Option<&Value>) -> ErrorObject {
+    let requested = initialize_params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut error = unsupported_version(requested);
+    error.message = format!(
+        "{}; only the stateless revision is served here: send each request with its _meta, \
+         without initialize",
+        error.message
+    );
+    error
+}
+
 /// The `_meta` protocol version a stateless request names, if it names one as a string.
 pub fn requested_version(params: Option<&Value>) -> Option<&str> {
     params?
@@ -205,6 +221,13 @@ mod tests {
             let error = RequestMeta::from_params(Some(&params)).expect_err("invalid");
             assert_eq!(error.code, ErrorCode::INVALID_PARAMS.0, "{params}");
         }
+    }
+
+    #[test]
+    fn initialize_is_refused_naming_the_served_versions() {
+        let error = initialize_refused(Some(&json!({"protocolVersion": "2025-11-25"})));
+        assert_eq!(error.code, -32022);
+        assert_eq!(error.data.expect("data")["requested"], "2025-11-25");
     }
 
     #[test]

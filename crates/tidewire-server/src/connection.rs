@@ -399,19 +399,7 @@ impl Connection {
 /// `-32022` naming the versions it serves for `initialize`, `-32602` (no `_meta`) otherwise.
 fn session_refused(request: &Request) -> ErrorObject {
     if request.method == "initialize" {
-        let requested = request
-            .params
-            .as_ref()
-            .and_then(|p| p.get("protocolVersion"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let mut error = tidewire_core::stateless::unsupported_version(requested);
-        error.message = format!(
-            "{}; this server serves only the stateless revision: send each request with its \
-             _meta, without initialize",
-            error.message
-        );
-        return error;
+        return tidewire_core::stateless::initialize_refused(request.params.as_ref());
     }
     ErrorObject::invalid_params(format!(
         "this server serves only the stateless revision (2026-07-28): the request needs \

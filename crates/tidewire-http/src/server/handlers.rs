@@ -110,18 +110,7 @@ fn note_cancellation(session: &HttpSession, message: &Message) {
 /// `initialize` on an endpoint that serves only the stateless revision: `-32022` naming the
 /// versions it serves.
 fn initialize_refused(request: &tidewire_core::jsonrpc::Request) -> Response {
-    let requested = request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("protocolVersion"))
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("");
-    let mut refusal = tidewire_core::stateless::unsupported_version(requested);
-    refusal.message = format!(
-        "{}; this endpoint serves only the stateless revision: POST each request with its _meta, \
-         without initialize",
-        refusal.message
-    );
+    let refusal = tidewire_core::stateless::initialize_refused(request.params.as_ref());
     error_for(StatusCode::BAD_REQUEST, Some(request.id.clone()), refusal)
 }
 

@@ -2,7 +2,6 @@
 //! of MCP 2025-03-26).
 
 use tidewire_client::{Client, ClientBuilder, ClientError, Era};
-use tidewire_core::jsonrpc::ErrorCode;
 use tidewire_http::client::{HttpClientHandle, StatelessHttpClient, StreamableHttpClient};
 
 use super::{SseClient, SseClientError};
@@ -118,7 +117,7 @@ pub async fn connect_auto(
         .map_err(FallbackError::Config)?;
     match builder().era(Era::Modern).connect(transport).await {
         Ok(client) => return Ok((client, Fallback::Stateless)),
-        Err(error) if is_stateless_refusal(&error) => {
+        Err(error) if error.is_stateless_refusal() => {
             return Err(FallbackError::StreamableHttp(error));
         }
         Err(error) => {
@@ -126,16 +125,6 @@ pub async fn connect_auto(
         }
     }
     connect_with_fallback(url, || builder().era(Era::Legacy)).await
-}
-
-/// A refusal that comes from a server of the stateless revision.
-fn is_stateless_refusal(error: &ClientError) -> bool {
-    match error {
-        ClientError::UnsupportedVersion { .. } => true,
-        other => other
-            .remote()
-            .is_some_and(|e| e.code == ErrorCode::HEADER_MISMATCH.0),
-    }
 }
 
 /// The HTTP status of a refused `initialize` POST, when it is one that means "not a Streamable
