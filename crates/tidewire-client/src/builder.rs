@@ -2,7 +2,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -133,6 +134,7 @@ pub struct ClientBuilder {
     max_list_pages: usize,
     era: Era,
     max_input_rounds: usize,
+    reinitialize: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -144,6 +146,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("notification_buffer", &self.notification_buffer)
             .field("max_list_pages", &self.max_list_pages)
             .field("era", &self.era)
+            .field("reinitialize", &self.reinitialize)
             .finish_non_exhaustive()
     }
 }
@@ -168,6 +171,7 @@ impl ClientBuilder {
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
             era: Era::default(),
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            reinitialize: true,
         }
     }
 
@@ -195,6 +199,16 @@ impl ClientBuilder {
     /// [`ProtocolVersion::LATEST_HANDSHAKE`].
     pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
         self.version = version;
+        self
+    }
+
+    /// Whether the client starts a new session when the server ends one under a live connection
+    /// (Streamable HTTP: a 404 to a request carrying the session id). On by default: the
+    /// client runs a real `initialize` and keeps what it says
+    /// ([`Client::reinitializations`](crate::Client::reinitializations)); the calls that were in
+    /// flight fail, and later ones go to the new session. Off, the connection is closed instead.
+    pub fn reinitialize(mut self, enabled: bool) -> Self {
+        self.reinitialize = enabled;
         self
     }
 
@@ -395,6 +409,7 @@ impl ClientBuilder {
             answerers,
             cache,
             max_input_rounds: self.max_input_rounds,
+            reinitialize: self.reinitialize,
         };
         let future = Box::pin(handshake(peer, settings));
         (Connecting { future }, driver)
@@ -416,6 +431,8 @@ struct Settings {
     answerers: Arc<Answerers>,
     cache: Arc<crate::cache::ResultCache>,
     max_input_rounds: usize,
+    /// Start a new session when the server ends one.
+    reinitialize: bool,
 }
 
 /// Closes the connection when dropped while armed: a failed or abandoned handshake leaves
@@ -569,27 +586,42 @@ fn client(
     envelope: Option<JsonObject>,
     settings: Settings,
 ) -> Client {
+    let session = envelope.is_none();
+    let renewal = settings.reinitialize.then(|| {
+        let params = InitializeParams::new(
+            settings.offered,
+            settings.capabilities.clone(),
+            settings.info.clone(),
+        );
+        (params, settings.handshake_timeout)
+    });
+    let inner = Arc::new(Inner {
+        peer: peer.clone(),
+        init: RwLock::new(Arc::new(init)),
+        version,
+        reinitializations: AtomicU64::new(0),
+        marks: crate::tool_headers::Marks::default(),
+        spoken: if envelope.is_some() {
+            Spoken::Stateless
+        } else {
+            Spoken::Session
+        },
+        envelope,
+        answerers: settings.answerers,
+        cache: settings.cache,
+        max_input_rounds: settings.max_input_rounds,
+        log_level: Mutex::new(None),
+        capabilities: settings.capabilities,
+        first_notifications: Mutex::new(Some(settings.first)),
+        template: settings.template,
+        max_list_pages: settings.max_list_pages,
+    });
+    if session {
+        crate::reinit::watch(Arc::downgrade(&inner), peer.clone(), renewal);
+    }
     Client {
         fresh: false,
-        inner: Arc::new(Inner {
-            peer: peer.clone(),
-            init,
-            version,
-            spoken: if envelope.is_some() {
-                Spoken::Stateless
-            } else {
-                Spoken::Session
-            },
-            envelope,
-            answerers: settings.answerers,
-            cache: settings.cache,
-            max_input_rounds: settings.max_input_rounds,
-            log_level: Mutex::new(None),
-            capabilities: settings.capabilities,
-            first_notifications: Mutex::new(Some(settings.first)),
-            template: settings.template,
-            max_list_pages: settings.max_list_pages,
-        }),
+        inner,
     }
 }
 

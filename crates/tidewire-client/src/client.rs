@@ -1,6 +1,7 @@
 //! [`Client`]: the handle to a connected MCP server.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -16,6 +17,8 @@ use tidewire_core::schema::{
     UnsubscribeParams,
 };
 use tidewire_core::session::{Peer, RequestBuilder, SessionError};
+use tidewire_core::stateless::request_headers;
+use tidewire_core::transport::HttpHeaders;
 use tokio::sync::broadcast;
 
 use crate::call::CallToolBuilder;
@@ -43,8 +46,14 @@ pub struct Client {
 
 pub(crate) struct Inner {
     pub(crate) peer: Peer,
-    pub(crate) init: InitializeResult,
+    /// The server as the last handshake described it (replaced when a new session starts).
+    pub(crate) init: RwLock<Arc<InitializeResult>>,
+    /// The revision spoken at connect time; on the session era, the engine's is the current one.
     pub(crate) version: ProtocolVersion,
+    /// New sessions started after the server ended one.
+    pub(crate) reinitializations: AtomicU64,
+    /// The `x-mcp-header` marks of the tools listed (stateless revision).
+    pub(crate) marks: crate::tool_headers::Marks,
     pub(crate) capabilities: ClientCapabilities,
     /// The era spoken.
     pub(crate) spoken: Spoken,
@@ -74,8 +83,8 @@ impl Drop for Inner {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server", &self.inner.init.server_info.name)
-            .field("protocol_version", &self.inner.version)
+            .field("server", &self.server_info().name)
+            .field("protocol_version", &self.protocol_version())
             .field("closed", &self.inner.peer.is_closed())
             .finish_non_exhaustive()
     }
@@ -129,29 +138,51 @@ impl Client {
         crate::ClientBuilder::new(info)
     }
 
-    /// The server's name and version, from the `initialize` result.
-    pub fn server_info(&self) -> &Implementation {
-        &self.inner.init.server_info
+    /// The server's name and version, from the `initialize` result (of the current session:
+    /// see [`reinitializations`](Self::reinitializations)).
+    pub fn server_info(&self) -> Implementation {
+        self.initialize_result().server_info.clone()
     }
 
     /// What the server declared it can do.
-    pub fn server_capabilities(&self) -> &ServerCapabilities {
-        &self.inner.init.capabilities
+    pub fn server_capabilities(&self) -> ServerCapabilities {
+        self.initialize_result().capabilities.clone()
     }
 
     /// The server's instructions (a hint for the model's system prompt), if it gave any.
-    pub fn instructions(&self) -> Option<&str> {
-        self.inner.init.instructions.as_deref()
+    pub fn instructions(&self) -> Option<String> {
+        self.initialize_result().instructions.clone()
     }
 
-    /// The whole `initialize` result, including members this version does not know.
-    pub fn initialize_result(&self) -> &InitializeResult {
-        &self.inner.init
+    /// The whole `initialize` result, including members this version does not know (on the
+    /// stateless revision, the discover result in that form). After the server ended a session
+    /// and the client started a new one, it is the new session's.
+    pub fn initialize_result(&self) -> Arc<InitializeResult> {
+        self.inner
+            .init
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
-    /// The protocol revision spoken: negotiated by `initialize`, or the stateless one.
+    /// The protocol revision spoken: negotiated by `initialize` (the engine's record, which a
+    /// new session updates), or the stateless one.
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.inner.version
+        match self.inner.spoken {
+            Spoken::Session => self
+                .inner
+                .peer
+                .protocol_version()
+                .unwrap_or(self.inner.version),
+            Spoken::Stateless => self.inner.version,
+        }
+    }
+
+    /// How many new sessions the client started because the server ended one (Streamable
+    /// HTTP: a 404 to a request carrying the session id). Each runs a real `initialize`, and
+    /// [`initialize_result`](Self::initialize_result) then describes the new session.
+    pub fn reinitializations(&self) -> u64 {
+        self.inner.reinitializations.load(Ordering::Relaxed)
     }
 
     /// The era spoken with this server.
@@ -215,7 +246,19 @@ impl Client {
                 level,
             );
         }
-        request.merge_meta(envelope)
+        let request = request.merge_meta(envelope);
+        // The routing headers, should the transport be HTTP (others ignore them).
+        let marks = match request.method() {
+            "tools/call" => request
+                .params()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .map(|name| self.inner.marks.of(name))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let headers = request_headers(request.method(), request.params(), &marks);
+        request.extension(HttpHeaders(headers))
     }
 
     /// Sends a typed notification to the server.
@@ -279,6 +322,7 @@ impl Client {
         let mut page = self.call::<ListTools>(page_params(cursor)).await?;
         if self.inner.envelope.is_some() {
             crate::tool_headers::keep_valid(&mut page.tools);
+            self.inner.marks.learn(&page.tools);
         }
         Ok(page)
     }
@@ -294,6 +338,7 @@ impl Client {
         let mut tools = self.list_all::<ListTools>().await?;
         if self.inner.envelope.is_some() {
             crate::tool_headers::keep_valid(&mut tools);
+            self.inner.marks.learn(&tools);
         }
         Ok(tools)
     }

@@ -139,6 +139,7 @@ mod error;
 mod handlers;
 mod listen;
 mod notifications;
+mod reinit;
 mod rounds;
 mod tool_headers;
 

@@ -27,7 +27,7 @@ async fn negotiates_each_handshake_revision() {
             assert_eq!(client.protocol_version(), version);
             assert_eq!(client.peer().protocol_version(), Some(version));
             assert_eq!(client.server_info().name, "fake-server");
-            assert_eq!(client.instructions(), Some("Use the tools."));
+            assert_eq!(client.instructions().as_deref(), Some("Use the tools."));
             assert!(client.server_capabilities().tools.is_some());
 
             // initialize came first, offering the newest handshake revision, then initialized.

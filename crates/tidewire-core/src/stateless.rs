@@ -178,6 +178,67 @@ pub fn requested_version(params: Option<&Value>) -> Option<&str> {
         .as_str()
 }
 
+/// Which member of a request's `params` the `Mcp-Name` header repeats: `name` for `tools/call`
+/// and `prompts/get`, `uri` for `resources/read`; none for other methods.
+pub fn name_member(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// A tool parameter marked `x-mcp-header`: its argument also travels as the HTTP header
+/// `Mcp-Param-{header}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The property of the tool's `inputSchema`.
+    pub property: String,
+    /// The header's name after `Mcp-Param-`.
+    pub header: String,
+}
+
+/// The HTTP headers a stateless request carries on Streamable HTTP: `MCP-Protocol-Version`
+/// (from its `_meta`), `Mcp-Method`, `Mcp-Name` (see [`name_member`]) and, for a `tools/call`,
+/// `Mcp-Param-*` for the `marked` parameters whose argument is a string, an integer or a boolean
+/// (none for null or absent ones). Values that are not plain visible ASCII are sent as
+/// `=?base64?…?=`.
+pub fn request_headers(
+    method: &str,
+    params: Option<&Value>,
+    marked: &[HeaderParam],
+) -> http::HeaderMap {
+    use crate::transport::header_value;
+    let mut headers = http::HeaderMap::new();
+    let mut set = |name: &str, value: &str| {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    };
+    let version = requested_version(params).unwrap_or(ProtocolVersion::V2026_07_28.as_str());
+    set("mcp-protocol-version", version);
+    set("mcp-method", &header_value::encode(method));
+    if let Some(value) = name_member(method).and_then(|m| params?.get(m)?.as_str()) {
+        set("mcp-name", &header_value::encode(value));
+    }
+    if method == "tools/call" && !marked.is_empty() {
+        let arguments = params.and_then(|p| p.get("arguments"));
+        for param in marked {
+            let value = match arguments.and_then(|a| a.get(&param.property)) {
+                Some(Value::String(s)) => header_value::encode(s),
+                Some(Value::Bool(b)) => b.to_string(),
+                Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+                _ => continue,
+            };
+            set(&format!("mcp-param-{}", param.header), &value);
+        }
+    }
+    headers
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -243,5 +304,42 @@ mod tests {
         assert_eq!(data["supported"], json!(["2026-07-28"]));
         // A session-era version is not served statelessly either.
         assert!(served("2025-11-25").is_err());
+    }
+
+    #[test]
+    fn request_headers_route_and_mirror_marked_arguments() {
+        let params = json!({
+            "name": "weather",
+            "arguments": {"city": "Zürich", "days": 3, "metric": true, "note": null},
+            "_meta": {meta_keys::PROTOCOL_VERSION: "2026-07-28"}
+        });
+        let marked = [
+            ("city", "City"),
+            ("days", "Days"),
+            ("metric", "Metric"),
+            ("note", "Note"),
+            ("absent", "Absent"),
+        ]
+        .map(|(property, header)| HeaderParam {
+            property: property.to_owned(),
+            header: header.to_owned(),
+        });
+        let headers = request_headers("tools/call", Some(&params), &marked);
+        let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        assert_eq!(get("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(get("mcp-method"), Some("tools/call"));
+        assert_eq!(get("mcp-name"), Some("weather"));
+        assert_eq!(get("mcp-param-days"), Some("3"));
+        assert_eq!(get("mcp-param-metric"), Some("true"));
+        let city = get("mcp-param-city").expect("the city header");
+        assert!(city.starts_with("=?base64?"), "{city}");
+        assert_eq!(get("mcp-param-note"), None);
+        assert_eq!(get("mcp-param-absent"), None);
+        let read = request_headers("resources/read", Some(&json!({"uri": "file:///a"})), &[]);
+        assert_eq!(
+            read.get("mcp-name").and_then(|v| v.to_str().ok()),
+            Some("file:///a")
+        );
+        assert_eq!(name_member("tools/list"), None);
     }
 }

@@ -82,10 +82,12 @@ async fn json_replies_and_the_session_headers() {
             .header("accept", "text/plain");
         let (client, handle) = connect(builder).await;
         assert_eq!(handle.session_id().as_deref(), Some("s-1"));
-        assert_eq!(handle.protocol_version().as_deref(), Some("2025-11-25"));
+        assert_eq!(client.protocol_version().as_str(), "2025-11-25");
 
         let tools = client.list_all_tools().await.expect("tools/list");
         assert_eq!(tools.len(), 1);
+        // The engine told the transport the version before anything after the handshake went.
+        assert_eq!(handle.protocol_version().as_deref(), Some("2025-11-25"));
         let result = client.call_tool("echo", json!({})).await.expect("call");
         assert_eq!(first_text(&result), "pong");
         client.close().await;
@@ -431,7 +433,8 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
             .expect("works after re-initializing");
         assert_eq!(first_text(&result), "echo from Some(\"s-2\")");
         assert_eq!(handle.session_id().as_deref(), Some("s-2"));
-        assert_eq!(handle.reinitializations(), 1);
+        assert_eq!(handle.sessions_ended(), 1);
+        assert_eq!(client.reinitializations(), 1);
         assert!(!client.is_closed());
 
         let log = fake.log.all();
@@ -742,12 +745,14 @@ async fn cancelling_drops_the_call_stream_and_close_sends_delete_and_ends_the_ge
         call_gone
             .await
             .expect("the call's stream is dropped once cancelled");
-        assert!(
-            fake.log
-                .all()
-                .iter()
-                .any(|r| r.is_post("notifications/cancelled"))
-        );
+        // The stream is dropped as the call ends; the notification follows on its own POST.
+        fake.log
+            .wait_for(|all| {
+                all.iter()
+                    .any(|r| r.is_post("notifications/cancelled"))
+                    .then_some(())
+            })
+            .await;
 
         client.close().await;
         assert!(handle.is_closed());

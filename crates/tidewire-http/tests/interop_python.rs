@@ -32,7 +32,7 @@ async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
     let harness = Harness::for_client(client, "streamable-http", counters);
     let outcome = run_peer_scenario(&harness, scenario).await;
     harness.finish().await;
-    if handle.reinitializations() != 0 {
+    if handle.sessions_ended() != 0 {
         return Err("the session was re-initialized during the scenario".into());
     }
     outcome

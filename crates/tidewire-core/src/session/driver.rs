@@ -20,7 +20,7 @@ use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
 use crate::transport::text::excerpt;
 use crate::transport::{
-    Envelope, Route, Transport, TransportError, TransportReceiver, TransportSender,
+    Envelope, Route, SessionEvent, Transport, TransportError, TransportReceiver, TransportSender,
 };
 
 /// The future that runs a connection: it reads messages and dispatches them, and writes what the
@@ -187,6 +187,25 @@ async fn write_all<S: TransportSender>(
     Ok(())
 }
 
+/// The handshake messages a sender is told about (see [`SessionEvent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Opening,
+    Opened,
+}
+
+fn handshake_step(message: &Message) -> Option<Step> {
+    match message {
+        Message::Request(Request { method, .. }) if method == "initialize" => Some(Step::Opening),
+        Message::Notification(Notification { method, .. })
+            if method == "notifications/initialized" =>
+        {
+            Some(Step::Opened)
+        }
+        _ => None,
+    }
+}
+
 /// What a failed send needs to know about the message it lost (kept instead of a copy of the
 /// whole message, which would cost a deep clone per message sent).
 enum Sent {
@@ -216,8 +235,25 @@ async fn write_one<S: TransportSender>(
         Sent::Response(_) => Some(envelope.route.clone()),
         _ => None,
     };
+    let step = handshake_step(&envelope.message);
+    match step {
+        Some(Step::Opening) => sender.session_event(SessionEvent::Opening).await,
+        Some(Step::Opened) => {
+            if let Some(version) = shared.protocol_version() {
+                sender
+                    .session_event(SessionEvent::Negotiated { version })
+                    .await;
+            }
+        }
+        None => {}
+    }
     match sender.send(*envelope).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            if step == Some(Step::Opened) {
+                sender.session_event(SessionEvent::Opened).await;
+            }
+            Ok(())
+        }
         Err(e) if e.is_recoverable() => {
             // This one message could not go out (too large); tell whoever waits for it.
             match sent {
@@ -263,6 +299,10 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
         };
         match item {
             None => return Ok(()),
+            Some(Err(e)) if e.is_session_ended() => {
+                tracing::info!(error = %e, "the transport's session ended; the connection goes on");
+                shared.sessions_ended.send_modify(|n| *n += 1);
+            }
             Some(Err(e)) if e.is_recoverable() => {
                 tracing::debug!(error = %e, "bad inbound message");
                 if let Some(response) = e.error_response()

@@ -90,7 +90,11 @@ impl Session {
         handler: Arc<H>,
         options: SessionOptions,
     ) -> (Peer, Driver) {
-        let shared = Arc::new(peer::Shared::new(options));
+        let wiring = peer::Wiring {
+            tracks_requests: transport.tracks_requests(),
+            cancels_by_closing: transport.cancels_by_closing(),
+        };
+        let shared = Arc::new(peer::Shared::new(options, wiring));
         let peer = Peer {
             shared: shared.clone(),
             route: crate::transport::Route::Unrelated,

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -21,12 +21,12 @@ use super::SessionOptions;
 use super::error::SessionError;
 use super::state::{Pending, ProgressSink, Refusal, State};
 use crate::ProtocolVersion;
-use crate::jsonrpc::{Message, Notification, Request, RequestId};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId};
 use crate::progress::Progress;
 use crate::queue::BoundedQueue;
 use crate::schema::{NotificationType, RequestType};
 use crate::transport::text::excerpt;
-use crate::transport::{Envelope, Route};
+use crate::transport::{Envelope, Exchange, Route, Settle};
 
 /// An envelope waiting for the writer. Boxed so the queue's slots stay small (8 bytes each).
 pub(crate) type Queued = Box<Envelope>;
@@ -48,10 +48,31 @@ pub(crate) struct Shared {
     next_id: AtomicI64,
     /// 0 = not negotiated; otherwise 1 + index into `ProtocolVersion::ALL`.
     version: AtomicU8,
+    /// What the transport asked of the engine.
+    pub(crate) wiring: Wiring,
+    /// Counts the sessions the server ended under a live connection.
+    pub(crate) sessions_ended: watch::Sender<u64>,
+}
+
+/// What a transport asks of the engine besides the messages (see
+/// [`Transport::tracks_requests`](crate::transport::Transport::tracks_requests) and
+/// [`Transport::cancels_by_closing`](crate::transport::Transport::cancels_by_closing)).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Wiring {
+    pub(crate) tracks_requests: bool,
+    pub(crate) cancels_by_closing: bool,
+}
+
+impl Settle for Shared {
+    fn fail_pending(&self, id: &RequestId, error: ErrorObject) {
+        if let Some(pending) = self.state().take_pending(id) {
+            let _ = pending.responder.send(Err(SessionError::Remote(error)));
+        }
+    }
 }
 
 impl Shared {
-    pub(crate) fn new(options: SessionOptions) -> Self {
+    pub(crate) fn new(options: SessionOptions, wiring: Wiring) -> Self {
         Self {
             outbound: Arc::new(BoundedQueue::new(options.outbound_queue)),
             state: Mutex::new(State::new(
@@ -66,6 +87,8 @@ impl Shared {
             idle: Notify::new(),
             next_id: AtomicI64::new(1),
             version: AtomicU8::new(0),
+            wiring,
+            sessions_ended: watch::channel(0).0,
         }
     }
 
@@ -91,6 +114,14 @@ impl Shared {
         state.finish_inbound(id, generation);
         if state.inbound_len() == 0 {
             self.idle.notify_waiters();
+        }
+    }
+
+    /// The negotiated protocol revision, once known.
+    pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
+        match self.version.load(Ordering::Acquire) {
+            0 => None,
+            n => ProtocolVersion::ALL.get(usize::from(n) - 1).copied(),
         }
     }
 
@@ -127,8 +158,10 @@ impl Shared {
         let _ = pending
             .responder
             .send(Err(SessionError::Cancelled(reason.to_owned())));
-        // The spec forbids cancelling `initialize`.
-        if method != "initialize" && !self.closed.is_cancelled() {
+        // The spec forbids cancelling `initialize`. A transport that cancels by closing the
+        // request's exchange has done so as the entry went.
+        if method != "initialize" && !self.wiring.cancels_by_closing && !self.closed.is_cancelled()
+        {
             let params = serde_json::json!({ "requestId": id, "reason": reason });
             self.enqueue_nowait(Envelope::new(Notification::new(
                 "notifications/cancelled",
@@ -310,10 +343,7 @@ impl Peer {
 
     /// The protocol revision negotiated on this connection, once known.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        match self.shared.version.load(Ordering::Acquire) {
-            0 => None,
-            n => ProtocolVersion::ALL.get(usize::from(n) - 1).copied(),
-        }
+        self.shared.protocol_version()
     }
 
     /// Records the negotiated protocol revision (the server and client APIs do this during
@@ -325,6 +355,14 @@ impl Peer {
             .unwrap_or(0);
         let code = u8::try_from(index + 1).unwrap_or(0);
         self.shared.version.store(code, Ordering::Release);
+    }
+
+    /// Counts the sessions the server ended while the connection went on (Streamable HTTP: a
+    /// 404 to a request carrying the session id). Wait on
+    /// [`changed`](watch::Receiver::changed) to start a new session when it happens (the client
+    /// API does so on its own).
+    pub fn sessions_ended(&self) -> watch::Receiver<u64> {
+        self.shared.sessions_ended.subscribe()
     }
 
     /// Asks the connection to close: queued messages are flushed, the transport is closed,
@@ -387,6 +425,8 @@ pub struct RequestBuilder<T> {
     timeout: Option<Option<Duration>>,
     reset_max: Option<Duration>,
     progress: ProgressMode,
+    /// Goes into the request's envelope, for the transport.
+    extensions: http::Extensions,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -403,8 +443,27 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             timeout: None,
             reset_max: None,
             progress: ProgressMode::None,
+            extensions: http::Extensions::new(),
             _result: PhantomData,
         }
+    }
+
+    /// The method of the request.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The params as they stand (`None` when there are none, or they did not serialise).
+    pub fn params(&self) -> Option<&Value> {
+        self.params.as_ref().ok().and_then(Option::as_ref)
+    }
+
+    /// Puts `value` into the request's envelope extensions, for the transport (for example the
+    /// HTTP headers a stateless request carries on Streamable HTTP).
+    #[must_use]
+    pub fn extension<X: Clone + Send + Sync + 'static>(mut self, value: X) -> Self {
+        self.extensions.insert(value);
+        self
     }
 
     /// Makes sending fail with `error` (used when the transport cannot carry the request).
@@ -526,6 +585,14 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         }
         self.peer.adapt_params(&self.method, &mut params);
         let (responder, response) = oneshot::channel();
+        let (over, exchange) = if shared.wiring.tracks_requests {
+            let token = CancellationToken::new();
+            let owner: Weak<dyn Settle> = Arc::downgrade(&shared) as Weak<dyn Settle>;
+            let exchange = Exchange::new(id.clone(), token.clone(), owner);
+            (Some(token.drop_guard()), Some(exchange))
+        } else {
+            (None, None)
+        };
         shared
             .state()
             .add_pending(
@@ -533,6 +600,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
                 Pending {
                     responder,
                     progress: sink,
+                    _over: over,
                 },
             )
             .map_err(|refusal| match refusal {
@@ -550,8 +618,11 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             method: self.method.clone().into_owned(),
             params,
         };
-        let queued =
-            Box::new(Envelope::new(Message::Request(request)).with_route(self.peer.route.clone()));
+        let mut envelope =
+            Envelope::new(Message::Request(request)).with_route(self.peer.route.clone());
+        envelope.exchange = exchange;
+        envelope.extensions = self.extensions;
+        let queued = Box::new(envelope);
         // Most often there is room, and no timer is needed.
         if let Err(queued) = shared.outbound.try_push(queued) {
             let deadline = first_deadline(started, timeout, self.reset_max);

@@ -55,6 +55,9 @@ impl ProgressSink {
 pub(crate) struct Pending {
     pub(crate) responder: Responder,
     pub(crate) progress: Option<ProgressSink>,
+    /// Fires the request's [`Exchange`](crate::transport::Exchange) token when the entry goes,
+    /// however it goes (for a transport that tracks requests).
+    pub(crate) _over: Option<tokio_util::sync::DropGuard>,
 }
 
 /// An inbound request whose handler is running.
@@ -285,6 +288,7 @@ mod tests {
             Pending {
                 responder: tx,
                 progress,
+                _over: None,
             },
             rx,
         )

@@ -1,5 +1,6 @@
 //! One message plus the context that does not go on the wire.
 
+use super::Exchange;
 use crate::jsonrpc::{Message, RequestId};
 
 /// Which inbound request an outbound message relates to.
@@ -28,6 +29,9 @@ pub struct Envelope {
     pub route: Route,
     /// Transport context, typed by Rust type like `http::Extensions`.
     pub extensions: http::Extensions,
+    /// On an outbound request, the engine's side of it, for a transport that
+    /// [tracks requests](super::TransportSender::tracks_requests); `None` otherwise.
+    pub exchange: Option<Exchange>,
 }
 
 impl Envelope {
@@ -37,6 +41,7 @@ impl Envelope {
             message: message.into(),
             route: Route::Unrelated,
             extensions: http::Extensions::new(),
+            exchange: None,
         }
     }
 

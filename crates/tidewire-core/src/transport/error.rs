@@ -31,6 +31,7 @@ enum Kind {
         response: Option<Box<Response>>,
     },
     Other(Arc<dyn std::error::Error + Send + Sync>),
+    SessionEnded(String),
 }
 
 impl TransportError {
@@ -82,6 +83,21 @@ impl TransportError {
         }
     }
 
+    /// The server ended the session the transport carried (Streamable HTTP: a 404 to a request
+    /// with its session id); the connection goes on, and a client that wants a session again
+    /// sends a new `initialize` (the client API does so on its own).
+    pub fn session_ended(reason: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::SessionEnded(reason.into()),
+        }
+    }
+
+    /// The server ended the session; the connection goes on (see
+    /// [`session_ended`](Self::session_ended)).
+    pub fn is_session_ended(&self) -> bool {
+        matches!(self.kind, Kind::SessionEnded(_))
+    }
+
     /// The connection is closed (by the peer, or locally).
     pub fn is_closed(&self) -> bool {
         matches!(self.kind, Kind::Closed)
@@ -104,7 +120,7 @@ impl TransportError {
 
     /// True when the error concerns a single message and the connection can go on.
     pub fn is_recoverable(&self) -> bool {
-        self.is_malformed() || self.is_too_large()
+        self.is_malformed() || self.is_too_large() || self.is_session_ended()
     }
 
     /// The JSON-RPC error response to send back for a bad inbound message, if it deserves one.
@@ -137,6 +153,7 @@ impl fmt::Display for TransportError {
                 )
             }
             Kind::Other(_) => f.write_str("transport failure"),
+            Kind::SessionEnded(reason) => write!(f, "the server ended the session: {reason}"),
         }
     }
 }

@@ -50,8 +50,11 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
-/// The HTTP request headers that carried a message (Streamable HTTP puts them in each inbound
-/// envelope), for what a server checks against the body: the 2026-07-28 `Mcp-Param-*` headers.
+/// HTTP request headers that go with a message. Inbound, those that carried it (Streamable HTTP
+/// puts them in each envelope), for what a server checks against the body: the 2026-07-28
+/// `Mcp-Param-*` headers. Outbound, those the client asks the HTTP transport to send with it
+/// (the stateless revision's routing headers, from
+/// [`stateless::request_headers`](crate::stateless::request_headers)).
 #[derive(Debug, Clone)]
 pub struct HttpHeaders(pub http::HeaderMap);
 

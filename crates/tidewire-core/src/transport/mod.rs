@@ -13,6 +13,7 @@
 mod codec;
 mod envelope;
 mod error;
+mod exchange;
 pub mod framed;
 pub mod header_value;
 mod host_policy;
@@ -27,6 +28,8 @@ use std::future::Future;
 pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
+pub(crate) use exchange::Settle;
+pub use exchange::{Exchange, SessionEvent, Standalone};
 pub use host_policy::{HostPolicy, HostRefused};
 pub use limits::{HttpHeaders, Principal, RequestLimits, StreamCloser};
 
@@ -55,6 +58,32 @@ pub trait TransportSender: Send + 'static {
     fn carries_stateless(&self) -> bool {
         true
     }
+
+    /// Whether the engine should attach an [`Exchange`] to every request it sends
+    /// (`envelope.exchange`): for a transport that runs something per request (an HTTP
+    /// exchange) and must learn when the engine stops waiting for it. Default false: the
+    /// engine then spends nothing on it.
+    fn tracks_requests(&self) -> bool {
+        false
+    }
+
+    /// Whether closing a request's exchange is how this transport cancels it (the stateless
+    /// revision over HTTP): the engine then sends no `notifications/cancelled`, and the
+    /// transport acts on [`Exchange::over`]. Default false.
+    fn cancels_by_closing(&self) -> bool {
+        false
+    }
+
+    /// Told of a step of the session handshake: before an `initialize` request is sent
+    /// ([`SessionEvent::Opening`]), before `notifications/initialized` is
+    /// ([`SessionEvent::Negotiated`], with the negotiated revision), and after it was
+    /// ([`SessionEvent::Opened`]). A transport that keeps session
+    /// state (Streamable HTTP: the session id, the version header, the GET stream) acts on it;
+    /// the default does nothing.
+    fn session_event(&mut self, event: SessionEvent) -> impl Future<Output = ()> + Send {
+        let _ = event;
+        async {}
+    }
 }
 
 /// The receiving half of a connection.
@@ -82,6 +111,16 @@ pub trait Transport: Send + 'static {
     fn carries_stateless(&self) -> bool {
         true
     }
+
+    /// See [`TransportSender::tracks_requests`].
+    fn tracks_requests(&self) -> bool {
+        false
+    }
+
+    /// See [`TransportSender::cancels_by_closing`].
+    fn cancels_by_closing(&self) -> bool {
+        false
+    }
 }
 
 impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
@@ -92,5 +131,11 @@ impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
     }
     fn carries_stateless(&self) -> bool {
         self.0.carries_stateless()
+    }
+    fn tracks_requests(&self) -> bool {
+        self.0.tracks_requests()
+    }
+    fn cancels_by_closing(&self) -> bool {
+        self.0.cancels_by_closing()
     }
 }

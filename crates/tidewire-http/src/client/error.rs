@@ -1,7 +1,5 @@
 //! Errors of the client transport: building it, and the failures that end a connection.
 
-use std::fmt;
-
 use http::StatusCode;
 use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
@@ -47,19 +45,6 @@ pub enum HttpClientError {
     #[error("could not build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
 }
-
-/// A failure that ends the connection, surfaced through the receiver as a fatal
-/// `TransportError` (its `source()`).
-#[derive(Debug)]
-pub(crate) struct ConnectionLost(pub(crate) String);
-
-impl fmt::Display for ConnectionLost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConnectionLost {}
 
 /// The code of JSON-RPC errors the transport makes up for a request it could not complete.
 pub(crate) const TRANSPORT_ERROR_CODE: ErrorCode = ErrorCode::CONNECTION_CLOSED;

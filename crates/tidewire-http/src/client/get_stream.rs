@@ -6,17 +6,17 @@ use reqwest::StatusCode;
 use tokio::sync::oneshot;
 
 use super::error::chain;
-use super::reinit;
 use super::reply::{Body, body_kind};
+use super::session_end;
 use super::shared::Shared;
 use super::sse::{Cursor, End, events, pump};
 use super::task::catch;
 
-/// Starts the GET stream task (stopping any previous one). The receiver fires once the first
-/// attempt has concluded: the stream is open, or the server has none, or the attempt failed.
+/// Starts the GET stream task of the current session; it stops when that session ends (or the
+/// transport closes). The receiver fires once the first attempt has concluded: the stream is
+/// open, or the server has none, or the attempt failed.
 pub(crate) fn start(shared: &Arc<Shared>) -> oneshot::Receiver<()> {
-    let token = shared.shutdown.child_token();
-    shared.set_get_stream(Some(token.clone()));
+    let token = shared.snapshot().ended;
     let (ready, ready_rx) = oneshot::channel();
     let task = shared.clone();
     tokio::spawn(async move {
@@ -63,7 +63,7 @@ async fn run(shared: &Arc<Shared>, ready: oneshot::Sender<()>) {
                 if status == StatusCode::NOT_FOUND && opened && session {
                     // It worked for this session before: the session is gone.
                     signal();
-                    drop(reinit::spawn(shared.clone(), snapshot.generation));
+                    session_end::ended(shared, snapshot.generation).await;
                     return;
                 }
                 if matches!(

@@ -110,9 +110,9 @@ mod endpoint;
 mod error;
 mod get_stream;
 mod redirect;
-mod reinit;
 mod reply;
 mod request;
+mod session_end;
 mod shared;
 mod sse;
 mod stateless;
@@ -122,9 +122,8 @@ mod transport;
 pub use builder::{DEFAULT_REQUEST_TIMEOUT, ReconnectPolicy, StreamableHttpClient};
 pub use error::HttpClientError;
 pub use redirect::same_origin_policy;
+pub use shared::MAX_NOTIFICATION_STREAMS;
 pub use stateless::{
     StatelessHttpClient, StatelessHttpTransport, StatelessReceiver, StatelessSender,
 };
-pub use transport::{
-    HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender, MAX_NOTIFICATION_STREAMS,
-};
+pub use transport::{HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender};

@@ -5,127 +5,104 @@ use std::future::Future;
 use std::sync::Arc;
 
 use reqwest::StatusCode;
-use tidewire_core::jsonrpc::RequestId;
-use tokio_util::sync::CancellationToken;
+use tidewire_core::jsonrpc::{Message, Response};
+use tidewire_core::transport::Exchange;
 
 use super::error::{chain, excerpt, http_status_error, transport_error};
-use super::reinit;
 use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
+use super::session_end;
 use super::shared::{Shared, Snapshot};
 use super::sse::{Cursor, End, Pumped, events, pump};
 use super::task::catch;
 
 /// Starts the task that runs the exchange of one request (see [`run`]), watched by
-/// [`supervise`].
-pub(crate) fn spawn(
-    shared: Arc<Shared>,
-    id: RequestId,
-    method: String,
-    body: Vec<u8>,
-    snapshot: Snapshot,
-    cancel: CancellationToken,
-) {
-    let exchange = run(
-        shared.clone(),
-        id.clone(),
-        method,
-        body,
-        snapshot,
-        cancel.clone(),
-    );
-    tokio::spawn(supervise(shared, id, cancel, exchange));
+/// [`supervise`]. Unless `now`, it first waits for the session the client is starting after the
+/// server ended the last one.
+pub(crate) fn spawn(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, now: bool) {
+    let task = {
+        let (shared, exchange) = (shared.clone(), exchange.clone());
+        async move {
+            if !now {
+                tokio::select! {
+                    biased;
+                    () = exchange.over() => return,
+                    () = shared.wait_for_session() => {}
+                }
+            }
+            let snapshot = shared.snapshot();
+            run(shared, exchange, body, snapshot).await;
+        }
+    };
+    tokio::spawn(supervise(shared, exchange, task));
 }
 
-/// Runs `exchange`, the task serving request `id`, and makes sure the request does not stay
-/// pending when that task ends without answering it — above all when it panics: unless the
-/// request was answered, cancelled or the transport closed (all of which fire `cancel`), it is
-/// failed with an error answer that says so.
-async fn supervise(
-    shared: Arc<Shared>,
-    id: RequestId,
-    cancel: CancellationToken,
-    exchange: impl Future<Output = ()>,
-) {
-    let outcome = catch(exchange).await;
-    if cancel.is_cancelled() {
+/// Runs `task`, the one serving a request, and makes sure the request does not stay pending
+/// when that task panics: unless the request is over or the transport closed, it is failed with
+/// an error that says so. (A task that returns has answered or failed the request on every path;
+/// its response may still be on its way through the receiver, so nothing is failed then.)
+async fn supervise(shared: Arc<Shared>, exchange: Exchange, task: impl Future<Output = ()>) {
+    let Err(panic) = catch(task).await else {
+        return;
+    };
+    if exchange.is_over() || shared.shutdown.is_cancelled() {
         return;
     }
-    let reason = match outcome {
-        Ok(()) => "the task reading its reply ended without its response".to_owned(),
-        Err(panic) => format!("the task reading its reply panicked ({panic})"),
-    };
-    tracing::error!(%id, %reason, "a request lost the task serving it");
-    let error = transport_error(format!(
+    let reason = format!("the task reading its reply panicked ({panic})");
+    tracing::error!(id = %exchange.id(), %reason, "a request lost the task serving it");
+    exchange.fail(transport_error(format!(
         "the HTTP transport could not complete this request: {reason}"
-    ));
-    shared.fail(&id, error).await;
+    )));
 }
 
-/// Runs the exchange of one request until it is answered, failed, or `cancel` fires.
-async fn run(
-    shared: Arc<Shared>,
-    id: RequestId,
-    method: String,
-    body: Vec<u8>,
-    snapshot: Snapshot,
-    cancel: CancellationToken,
-) {
+/// Runs the exchange of one request until it is answered or failed, the engine stops waiting,
+/// its session ends, or the transport closes.
+async fn run(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, snapshot: Snapshot) {
+    let session = snapshot.ended.clone();
     tokio::select! {
         biased;
-        () = cancel.cancelled() => {}
-        () = exchange(&shared, &id, &method, body, &snapshot) => {}
+        () = exchange.over() => {}
+        () = shared.shutdown.cancelled() => {}
+        () = session.cancelled() => exchange.fail(session_end::error()),
+        () = post(&shared, &exchange, body, &snapshot) => {}
     }
 }
 
-async fn exchange(
-    shared: &Arc<Shared>,
-    id: &RequestId,
-    method: &str,
-    body: Vec<u8>,
-    snapshot: &Snapshot,
-) {
+async fn post(shared: &Arc<Shared>, exchange: &Exchange, body: Vec<u8>, snapshot: &Snapshot) {
     let response = match shared.post(body, snapshot).send().await {
         Ok(response) => response,
         Err(e) => {
-            let error = transport_error(format!(
+            exchange.fail(transport_error(format!(
                 "the HTTP request to {} failed: {}",
                 shared.config.url,
                 chain(&e)
-            ));
-            shared.fail(id, error).await;
+            )));
             return;
         }
     };
     let status = response.status();
     if status == StatusCode::NOT_FOUND && snapshot.session_id.is_some() {
-        // Let the re-initialization take the gate before the caller learns of the failure, so
-        // whatever it sends next waits for the new session.
-        let _ = reinit::spawn(shared.clone(), snapshot.generation).await;
-        shared.fail(id, reinit::session_ended_error()).await;
+        // Failed first, so the caller hears of it before the client starts a new session.
+        exchange.fail(session_end::error());
+        session_end::ended(shared, snapshot.generation).await;
         return;
     }
     if !status.is_success() {
         let text = error_text(response, shared.config.request_timeout).await;
-        shared.fail(id, http_status_error(status, &text)).await;
+        exchange.fail(http_status_error(status, &text));
         return;
     }
-    if method == "initialize" {
-        shared.note_session_id(response.headers());
-    }
+    shared.adopt_session_id(snapshot, response.headers());
     match body_kind(&response) {
-        Body::Json => json_reply(shared, id, response).await,
+        Body::Json => json_reply(shared, exchange, response).await,
         Body::EventStream => {
             let mut cursor = Cursor::default();
             let stream = events(response, shared.config.codec.max_message_size());
-            let pumped = pump(shared, stream, &mut cursor, Some(id)).await;
-            follow(shared, id, cursor, pumped).await;
+            let pumped = pump(shared, stream, &mut cursor, Some(exchange)).await;
+            follow(shared, exchange, cursor, pumped).await;
         }
-        Body::Empty => {
-            let error = transport_error(format!(
-                "HTTP {status}: the server accepted the request but sent no response"
-            ));
-            shared.fail(id, error).await;
-        }
+        Body::Empty => exchange.fail(transport_error(format!(
+            "HTTP {status}: the server accepted the request but sent no response"
+        ))),
         Body::Other => {
             let kind = response
                 .headers()
@@ -133,29 +110,35 @@ async fn exchange(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default()
                 .to_owned();
-            let error = transport_error(format!(
+            exchange.fail(transport_error(format!(
                 "the server answered with Content-Type {kind:?}; expected application/json or \
                  text/event-stream"
-            ));
-            shared.fail(id, error).await;
+            )));
         }
     }
 }
 
+/// True when `message` is the response to the exchange's request.
+pub(crate) fn answers(message: &Message, exchange: &Exchange) -> bool {
+    matches!(message, Message::Response(Response { id: Some(id), .. }) if id == exchange.id())
+}
+
 /// A JSON reply: deliver what it holds; the request must be answered by it.
-async fn json_reply(shared: &Shared, id: &RequestId, response: reqwest::Response) {
+async fn json_reply(shared: &Shared, exchange: &Exchange, response: reqwest::Response) {
     let limit = shared.config.codec.max_message_size();
     let body = match read_limited(response, limit).await {
         Ok(body) => body,
         Err(reason) => {
-            shared.fail(id, transport_error(reason)).await;
+            exchange.fail(transport_error(reason));
             return;
         }
     };
     let mut problems = Vec::new();
+    let mut answered = false;
     for item in decode_json(&shared.config.codec, &body) {
         match item {
             Ok(message) => {
+                answered |= answers(&message, exchange);
                 if !shared.deliver(message).await {
                     return;
                 }
@@ -163,7 +146,7 @@ async fn json_reply(shared: &Shared, id: &RequestId, response: reqwest::Response
             Err(reason) => problems.push(reason),
         }
     }
-    if shared.is_waiting(id) {
+    if !answered {
         let detail = if problems.is_empty() {
             format!(
                 "it holds no response to this request: {}",
@@ -172,8 +155,9 @@ async fn json_reply(shared: &Shared, id: &RequestId, response: reqwest::Response
         } else {
             format!("it is not valid JSON-RPC: {}", problems.join("; "))
         };
-        let error = transport_error(format!("the server's JSON reply is unusable: {detail}"));
-        shared.fail(id, error).await;
+        exchange.fail(transport_error(format!(
+            "the server's JSON reply is unusable: {detail}"
+        )));
     }
 }
 
@@ -181,7 +165,7 @@ async fn json_reply(shared: &Shared, id: &RequestId, response: reqwest::Response
 /// the response arrives, the policy gives up, or the server refuses.
 pub(crate) async fn follow(
     shared: &Shared,
-    id: &RequestId,
+    exchange: &Exchange,
     mut cursor: Cursor,
     mut pumped: Pumped,
 ) {
@@ -194,13 +178,13 @@ pub(crate) async fn follow(
                 let error = transport_error(format!(
                     "the server's response stream is unusable: {reason}"
                 ));
-                shared.fail(id, error).await;
+                exchange.fail(error);
                 return;
             }
             End::Broken(reason) => format!("the stream broke: {reason}"),
             End::Closed => String::from("the server ended the stream"),
         };
-        if !shared.is_waiting(id) {
+        if exchange.is_over() {
             return;
         }
         if pumped.events == 0 {
@@ -212,7 +196,7 @@ pub(crate) async fn follow(
             let error = transport_error(format!(
                 "{problem} before the response arrived, and gave no event id to resume from"
             ));
-            shared.fail(id, error).await;
+            exchange.fail(error);
             return;
         };
         if failures >= policy.attempts() {
@@ -220,11 +204,11 @@ pub(crate) async fn follow(
                 "the response stream ended before the response; gave up resuming it after \
                  {failures} unproductive attempts (last: {problem})"
             ));
-            shared.fail(id, error).await;
+            exchange.fail(error);
             return;
         }
         let wait = policy.wait(cursor.retry, failures);
-        tracing::debug!(%id, ?wait, %last_event_id, "resuming a response stream");
+        tracing::debug!(id = %exchange.id(), ?wait, %last_event_id, "resuming a response stream");
         tokio::time::sleep(wait).await;
 
         let snapshot = shared.snapshot();
@@ -265,7 +249,7 @@ pub(crate) async fn follow(
                 "the response stream ended before the response, and resuming it failed: {}",
                 error.message
             );
-            shared.fail(id, error).await;
+            exchange.fail(error);
             return;
         }
         if body_kind(&response) != Body::EventStream {
@@ -273,11 +257,11 @@ pub(crate) async fn follow(
                 "the response stream ended before the response, and the resuming GET did not \
                  answer with text/event-stream",
             );
-            shared.fail(id, error).await;
+            exchange.fail(error);
             return;
         }
         let stream = events(response, shared.config.codec.max_message_size());
-        pumped = pump(shared, stream, &mut cursor, Some(id)).await;
+        pumped = pump(shared, stream, &mut cursor, Some(exchange)).await;
     }
 }
 
@@ -286,17 +270,14 @@ mod tests {
     use std::time::Duration;
 
     use http::HeaderMap;
-    use tidewire_core::jsonrpc::Message;
-    use tidewire_core::transport::{Codec, Envelope, TransportError};
-    use tokio::sync::mpsc;
+    use tidewire_core::jsonrpc::RequestId;
+    use tidewire_core::transport::Codec;
 
     use super::*;
     use crate::client::builder::ReconnectPolicy;
-    use crate::client::shared::{Config, Waiter};
+    use crate::client::shared::Config;
 
-    type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
-
-    fn fixture() -> (Arc<Shared>, Inbound) {
+    fn fixture() -> Arc<Shared> {
         let config = Config {
             http: reqwest::Client::new(),
             url: reqwest::Url::parse("http://127.0.0.1:9/mcp").expect("a URL"),
@@ -306,8 +287,7 @@ mod tests {
             get_stream: false,
             request_timeout: Duration::from_secs(5),
         };
-        let (shared, rx) = Shared::new(config);
-        (Arc::new(shared), rx)
+        Arc::new(Shared::new(config).0)
     }
 
     fn explode() {
@@ -315,30 +295,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_request_whose_task_panics_gets_an_error_answer() {
+    async fn a_request_whose_task_panics_fails_with_an_error_saying_so() {
         let check = async {
-            let (shared, mut rx) = fixture();
-            let id = RequestId::from(7);
-            let cancel = shared
-                .register(id.clone(), "tools/call", Waiter::Engine)
-                .expect("room in the table");
-            tokio::spawn(supervise(shared.clone(), id.clone(), cancel, async {
-                explode()
-            }));
-            let envelope = rx.recv().await.expect("an answer").expect("a message");
-            let response = match envelope.message {
-                Message::Response(response) => response,
-                other => panic!("expected a response, got {other:?}"),
-            };
-            assert_eq!(response.id, Some(id.clone()));
-            let error = response.outcome.expect_err("an error answer");
+            let shared = fixture();
+            let (exchange, far) = Exchange::standalone(RequestId::from(7));
+            tokio::spawn(supervise(shared, exchange, async { explode() }));
+            let error = far.failure().await.expect("a failure");
             assert!(error.message.contains("panicked"), "{}", error.message);
             assert!(
                 error.message.contains("the parser broke"),
                 "{}",
                 error.message
             );
-            assert!(!shared.is_waiting(&id));
         };
         tokio::time::timeout(Duration::from_secs(5), check)
             .await
@@ -346,16 +314,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_cancelled_request_is_not_answered_by_its_supervisor() {
+    async fn a_request_that_is_over_is_not_failed_by_its_supervisor() {
         let check = async {
-            let (shared, mut rx) = fixture();
-            let id = RequestId::from(8);
-            let cancel = shared
-                .register(id.clone(), "tools/call", Waiter::Engine)
-                .expect("room in the table");
-            shared.abandon(&id);
-            supervise(shared.clone(), id, cancel, async { explode() }).await;
-            assert!(rx.try_recv().is_err(), "nothing is answered");
+            let shared = fixture();
+            let (exchange, far) = Exchange::standalone(RequestId::from(8));
+            far.end();
+            supervise(shared, exchange, async { explode() }).await;
+            assert!(far.failure().await.is_none(), "nothing is failed");
         };
         tokio::time::timeout(Duration::from_secs(5), check)
             .await

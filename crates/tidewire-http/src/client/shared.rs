@@ -1,19 +1,18 @@
-//! What the sender, the receiver and every background task share: the configuration, the session
-//! (id, negotiated version), the table of requests in flight, and the queue into the receiver.
+//! What the sender, the receiver and every background task share: the configuration, the HTTP
+//! session (its id, the version header, the token its tasks stop on), and the queue into the
+//! receiver. Requests are not tracked here: each carries its engine's
+//! [`Exchange`](tidewire_core::transport::Exchange).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tidewire_core::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
+use tidewire_core::jsonrpc::Message;
 use tidewire_core::transport::{Codec, Envelope, TransportError};
-use tokio::sync::{RwLock, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::builder::ReconnectPolicy;
-use super::transport::MAX_NOTIFICATION_STREAMS;
 
 /// `Mcp-Session-Id`.
 pub(crate) static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -25,10 +24,14 @@ pub(crate) static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-even
 /// Messages queued for the receiver before the background tasks wait.
 const INBOUND_QUEUE: usize = 256;
 
-/// The most requests the transport tracks at once. The session engine has its own, lower, limit
-/// (1024 by default); entries outlive the engine's only while a cancelled request's stream winds
-/// down.
-pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+/// The most SSE streams the transport reads at once in reply to POSTed notifications and
+/// responses.
+///
+/// A server should answer those with `202 Accepted` and no body. One that answers with an SSE
+/// stream has it read all the same (it may carry messages), until the stream ends or the
+/// transport closes; but each such stream holds a connection and a task, and nothing obliges the
+/// server to end it. So past this many open at once, a new one is closed unread, and logged.
+pub const MAX_NOTIFICATION_STREAMS: usize = 4;
 
 /// The checked configuration.
 #[derive(Debug)]
@@ -42,47 +45,38 @@ pub(crate) struct Config {
     pub(crate) request_timeout: Duration,
 }
 
-/// The MCP session as the transport knows it.
-#[derive(Debug, Default)]
+/// The HTTP session as the transport knows it.
+#[derive(Debug)]
 pub(crate) struct SessionState {
     /// The `Mcp-Session-Id` the server issued, if any.
     pub(crate) id: Option<HeaderValue>,
-    /// The negotiated protocol version, sent as `MCP-Protocol-Version`.
+    /// The negotiated protocol version the engine told, sent as `MCP-Protocol-Version`.
     pub(crate) protocol_version: Option<HeaderValue>,
-    /// Bumped by each re-initialization, so a 404 is acted on once per session.
+    /// Bumped whenever the session is replaced, so a 404 is acted on once per session.
     pub(crate) generation: u64,
-    /// The engine's `initialize` request, replayed to start a new session.
-    pub(crate) initialize: Option<Request>,
-    /// The engine's `notifications/initialized`, replayed after it.
-    pub(crate) initialized: Option<Notification>,
-    /// How many times the transport started a new session.
-    pub(crate) reinitializations: u64,
+    /// Cancelled when this session ends: the tasks serving it (its requests' streams, the GET
+    /// stream) stop.
+    pub(crate) token: CancellationToken,
+    /// How many sessions the server ended under this transport.
+    pub(crate) ended: u64,
+    /// The server ended the last session and no new one is negotiated yet: requests wait.
+    pub(crate) lost: bool,
+    /// The next request opens a session (the engine said [`SessionEvent::Opening`]): it goes
+    /// at once.
+    ///
+    /// [`SessionEvent::Opening`]: tidewire_core::transport::SessionEvent::Opening
+    pub(crate) opening: bool,
 }
 
-/// The headers one HTTP request carries, read once when it is built.
-#[derive(Debug, Clone, Default)]
+/// The headers one HTTP request carries, read once when it is built, and the session it
+/// belongs to.
+#[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
     pub(crate) session_id: Option<HeaderValue>,
     pub(crate) protocol_version: Option<HeaderValue>,
     pub(crate) generation: u64,
-}
-
-/// Who waits for the response to a request in flight.
-#[derive(Debug)]
-pub(crate) enum Waiter {
-    /// The session engine: the response goes into the receiver.
-    Engine,
-    /// The transport itself (the `initialize` of a re-initialization).
-    Internal(oneshot::Sender<Response>),
-}
-
-/// A request in flight.
-#[derive(Debug)]
-pub(crate) struct InFlight {
-    pub(crate) method: String,
-    /// Stops the tasks reading the request's streams.
-    pub(crate) cancel: CancellationToken,
-    pub(crate) waiter: Waiter,
+    /// Fires when that session ends.
+    pub(crate) ended: CancellationToken,
 }
 
 /// The shared state of one transport.
@@ -90,18 +84,13 @@ pub(crate) struct InFlight {
 pub(crate) struct Shared {
     pub(crate) config: Config,
     session: Mutex<SessionState>,
-    inflight: Mutex<HashMap<RequestId, InFlight>>,
     tx: mpsc::Sender<Result<Envelope, TransportError>>,
     /// Cancelled when the transport closes or is dropped: every task ends.
     pub(crate) shutdown: CancellationToken,
-    /// Held for writing while a new session is being initialized; the sender takes it for reading
-    /// before each message, so nothing goes out with a dead session id meanwhile.
-    pub(crate) gate: RwLock<()>,
-    /// Stops the running GET stream task.
-    get_stream: Mutex<Option<CancellationToken>>,
     /// One permit per SSE stream read in reply to a POSTed notification or response.
     pub(crate) notification_streams: Arc<Semaphore>,
-    next_internal_id: AtomicU64,
+    /// Woken when a new session is negotiated after one was lost.
+    reopened: Notify,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -112,16 +101,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     pub(crate) fn new(config: Config) -> (Self, mpsc::Receiver<Result<Envelope, TransportError>>) {
         let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
+        let shutdown = CancellationToken::new();
         let shared = Self {
             config,
-            session: Mutex::new(SessionState::default()),
-            inflight: Mutex::new(HashMap::new()),
+            session: Mutex::new(SessionState {
+                id: None,
+                protocol_version: None,
+                generation: 0,
+                token: shutdown.child_token(),
+                ended: 0,
+                lost: false,
+                opening: false,
+            }),
             tx,
-            shutdown: CancellationToken::new(),
-            gate: RwLock::new(()),
-            get_stream: Mutex::new(None),
+            shutdown,
             notification_streams: Arc::new(Semaphore::new(MAX_NOTIFICATION_STREAMS)),
-            next_internal_id: AtomicU64::new(1),
+            reopened: Notify::new(),
         };
         (shared, rx)
     }
@@ -139,38 +134,97 @@ impl Shared {
             session_id: s.id.clone(),
             protocol_version: s.protocol_version.clone(),
             generation: s.generation,
+            ended: s.token.clone(),
         }
     }
 
-    /// Records the negotiated version from an `initialize` result.
-    pub(crate) fn note_initialize_result(&self, result: &serde_json::Value) {
-        let version = result
-            .get("protocolVersion")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|v| HeaderValue::from_str(v).ok());
-        match version {
-            Some(version) => self.session().protocol_version = Some(version),
-            None => tracing::debug!("the initialize result carries no usable protocolVersion"),
-        }
+    /// Starts afresh: the engine is about to open a new session. What served the old one stops.
+    pub(crate) fn reset_session(&self) {
+        let mut s = self.session();
+        s.opening = true;
+        s.id = None;
+        s.protocol_version = None;
+        s.generation += 1;
+        let old = std::mem::replace(&mut s.token, self.shutdown.child_token());
+        drop(s);
+        old.cancel();
     }
 
-    /// Records the session id a server issued with its `initialize` answer.
-    pub(crate) fn note_session_id(&self, headers: &HeaderMap) {
-        let id = headers.get(&SESSION_ID).cloned();
-        if let Some(id) = &id {
-            let visible = id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b));
-            if !visible || id.is_empty() {
-                tracing::warn!("ignoring a session id that is not visible ASCII");
+    /// The server ended session `generation`: forget it (once). Returns the token that stops
+    /// what served it, for the caller to cancel once it has told the engine; `None` when that
+    /// session was already replaced.
+    pub(crate) fn end_session(&self, generation: u64) -> Option<CancellationToken> {
+        let mut s = self.session();
+        if s.generation != generation {
+            return None;
+        }
+        s.id = None;
+        s.generation += 1;
+        s.ended += 1;
+        s.lost = true;
+        Some(std::mem::replace(&mut s.token, self.shutdown.child_token()))
+    }
+
+    /// Records the negotiated version the engine told, for `MCP-Protocol-Version`: the new
+    /// session is open, and requests held since the last one was lost go.
+    pub(crate) fn set_protocol_version(&self, version: &str) {
+        let value = HeaderValue::from_str(version);
+        let mut s = self.session();
+        match value {
+            Ok(value) => s.protocol_version = Some(value),
+            Err(_) => tracing::warn!("a protocol version that is no header value"),
+        }
+        s.lost = false;
+        drop(s);
+        self.reopened.notify_waiters();
+    }
+
+    /// Whether the request being sent now may go at once: it opens a session, or none was
+    /// lost. Otherwise it should [`wait_for_session`](Self::wait_for_session).
+    pub(crate) fn may_go_now(&self) -> bool {
+        let mut s = self.session();
+        std::mem::take(&mut s.opening) || !s.lost
+    }
+
+    /// Waits until a new session is negotiated after one was lost (or the request timeout
+    /// passes, or the transport closes), so a request does not go out with no session while
+    /// the client starts one.
+    pub(crate) async fn wait_for_session(&self) {
+        let deadline = tokio::time::sleep(self.config.request_timeout);
+        tokio::pin!(deadline);
+        loop {
+            let reopened = self.reopened.notified();
+            tokio::pin!(reopened);
+            reopened.as_mut().enable();
+            if !self.session().lost {
                 return;
             }
+            tokio::select! {
+                () = reopened => {}
+                () = &mut deadline => return,
+                () = self.shutdown.cancelled() => return,
+            }
         }
-        self.session().id = id;
     }
 
-    /// A fresh id for a request the transport sends on its own.
-    pub(crate) fn internal_id(&self) -> RequestId {
-        let n = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
-        RequestId::from(format!("tidewire-http-internal-{n}"))
+    /// Adopts the session id a server issued in answer to a POST sent with none, in the session
+    /// that POST belonged to.
+    pub(crate) fn adopt_session_id(&self, snapshot: &Snapshot, headers: &HeaderMap) {
+        if snapshot.session_id.is_some() {
+            return;
+        }
+        let Some(id) = headers.get(&SESSION_ID) else {
+            return;
+        };
+        let visible = id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b));
+        if !visible || id.is_empty() {
+            tracing::warn!("ignoring a session id that is not visible ASCII");
+            return;
+        }
+        let mut s = self.session();
+        if s.generation == snapshot.generation && s.id.is_none() {
+            s.id = Some(id.clone());
+        }
     }
 
     // ---- HTTP requests ----
@@ -230,101 +284,6 @@ impl Shared {
         self.request(reqwest::Method::DELETE, snapshot, &[])
     }
 
-    // ---- requests in flight ----
-
-    /// Starts tracking a request; `None` when the table is full.
-    pub(crate) fn register(
-        &self,
-        id: RequestId,
-        method: &str,
-        waiter: Waiter,
-    ) -> Option<CancellationToken> {
-        let mut table = lock(&self.inflight);
-        if table.len() >= MAX_IN_FLIGHT {
-            return None;
-        }
-        let cancel = self.shutdown.child_token();
-        let previous = table.insert(
-            id,
-            InFlight {
-                method: method.to_owned(),
-                cancel: cancel.clone(),
-                waiter,
-            },
-        );
-        if let Some(previous) = previous {
-            // The engine never reuses an id in flight; if it did, the older reader stops.
-            previous.cancel.cancel();
-        }
-        Some(cancel)
-    }
-
-    /// True while the request still waits for its response.
-    pub(crate) fn is_waiting(&self, id: &RequestId) -> bool {
-        lock(&self.inflight).contains_key(id)
-    }
-
-    fn take(&self, id: &RequestId) -> Option<InFlight> {
-        lock(&self.inflight).remove(id)
-    }
-
-    /// Stops tracking a request without answering it (the engine cancelled it).
-    pub(crate) fn abandon(&self, id: &RequestId) {
-        if let Some(entry) = self.take(id) {
-            entry.cancel.cancel();
-        }
-    }
-
-    /// Answers a request in flight with an error made up by the transport. Does nothing when
-    /// the request was already answered.
-    pub(crate) async fn fail(&self, id: &RequestId, error: ErrorObject) {
-        if let Some(entry) = self.take(id) {
-            self.answer(id, entry, Response::error(Some(id.clone()), error))
-                .await;
-        }
-    }
-
-    /// Fails every request the engine waits for (the session is gone).
-    pub(crate) async fn fail_all(&self, error: &ErrorObject) {
-        let entries: Vec<(RequestId, InFlight)> = {
-            let mut table = lock(&self.inflight);
-            let ids: Vec<RequestId> = table
-                .iter()
-                .filter(|(_, e)| matches!(e.waiter, Waiter::Engine))
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| table.remove(&id).map(|e| (id, e)))
-                .collect()
-        };
-        for (id, entry) in entries {
-            tracing::debug!(%id, method = %entry.method, "failing a request of the ended session");
-            let response = Response::error(Some(id.clone()), error.clone());
-            self.answer(&id, entry, response).await;
-        }
-    }
-
-    /// Delivers the answer to a request taken out of the table, then stops its readers. The
-    /// order matters: a reader may be the caller, and must not be stopped before the answer is
-    /// queued.
-    async fn answer(&self, id: &RequestId, entry: InFlight, response: Response) {
-        match entry.waiter {
-            Waiter::Engine => {
-                if entry.method == "initialize"
-                    && let Ok(result) = &response.outcome
-                {
-                    self.note_initialize_result(result);
-                }
-                self.push(Ok(Envelope::new(response))).await;
-            }
-            Waiter::Internal(tx) => {
-                let _ = tx.send(response);
-            }
-        }
-        tracing::trace!(%id, "request answered");
-        entry.cancel.cancel();
-    }
-
     // ---- the receiver queue ----
 
     /// Queues an item for the receiver; false once nobody will read it.
@@ -336,48 +295,9 @@ impl Shared {
         }
     }
 
-    /// Routes one message from the server: a response goes to whoever waits for it (and is
-    /// dropped when nobody does); anything else goes to the receiver. False once nobody will
-    /// read the receiver.
+    /// Queues one message from the server for the receiver (the engine routes it). False once
+    /// nobody will read the receiver.
     pub(crate) async fn deliver(&self, message: Message) -> bool {
-        match message {
-            Message::Response(Response {
-                id: Some(id),
-                outcome,
-            }) => {
-                match self.take(&id) {
-                    Some(entry) => {
-                        let response = Response {
-                            id: Some(id.clone()),
-                            outcome,
-                        };
-                        self.answer(&id, entry, response).await;
-                    }
-                    None => {
-                        tracing::debug!(%id, "dropped a response to no request in flight");
-                    }
-                }
-                !self.shutdown.is_cancelled()
-            }
-            other => self.push(Ok(Envelope::new(other))).await,
-        }
-    }
-
-    /// Ends the connection with a fatal error the engine will report.
-    pub(crate) async fn fail_connection(&self, reason: String) {
-        tracing::warn!(%reason, "the Streamable HTTP connection is lost");
-        let error = TransportError::other(super::error::ConnectionLost(reason));
-        let _ = self.push(Err(error)).await;
-        self.shutdown.cancel();
-    }
-
-    // ---- the GET stream ----
-
-    /// Replaces the GET stream's stop token, stopping the previous task.
-    pub(crate) fn set_get_stream(&self, token: Option<CancellationToken>) {
-        let previous = std::mem::replace(&mut *lock(&self.get_stream), token);
-        if let Some(previous) = previous {
-            previous.cancel();
-        }
+        self.push(Ok(Envelope::new(message))).await
     }
 }

@@ -7,9 +7,10 @@ use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
-use tidewire_core::jsonrpc::RequestId;
+use tidewire_core::transport::Exchange;
 
 use super::error::chain;
+use super::request::answers;
 use super::shared::Shared;
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;
@@ -148,19 +149,17 @@ pub(crate) struct Pumped {
     pub(crate) events: usize,
 }
 
-/// Reads events until the stream ends, routing each message. With `awaiting`, stops as soon as
-/// that request has been answered (by this stream or any other).
+/// Reads events until the stream ends, handing each message to the receiver. With `awaiting`,
+/// stops once this stream carried that request's response, or the request is over.
 pub(crate) async fn pump(
     shared: &Shared,
     mut events: Events,
     cursor: &mut Cursor,
-    awaiting: Option<&RequestId>,
+    awaiting: Option<&Exchange>,
 ) -> Pumped {
     let mut seen = 0;
     let end = loop {
-        if let Some(id) = awaiting
-            && !shared.is_waiting(id)
-        {
+        if awaiting.is_some_and(Exchange::is_over) {
             break End::Answered;
         }
         let Some(item) = events.next().await else {
@@ -196,7 +195,16 @@ pub(crate) async fn pump(
             continue;
         }
         let delivered = match shared.config.codec.decode(event.data.as_bytes()) {
-            Ok(message) => shared.deliver(message).await,
+            Ok(message) => {
+                let answered = awaiting.is_some_and(|exchange| answers(&message, exchange));
+                if !shared.deliver(message).await {
+                    break End::Gone;
+                }
+                if answered {
+                    break End::Answered;
+                }
+                true
+            }
             Err(error) => {
                 tracing::debug!(%error, "the server sent a bad message on an SSE stream");
                 shared.push(Err(error)).await

@@ -3,34 +3,32 @@
 //! notifications and then its response) is read into the engine; closing that answer is how a
 //! request is cancelled.
 //!
-//! It keeps only HTTP state: the requests running (to close one on cancel) and the tools'
-//! `x-mcp-header` parameters it saw in `tools/list` answers (to send `Mcp-Param-*` headers).
+//! It keeps no state of its own beyond the connection pool. The engine attaches to each request
+//! its [`Exchange`] (the request ends when it is over: that is the cancel) and the client its
+//! routing headers ([`HttpHeaders`], from `tidewire_core::stateless::request_headers`, with the
+//! `Mcp-Param-*` of the tools it listed); a request sent without them gets the headers its body
+//! gives.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId, Response};
-use tidewire_core::schema::meta_keys;
+use tidewire_core::jsonrpc::{ErrorObject, Message};
+use tidewire_core::stateless::request_headers;
 use tidewire_core::transport::{
-    Codec, Envelope, TransportError, TransportReceiver, TransportSender, header_value,
+    Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::endpoint::{ExtraHeaders, endpoint};
-use super::error::{HttpClientError, chain};
+use super::error::{HttpClientError, chain, transport_error};
 use super::redirect::same_origin_policy;
 use super::reply::{Body, body_kind, decode_json, read_limited};
+use super::request::answers;
 use super::sse;
 
 /// Messages read from answers and waiting for the engine.
 const INBOUND: usize = 64;
-/// Tools whose `x-mcp-header` parameters are remembered at most (a server listing more gets
-/// the headers of the first ones only).
-const MAX_TOOLS_REMEMBERED: usize = 4096;
-
 /// Builds a [`StatelessHttpTransport`]: the client side of the 2026-07-28 wire on Streamable
 /// HTTP. Pair it with `ClientBuilder::era(Era::Modern)`.
 ///
@@ -116,9 +114,7 @@ impl StatelessHttpClient {
             codec: self.codec,
             extra,
             inbound: tx,
-            running: Mutex::new(HashMap::new()),
-            header_params: Mutex::new(HashMap::new()),
-            list_requests: Mutex::new(Vec::new()),
+            shutdown: CancellationToken::new(),
         });
         Ok((
             StatelessSender {
@@ -142,18 +138,8 @@ struct Shared {
     /// Headers every POST carries.
     extra: HeaderMap,
     inbound: mpsc::Sender<Result<Envelope, TransportError>>,
-    /// The requests whose answers are being read, to close one when it is cancelled.
-    running: Mutex<HashMap<RequestId, AbortHandle>>,
-    /// Per tool: its parameters marked `x-mcp-header`, and the header name of each.
-    header_params: Mutex<HashMap<String, Vec<(String, String)>>>,
-    /// `tools/list` requests in flight, whose answers teach `header_params`.
-    list_requests: Mutex<Vec<RequestId>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Cancelled when the transport closes or is dropped: every POST still running ends.
+    shutdown: CancellationToken,
 }
 
 /// The sending half: every request a POST of its own.
@@ -187,43 +173,53 @@ impl TransportReceiver for StatelessReceiver {
     }
 }
 
+impl Drop for StatelessSender {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
 impl TransportSender for StatelessSender {
+    fn tracks_requests(&self) -> bool {
+        true
+    }
+
+    fn cancels_by_closing(&self) -> bool {
+        true
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
+        if self.shared.shutdown.is_cancelled() {
+            return Err(TransportError::closed());
+        }
+        let headers = match envelope.extensions.get::<HttpHeaders>() {
+            Some(HttpHeaders(headers)) => headers.clone(),
+            None => match &envelope.message {
+                Message::Request(r) => request_headers(&r.method, r.params.as_ref(), &[]),
+                Message::Notification(n) => request_headers(&n.method, n.params.as_ref(), &[]),
+                Message::Response(_) => HeaderMap::new(),
+            },
+        };
         match envelope.message {
             Message::Request(request) => {
-                let id = request.id.clone();
-                if request.method == "tools/list" {
-                    lock(&self.shared.list_requests).push(id.clone());
-                }
-                let headers = self
-                    .shared
-                    .headers(&request.method, request.params.as_ref());
+                let exchange = envelope.exchange.unwrap_or_else(|| {
+                    tracing::debug!("a request without an exchange: its failures are only logged");
+                    Exchange::standalone(request.id.clone()).0
+                });
                 let body = self.shared.codec.encode(&Message::Request(request))?;
                 let shared = self.shared.clone();
-                let key = id.clone();
-                let task = tokio::spawn(async move {
-                    shared.exchange(id.clone(), headers, body).await;
-                    lock(&shared.running).remove(&id);
+                tokio::spawn(async move {
+                    // Closing the answer (dropping the POST) is the cancel on this wire.
+                    tokio::select! {
+                        biased;
+                        () = exchange.over() => {}
+                        () = shared.shutdown.cancelled() => {}
+                        () = shared.exchange(&exchange, headers, body) => {}
+                    }
                 });
-                lock(&self.shared.running).insert(key, task.abort_handle());
                 Ok(())
             }
             Message::Notification(notification) => {
-                if notification.method == "notifications/cancelled" {
-                    // Closing the request's answer is the cancel on this wire: nothing is sent.
-                    let id = notification
-                        .params
-                        .as_ref()
-                        .and_then(|p| p.get("requestId"))
-                        .and_then(RequestId::from_json);
-                    if let Some(handle) = id.and_then(|id| lock(&self.shared.running).remove(&id)) {
-                        handle.abort();
-                    }
-                    return Ok(());
-                }
-                let headers = self
-                    .shared
-                    .headers(&notification.method, notification.params.as_ref());
                 let body = self
                     .shared
                     .codec
@@ -245,59 +241,12 @@ impl TransportSender for StatelessSender {
     }
 
     async fn close(&mut self) -> Result<(), TransportError> {
-        for (_, handle) in lock(&self.shared.running).drain() {
-            handle.abort();
-        }
+        self.shared.shutdown.cancel();
         Ok(())
     }
 }
 
 impl Shared {
-    /// The routing headers of a message: version, method, name, and `Mcp-Param-*`.
-    fn headers(&self, method: &str, params: Option<&Value>) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        let mut set = |name: &str, value: &str| {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                headers.insert(name, value);
-            }
-        };
-        let version = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
-            .and_then(Value::as_str)
-            .unwrap_or("2026-07-28");
-        set("mcp-protocol-version", version);
-        set("mcp-method", &header_value::encode(method));
-        let field = match method {
-            "tools/call" | "prompts/get" => Some("name"),
-            "resources/read" => Some("uri"),
-            _ => None,
-        };
-        if let Some(value) = field.and_then(|f| params?.get(f)?.as_str()) {
-            set("mcp-name", &header_value::encode(value));
-        }
-        if method == "tools/call"
-            && let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str)
-            && let Some(marked) = lock(&self.header_params).get(tool)
-        {
-            let arguments = params.and_then(|p| p.get("arguments"));
-            for (property, header) in marked {
-                let value = match arguments.and_then(|a| a.get(property)) {
-                    Some(Value::String(s)) => header_value::encode(s),
-                    Some(Value::Bool(b)) => b.to_string(),
-                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
-                    // Null or absent: no header.
-                    _ => continue,
-                };
-                set(&format!("mcp-param-{header}"), &value);
-            }
-        }
-        headers
-    }
-
     fn post(&self, headers: HeaderMap, body: Vec<u8>) -> reqwest::RequestBuilder {
         self.http
             .post(self.url.clone())
@@ -308,14 +257,11 @@ impl Shared {
             .body(body)
     }
 
-    /// POSTs one request and hands every message of its answer to the engine; an answer that
-    /// is no JSON-RPC message becomes an error response for the request.
-    async fn exchange(&self, id: RequestId, headers: HeaderMap, body: Vec<u8>) {
+    async fn exchange(&self, exchange: &Exchange, headers: HeaderMap, body: Vec<u8>) {
         let response = match self.post(headers, body).send().await {
             Ok(response) => response,
             Err(error) => {
-                self.fail(&id, format!("the POST failed: {}", chain(&error)))
-                    .await;
+                exchange.fail(failure(format!("the POST failed: {}", chain(&error))));
                 return;
             }
         };
@@ -325,7 +271,7 @@ impl Shared {
             let mut events = sse::events(response, self.codec.max_message_size());
             while let Some(item) = futures::StreamExt::next(&mut events).await {
                 let Ok(event) = item else {
-                    self.fail(&id, "the answer's stream broke".to_owned()).await;
+                    exchange.fail(failure("the answer's stream broke"));
                     return;
                 };
                 if event.data.trim().is_empty() {
@@ -333,7 +279,7 @@ impl Shared {
                 }
                 match self.codec.decode(event.data.as_bytes()) {
                     Ok(message) => {
-                        let answered = is_answer_to(&message, &id);
+                        let answered = answers(&message, exchange);
                         if !self.deliver(message).await || answered {
                             return;
                         }
@@ -343,98 +289,46 @@ impl Shared {
                     }
                 }
             }
-            self.fail(
-                &id,
-                "the answer's stream ended before the response".to_owned(),
-            )
-            .await;
+            exchange.fail(failure("the answer's stream ended before the response"));
             return;
         }
         let text = match read_limited(response, self.codec.max_message_size()).await {
             Ok(text) => text,
             Err(reason) => {
-                self.fail(&id, reason).await;
+                exchange.fail(failure(reason));
                 return;
             }
         };
         for message in decode_json(&self.codec, &text) {
             match message {
-                // An error body (HTTP 400/404) is the answer all the same.
-                Ok(Message::Response(mut response)) => {
-                    response.id.get_or_insert_with(|| id.clone());
-                    self.deliver(Message::Response(response)).await;
+                Ok(Message::Response(response)) if response.id.is_none() => {
+                    // An error body without an id (HTTP 400 before the server read the id) is
+                    // the answer to this request all the same.
+                    match response.outcome {
+                        Err(error) => exchange.fail(error),
+                        Ok(_) => exchange.fail(failure("a result without an id")),
+                    }
                     return;
                 }
-                Ok(other) => {
-                    self.deliver(other).await;
+                Ok(message) => {
+                    let answered = answers(&message, exchange);
+                    if !self.deliver(message).await || answered {
+                        return;
+                    }
                 }
                 Err(reason) => tracing::debug!(%reason, "an answer that is no message"),
             }
         }
-        self.fail(&id, format!("HTTP {status} with no JSON-RPC response"))
-            .await;
+        exchange.fail(failure(format!("HTTP {status} with no JSON-RPC response")));
     }
 
-    /// Hands a message to the engine, learning tool headers from `tools/list` answers. False
-    /// when nobody reads any more.
+    /// Hands a message to the engine. False when nobody reads any more.
     async fn deliver(&self, message: Message) -> bool {
-        if let Message::Response(response) = &message
-            && let Some(id) = &response.id
-        {
-            let listed = {
-                let mut lists = lock(&self.list_requests);
-                let at = lists.iter().position(|l| l == id);
-                at.map(|at| lists.swap_remove(at)).is_some()
-            };
-            if listed && let Ok(result) = &response.outcome {
-                self.learn_tools(result);
-            }
-        }
         self.inbound.send(Ok(Envelope::new(message))).await.is_ok()
-    }
-
-    /// Records each listed tool's `x-mcp-header` parameters.
-    fn learn_tools(&self, result: &Value) {
-        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
-            return;
-        };
-        let mut known = lock(&self.header_params);
-        for tool in tools {
-            let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            let marked: Vec<(String, String)> = tool
-                .get("inputSchema")
-                .and_then(|s| s.get("properties"))
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .filter_map(|(property, schema)| {
-                    let header = schema.get("x-mcp-header")?.as_str()?;
-                    Some((property.clone(), header.to_owned()))
-                })
-                .collect();
-            if marked.is_empty() {
-                known.remove(name);
-            } else if known.len() < MAX_TOOLS_REMEMBERED || known.contains_key(name) {
-                known.insert(name.to_owned(), marked);
-            }
-        }
-    }
-
-    /// Fails the request `id` with an error response naming `reason`.
-    async fn fail(&self, id: &RequestId, reason: String) {
-        let error = ErrorObject::new(ErrorCode::CONNECTION_CLOSED, reason);
-        let _ = self
-            .inbound
-            .send(Ok(Envelope::new(Message::Response(Response::error(
-                Some(id.clone()),
-                error,
-            )))))
-            .await;
     }
 }
 
-fn is_answer_to(message: &Message, id: &RequestId) -> bool {
-    matches!(message, Message::Response(r) if r.id.as_ref() == Some(id))
+/// The error a request the transport could not complete fails with.
+fn failure(reason: impl Into<String>) -> ErrorObject {
+    transport_error(reason)
 }

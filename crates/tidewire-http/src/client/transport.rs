@@ -4,31 +4,22 @@ use std::fmt;
 use std::sync::Arc;
 
 use reqwest::StatusCode;
-use tidewire_core::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
+use tidewire_core::jsonrpc::Message;
 use tidewire_core::transport::{
-    Envelope, Transport, TransportError, TransportReceiver, TransportSender,
+    Envelope, Exchange, SessionEvent, Transport, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 
 use super::error::{chain, excerpt};
 use super::get_stream;
-use super::reinit;
 use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
 use super::request;
-use super::shared::{MAX_IN_FLIGHT, Shared, Snapshot, Waiter};
+use super::session_end;
+use super::shared::{MAX_NOTIFICATION_STREAMS, Shared, Snapshot};
 use super::sse::{Cursor, events, pump};
 use super::task::catch;
 
 type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
-
-/// The most SSE streams the transport reads at once in reply to POSTed notifications and
-/// responses.
-///
-/// A server should answer those with `202 Accepted` and no body. One that answers with an SSE
-/// stream has it read all the same (it may carry messages), until the stream ends or the
-/// transport closes; but each such stream holds a connection and a task, and nothing obliges the
-/// server to end it. So past this many open at once, a new one is closed unread, and logged.
-pub const MAX_NOTIFICATION_STREAMS: usize = 4;
 
 /// A Streamable HTTP connection to one MCP endpoint, from
 /// [`StreamableHttpClient::connect`](super::StreamableHttpClient::connect).
@@ -61,7 +52,7 @@ impl HttpClientTransport {
         }
     }
 
-    /// A handle on the HTTP session: its id, the negotiated version, re-initializations.
+    /// A handle on the HTTP session: its id, the version header, the sessions the server ended.
     pub fn handle(&self) -> HttpClientHandle {
         HttpClientHandle {
             shared: self.sender.shared.clone(),
@@ -76,6 +67,10 @@ impl Transport for HttpClientTransport {
     /// Sessions only: a client speaks the session era over it.
     fn carries_stateless(&self) -> bool {
         false
+    }
+
+    fn tracks_requests(&self) -> bool {
+        true
     }
 
     fn split(self) -> (HttpSender, HttpReceiver) {
@@ -115,8 +110,8 @@ impl HttpClientHandle {
             .map(str::to_owned)
     }
 
-    /// The negotiated protocol version sent as `MCP-Protocol-Version`, once `initialize` has
-    /// been answered.
+    /// The negotiated protocol version sent as `MCP-Protocol-Version`, once the engine has told
+    /// it (after the `initialize` answer).
     pub fn protocol_version(&self) -> Option<String> {
         let session = self.shared.session();
         session
@@ -126,9 +121,11 @@ impl HttpClientHandle {
             .map(str::to_owned)
     }
 
-    /// How many times the transport started a new session after the server ended one.
-    pub fn reinitializations(&self) -> u64 {
-        self.shared.session().reinitializations
+    /// How many sessions the server ended under this transport (HTTP 404 to a request carrying
+    /// the session id). The client starts a new one each time; see
+    /// `tidewire_client::Client::reinitializations`.
+    pub fn sessions_ended(&self) -> u64 {
+        self.shared.session().ended
     }
 
     /// True once the transport is closed (or dropped, or lost for good).
@@ -201,15 +198,43 @@ impl TransportSender for HttpSender {
         false
     }
 
+    fn tracks_requests(&self) -> bool {
+        true
+    }
+
+    async fn session_event(&mut self, event: SessionEvent) {
+        match event {
+            SessionEvent::Opening => self.shared.reset_session(),
+            SessionEvent::Negotiated { version } => {
+                self.shared.set_protocol_version(version.as_str());
+            }
+            SessionEvent::Opened if self.shared.config.get_stream => {
+                // Open the GET stream before anything else goes out, so nothing the server sends
+                // on it right after the handshake is missed.
+                let ready = get_stream::start(&self.shared);
+                let _ = tokio::time::timeout(self.shared.config.request_timeout, ready).await;
+            }
+            _ => {}
+        }
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed || self.shared.shutdown.is_cancelled() {
             return Err(TransportError::closed());
         }
         let body = self.shared.config.codec.encode(&envelope.message)?;
         match envelope.message {
-            Message::Request(request) => self.send_request(request, body).await,
+            Message::Request(request) => {
+                let exchange = envelope.exchange.unwrap_or_else(|| {
+                    // Not from the session engine: nobody can be told of a failure.
+                    tracing::debug!("a request without an exchange: its failures are only logged");
+                    Exchange::standalone(request.id).0
+                });
+                let now = self.shared.may_go_now();
+                request::spawn(self.shared.clone(), exchange, body, now);
+            }
             Message::Notification(notification) => {
-                self.send_notification(notification, body).await;
+                self.post_and_wait(body, &notification.method).await;
             }
             Message::Response(response) => {
                 let what = match &response.id {
@@ -251,87 +276,17 @@ impl TransportSender for HttpSender {
 }
 
 impl HttpSender {
-    async fn send_request(&self, request: Request, body: Vec<u8>) {
-        let shared = &self.shared;
-        let gate = shared.gate.read().await;
-        let snapshot = if request.method == "initialize" {
-            // A new handshake: no session yet, and this request is what a new session replays.
-            let mut session = shared.session();
-            session.initialize = Some(request.clone());
-            Snapshot {
-                generation: session.generation,
-                ..Snapshot::default()
-            }
-        } else {
-            shared.snapshot()
-        };
-        let Some(cancel) = shared.register(request.id.clone(), &request.method, Waiter::Engine)
-        else {
-            drop(gate);
-            let error = ErrorObject::new(
-                tidewire_core::jsonrpc::ErrorCode::SERVER_BUSY,
-                format!(
-                    "too many requests in flight on this HTTP transport (limit {MAX_IN_FLIGHT})"
-                ),
-            );
-            let response = Response::error(Some(request.id), error);
-            shared.push(Ok(Envelope::new(response))).await;
-            return;
-        };
-        request::spawn(
-            shared.clone(),
-            request.id,
-            request.method,
-            body,
-            snapshot,
-            cancel,
-        );
-        drop(gate);
-    }
-
-    async fn send_notification(&self, notification: Notification, body: Vec<u8>) {
-        let shared = &self.shared;
-        let method = notification.method.as_str();
-        if method == "notifications/initialized" {
-            shared.session().initialized = Some(notification.clone());
-        }
-        self.post_and_wait(body, method).await;
-        match method {
-            "notifications/cancelled" => {
-                // The engine gave up on the request: stop reading its stream.
-                let id = notification
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(RequestId::from_json);
-                if let Some(id) = id {
-                    shared.abandon(&id);
-                }
-            }
-            "notifications/initialized" if shared.config.get_stream => {
-                // Open the GET stream before anything else goes out, so nothing the server sends
-                // on it right after the handshake is missed.
-                let ready = get_stream::start(shared);
-                let _ = tokio::time::timeout(shared.config.request_timeout, ready).await;
-            }
-            _ => {}
-        }
-    }
-
     /// POSTs a notification or a response and waits until the server took it. Failures are
     /// logged: nobody waits for an answer to these.
     async fn post_and_wait(&self, body: Vec<u8>, what: &str) {
         let shared = &self.shared;
-        let snapshot = {
-            let _gate = shared.gate.read().await;
-            shared.snapshot()
-        };
+        let snapshot = shared.snapshot();
         let timeout = shared.config.request_timeout;
         let outcome = tokio::time::timeout(timeout, accept(shared, body, &snapshot)).await;
         match outcome {
             Ok(Ok(Accepted::Yes)) => {}
             Ok(Ok(Accepted::SessionEnded)) => {
-                reinit::session_ended(shared, snapshot.generation, None).await;
+                session_end::ended(shared, snapshot.generation).await;
             }
             Ok(Err(reason)) => {
                 tracing::warn!(%what, %reason, "the server did not accept a message");

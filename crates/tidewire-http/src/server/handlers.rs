@@ -405,6 +405,7 @@ async fn deliver_batch(
             message,
             route: Default::default(),
             extensions: extensions.clone(),
+            exchange: None,
         };
         if session.inbox.push(Box::new(envelope)).await.is_err() {
             return session_not_found(&session.id);
@@ -520,6 +521,7 @@ async fn deliver(
         message,
         route: Default::default(),
         extensions,
+        exchange: None,
     };
     let Some(id) = id else {
         // A notification or a response: accepted, nothing to answer (H7).

@@ -99,11 +99,7 @@ fn check(headers: &HeaderMap, request: &Request) -> Result<(), ErrorObject> {
             excerpt(&request.method)
         )));
     }
-    let name_field = match request.method.as_str() {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
+    let name_field = tidewire_core::stateless::name_member(&request.method);
     if let Some(field) = name_field {
         let body = params.and_then(|p| p.get(field)).and_then(Value::as_str);
         let header = headers
@@ -209,6 +205,7 @@ async fn deliver(state: &Arc<State>, headers: HeaderMap, request: Request) -> Re
         message: Message::Request(request),
         route: Default::default(),
         extensions,
+        exchange: None,
     };
     if session.inbox.push(Box::new(envelope)).await.is_err() {
         return ended(id);

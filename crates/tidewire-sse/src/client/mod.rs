@@ -27,8 +27,9 @@
 //!   `send` returns when the server took it (any 2xx, normally 202). Replies arrive on the
 //!   stream as `message` events; other events and comments are skipped.
 //! - A POST the server refuses (a 4xx other than 404, e.g. 413 for a body too large) fails
-//!   that one request: it is answered with a JSON-RPC error (`-32000`, or the server's own
-//!   error code) naming the HTTP status, and the connection goes on. A 404 means the server no
+//!   that one request: it fails with a JSON-RPC error (`-32000`, or the server's own error
+//!   code) naming the HTTP status, through the request's exchange with the engine (no response
+//!   is made up), and the connection goes on. A 404 means the server no
 //!   longer knows the session: the connection ends.
 //! - **No resumption.** When the stream ends or breaks, the session is over (the server ends it
 //!   too): the receiver yields a fatal error saying so, every call in flight fails with it, and

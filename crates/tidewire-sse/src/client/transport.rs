@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
 use serde_json::json;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, Response};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;
 use tidewire_core::transport::{
@@ -70,6 +70,10 @@ impl Transport for SseClientTransport {
         false
     }
 
+    fn tracks_requests(&self) -> bool {
+        true
+    }
+
     fn split(self) -> (SseClientSender, SseClientReceiver) {
         (self.sender, self.receiver)
     }
@@ -83,8 +87,6 @@ pub struct SseClientSender {
     headers: HeaderMap,
     codec: Codec,
     post_timeout: Duration,
-    /// For error answers to requests whose POST was refused.
-    inbound: mpsc::Sender<Result<Envelope, TransportError>>,
     stop: CancellationToken,
     closed: bool,
     _guard: Arc<DropGuard>,
@@ -167,7 +169,6 @@ pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientErr
             headers: s.headers,
             codec: s.codec,
             post_timeout: s.post_timeout,
-            inbound: tx,
             stop: stop.clone(),
             closed: false,
             _guard: guard.clone(),
@@ -337,6 +338,10 @@ impl TransportSender for SseClientSender {
         false
     }
 
+    fn tracks_requests(&self) -> bool {
+        true
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed || self.stop.is_cancelled() {
             return Err(TransportError::closed());
@@ -379,11 +384,11 @@ impl TransportSender for SseClientSender {
                 excerpt(&body)
             )));
         }
-        let Message::Request(request) = &envelope.message else {
-            tracing::warn!(%status, body = %excerpt(&body), "the server refused a POSTed notification or response");
+        let Some(exchange) = &envelope.exchange else {
+            tracing::warn!(%status, body = %excerpt(&body), "the server refused a POSTed message");
             return Ok(());
         };
-        // The request will never be answered on the stream: answer it here.
+        // The request will never be answered on the stream: it fails here.
         let wire = serde_json::from_str::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v.get("error").cloned())
@@ -394,11 +399,8 @@ impl TransportSender for SseClientSender {
         };
         let error = ErrorObject::new(code, format!("HTTP {}: {detail}", status.as_u16()))
             .with_data(json!({ "httpStatus": status.as_u16() }));
-        let answer = Envelope::new(Response::error(Some(request.id.clone()), error));
-        self.inbound
-            .send(Ok(answer))
-            .await
-            .map_err(|_| TransportError::closed())
+        exchange.fail(error);
+        Ok(())
     }
 
     async fn close(&mut self) -> Result<(), TransportError> {

@@ -1,0 +1,28 @@
+//! When the server ends the session (HTTP 404 to a request carrying its id): the transport
+//! forgets it, stops what served it, and tells the engine, whose client starts a new one.
+
+use tidewire_core::jsonrpc::ErrorObject;
+use tidewire_core::transport::TransportError;
+
+use super::error::transport_error;
+use super::shared::Shared;
+
+/// The error a request of the ended session fails with.
+pub(crate) fn error() -> ErrorObject {
+    transport_error(
+        "the server ended the MCP session (HTTP 404); its requests are lost with it: retry the \
+         request once the client has started a new session",
+    )
+}
+
+/// Handles the end of session `generation` (once: later calls for it do nothing).
+pub(crate) async fn ended(shared: &Shared, generation: u64) {
+    let Some(served) = shared.end_session(generation) else {
+        return;
+    };
+    tracing::warn!("the server ended the MCP session (HTTP 404)");
+    let signal = TransportError::session_ended("HTTP 404 to a request carrying the session id");
+    shared.push(Err(signal)).await;
+    // Last: the caller may be one of the tasks this stops.
+    served.cancel();
+}
