@@ -371,7 +371,17 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
                     if req.is_post("initialize") {
                         s.current += 1;
                         let session = format!("s-{}", s.current);
-                        return handshake(&req, Some(&session)).expect("initialize");
+                        if s.current == 1 {
+                            return handshake(&req, Some(&session)).expect("initialize");
+                        }
+                        // The server came back with another configuration.
+                        let id = req.id().unwrap_or(Value::Null);
+                        let restarted = json!({
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": {"tools": {}, "logging": {}},
+                            "serverInfo": {"name": "restarted", "version": "2"}
+                        });
+                        return with_session(json_reply(result(&id, restarted)), &session);
                     }
                     if let Some(reply) = handshake(&req, None) {
                         return reply;
@@ -435,6 +445,12 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
         assert_eq!(handle.session_id().as_deref(), Some("s-2"));
         assert_eq!(handle.sessions_ended(), 1);
         assert_eq!(client.reinitializations(), 1);
+        // What the client knows of the server is the new session's, and the version header the
+        // one the new handshake negotiated.
+        assert_eq!(client.server_info().name, "restarted");
+        assert!(client.server_capabilities().logging.is_some());
+        assert_eq!(client.protocol_version().as_str(), "2025-06-18");
+        assert_eq!(handle.protocol_version().as_deref(), Some("2025-06-18"));
         assert!(!client.is_closed());
 
         let log = fake.log.all();
@@ -448,9 +464,13 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
         assert_eq!(
             inits[1].body.as_ref().map(|b| &b["params"]),
             inits[0].body.as_ref().map(|b| &b["params"]),
-            "the same initialize is replayed"
+            "the client offers the same as at first"
         );
-        assert_ne!(inits[1].id(), inits[0].id(), "under an id of the transport");
+        assert_ne!(
+            inits[1].id(),
+            inits[0].id(),
+            "a new request of the engine's"
+        );
         let initialized: Vec<&Incoming> = log
             .iter()
             .filter(|r| r.is_post("notifications/initialized"))
@@ -461,6 +481,45 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
         assert_eq!(gets.len(), 2, "the GET stream is reopened");
         assert_eq!(gets[1].session(), Some("s-2"));
         client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn with_reinitialize_off_a_404_closes_the_connection() {
+    within(async {
+        let fake = serve(|req| async move {
+            if req.session() == Some("s-1") && req.is_post("tools/call") {
+                return status(StatusCode::NOT_FOUND, "no such session");
+            }
+            handshake(&req, Some("s-1"))
+                .unwrap_or_else(|| status(StatusCode::BAD_REQUEST, "unexpected"))
+        })
+        .await;
+        let transport = transport_for(&fake).connect().expect("a transport");
+        let client = tidewire_client::Client::builder(tidewire_core::schema::Implementation::new(
+            "http-test-client",
+            "0.1.0",
+        ))
+        .reinitialize(false)
+        .connect(transport)
+        .await
+        .expect("connects");
+        let error = client
+            .call_tool("echo", json!({}))
+            .await
+            .expect_err("the session is gone");
+        let (_, message) = remote_message(&error);
+        assert!(message.contains("ended the MCP session"), "{message}");
+        client.closed().await;
+        assert_eq!(client.reinitializations(), 0);
+        let inits = fake
+            .log
+            .all()
+            .iter()
+            .filter(|r| r.is_post("initialize"))
+            .count();
+        assert_eq!(inits, 1, "no new session is started");
     })
     .await;
 }

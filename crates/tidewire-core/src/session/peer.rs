@@ -460,7 +460,6 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
 
     /// Puts `value` into the request's envelope extensions, for the transport (for example the
     /// HTTP headers a stateless request carries on Streamable HTTP).
-    #[must_use]
     pub fn extension<X: Clone + Send + Sync + 'static>(mut self, value: X) -> Self {
         self.extensions.insert(value);
         self

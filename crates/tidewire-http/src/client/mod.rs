@@ -32,7 +32,8 @@
 //! - **One POST per message**, with `Accept: application/json, text/event-stream` and
 //!   `Content-Type: application/json`. After the handshake every request (POST, GET, DELETE)
 //!   carries `Mcp-Session-Id` (when the server issued one with its `initialize` answer) and
-//!   `MCP-Protocol-Version` (the version from the `initialize` result).
+//!   `MCP-Protocol-Version` (the version the engine negotiated, which it tells the transport
+//!   before `notifications/initialized`: [`SessionEvent`](tidewire_core::transport::SessionEvent)).
 //! - **Requests** are sent in the background: `send` returns once the POST is under way, so a
 //!   slow tool never holds up the messages behind it (a cancellation, say). The reply is read
 //!   as it comes: `application/json` holds one message (or, leniently, an array); a
@@ -45,20 +46,21 @@
 //!   is tolerated: usable messages in the body are delivered, the rest is logged at debug level.
 //!   An SSE stream in answer to them is read until it ends or the transport closes, but at most
 //!   [`MAX_NOTIFICATION_STREAMS`] at once: past that, a new one is closed unread (and logged).
-//! - **HTTP errors become answers.** A request whose POST fails (connection refused, HTTP 4xx or
-//!   5xx, a reply without its response) gets a JSON-RPC error response for its id, code `-32000`
-//!   or the code of a JSON-RPC error in the body, with a message like
-//!   `HTTP 400 Bad Request: <start of the body>`. A caller never hangs on a dead exchange: even
-//!   a task of the transport that panics while reading a reply fails its request with an error
-//!   answer saying so.
+//! - **HTTP errors fail the request.** A request whose POST fails (connection refused, HTTP 4xx
+//!   or 5xx, a reply without its response) fails through its
+//!   [`Exchange`](tidewire_core::transport::Exchange) with a JSON-RPC error, code `-32000` or the
+//!   code of a JSON-RPC error in the body, with a message like
+//!   `HTTP 400 Bad Request: <start of the body>`; the caller sees it as the server's error. A
+//!   caller never hangs on a dead exchange: even a task of the transport that panics while
+//!   reading a reply fails its request with an error saying so.
 //! - **Redirects** are followed only within the endpoint's origin (scheme, host and port). A
 //!   redirect anywhere else fails the request with an error naming the target: following it
 //!   would send the headers you set, the `Mcp-Session-Id` and the body to another host. (With
 //!   your own `reqwest::Client`, its redirect policy applies instead.)
 //! - **SSE bodies** are read as the specification says: one leading UTF-8 byte-order mark is
 //!   skipped, lines may end with LF, CR or CRLF, and invalid UTF-8 reads as U+FFFD.
-//! - **The GET stream** opens right after `notifications/initialized` (before `send` returns,
-//!   so nothing the server sends right after the handshake is missed), with
+//! - **The GET stream** opens right after `notifications/initialized` (before the engine sends
+//!   anything more, so nothing the server sends right after the handshake is missed), with
 //!   `Accept: text/event-stream`. Its messages go to the receiver. A server without one (405;
 //!   404 or 400 from simpler servers) is fine: the transport goes on without it. When it
 //!   breaks or the server ends it, it is reconnected with `Last-Event-ID` after the server's
@@ -68,8 +70,9 @@
 //!   `Last-Event-ID`, again until the response comes or the policy gives up; then the request
 //!   gets an error answer. A stream without event ids cannot be resumed: the request fails at
 //!   once. (A `retry` above 10 minutes is read as 10 minutes.)
-//! - **Cancellation**: when the engine sends `notifications/cancelled` for a request, the
-//!   transport stops reading that request's stream once the notification is delivered.
+//! - **Cancellation**: once the engine stops waiting for a request (answered, cancelled, timed
+//!   out: its exchange is over), the transport stops reading that request's stream; the
+//!   engine's `notifications/cancelled` goes out as any notification.
 //! - **Closing** ([`TransportSender::close`](tidewire_core::transport::TransportSender::close),
 //!   which `Client::close` reaches): stops the GET stream and every reply reader, ends the
 //!   receiver, and sends `DELETE` with the session id (a 405 or 404 answer is fine). Dropping
@@ -80,25 +83,26 @@
 //! A 404 to a request that carried a session id means the server no longer knows the session
 //! (it restarted, or expired it). The transport then:
 //!
-//! 1. answers every request in flight with error `-32000`, "the server ended the MCP session
-//!    (HTTP 404); the transport is starting a new session, retry the request" — their results
-//!    are lost with the old session;
-//! 2. holds back every new message until step 4 is done;
-//! 3. replays the engine's `initialize` request under an id of its own (its answer is consumed
-//!    by the transport, not passed to the engine), takes the new session id and protocol
-//!    version, and replays `notifications/initialized`;
-//! 4. reopens the GET stream, and carries on: later requests work as before.
+//! 1. fails every call of that session with error `-32000`, "the server ended the MCP session
+//!    (HTTP 404) …" — their results are lost with it — and stops its GET stream;
+//! 2. tells the engine with a non-fatal
+//!    [`TransportError::session_ended`](tidewire_core::transport::TransportError::session_ended)
+//!    (counted in `Peer::sessions_ended`);
+//! 3. holds the requests sent from then on (each at most the request timeout) until the engine
+//!    has negotiated a new session, sending only the `initialize` that opens it without a
+//!    session id.
 //!
-//! The client above sees failed calls, never a closed connection, and keeps the server
-//! information and capabilities of the first handshake (a server restarted with a different
-//! configuration is not detected). Subscriptions and log levels set on the old session are gone.
-//! If starting the new session fails, the receiver yields a fatal error and the connection ends.
-//! [`HttpClientHandle::reinitializations`] counts the new sessions.
+//! Starting the new session is the client's policy: `tidewire_client::Client` runs a real
+//! `initialize` and `notifications/initialized` and keeps what the new handshake says (server
+//! information, capabilities, version: a server restarted with another configuration is seen
+//! as such), counted by `Client::reinitializations`; with `ClientBuilder::reinitialize(false)`
+//! it closes the connection instead. Subscriptions and log levels set on the old session are
+//! gone. [`HttpClientHandle::sessions_ended`] counts the sessions the server ended.
 //!
 //! ## Limits
 //!
-//! Every queue is bounded: 256 messages wait for the receiver before the readers wait; at most
-//! 4096 requests are tracked at once (the session engine allows 1024 by default); a JSON reply
+//! Every queue is bounded: 256 messages wait for the receiver before the readers wait; a task
+//! runs per request in flight, which the session engine bounds (1024 by default); a JSON reply
 //! and an SSE event may not exceed the codec's size limit (8 MiB by default). `https` needs the
 //! `rustls` feature, or a `reqwest::Client` with TLS given to
 //! [`http_client`](StreamableHttpClient::http_client). The `retry` of an event that has no

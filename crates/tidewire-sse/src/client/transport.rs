@@ -161,7 +161,7 @@ pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientErr
     let stop = CancellationToken::new();
     let guard = Arc::new(stop.clone().drop_guard());
     let reader = read_stream(events, tx.clone(), s.codec, stop.clone());
-    tokio::spawn(supervise(reader, tx.clone(), stop.clone()));
+    tokio::spawn(supervise(reader, tx, stop.clone()));
     Ok(SseClientTransport {
         sender: SseClientSender {
             http: s.http,
