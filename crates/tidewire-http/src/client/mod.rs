@@ -113,6 +113,7 @@ mod builder;
 mod endpoint;
 mod error;
 mod get_stream;
+mod reconnect;
 mod redirect;
 mod reply;
 mod request;
@@ -123,8 +124,9 @@ mod stateless;
 mod task;
 mod transport;
 
-pub use builder::{DEFAULT_REQUEST_TIMEOUT, ReconnectPolicy, StreamableHttpClient};
+pub use builder::{DEFAULT_REQUEST_TIMEOUT, StreamableHttpClient};
 pub use error::HttpClientError;
+pub use reconnect::ReconnectPolicy;
 pub use redirect::same_origin_policy;
 pub use shared::MAX_NOTIFICATION_STREAMS;
 pub use stateless::{

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
-use tidewire_core::jsonrpc::Message;
+use tidewire_core::jsonrpc::{Message, Response};
+use tidewire_core::transport::Exchange;
 
 use super::error::chain;
 
@@ -112,6 +113,11 @@ pub(crate) fn decode_json(
         },
         Some(_) => vec![codec.decode(body).map_err(|e| e.to_string())],
     }
+}
+
+/// True when `message` is the response to the exchange's request.
+pub(crate) fn answers(message: &Message, exchange: &Exchange) -> bool {
+    matches!(message, Message::Response(Response { id: Some(id), .. }) if id == exchange.id())
 }
 
 #[cfg(test)]

@@ -5,11 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use reqwest::StatusCode;
-use tidewire_core::jsonrpc::{Message, Response};
 use tidewire_core::transport::Exchange;
 
 use super::error::{chain, excerpt, http_status_error, transport_error};
-use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
+use super::reply::{Body, answers, body_kind, decode_json, error_text, read_limited};
 use super::session_end;
 use super::shared::{Shared, Snapshot};
 use super::sse::{Cursor, End, Pumped, events, pump};
@@ -116,11 +115,6 @@ async fn post(shared: &Arc<Shared>, exchange: &Exchange, body: Vec<u8>, snapshot
             )));
         }
     }
-}
-
-/// True when `message` is the response to the exchange's request.
-pub(crate) fn answers(message: &Message, exchange: &Exchange) -> bool {
-    matches!(message, Message::Response(Response { id: Some(id), .. }) if id == exchange.id())
 }
 
 /// A JSON reply: deliver what it holds; the request must be answered by it.
@@ -274,7 +268,7 @@ mod tests {
     use tidewire_core::transport::Codec;
 
     use super::*;
-    use crate::client::builder::ReconnectPolicy;
+    use crate::client::reconnect::ReconnectPolicy;
     use crate::client::shared::Config;
 
     fn fixture() -> Arc<Shared> {

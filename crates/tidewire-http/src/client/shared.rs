@@ -12,7 +12,7 @@ use tidewire_core::transport::{Codec, Envelope, TransportError};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::builder::ReconnectPolicy;
+use super::reconnect::ReconnectPolicy;
 
 /// `Mcp-Session-Id`.
 pub(crate) static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");

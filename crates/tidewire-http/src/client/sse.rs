@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt, TryStreamExt};
 use tidewire_core::transport::Exchange;
 
 use super::error::chain;
-use super::request::answers;
+use super::reply::answers;
 use super::shared::Shared;
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;

@@ -23,8 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::endpoint::{ExtraHeaders, endpoint};
 use super::error::{HttpClientError, chain, transport_error};
 use super::redirect::same_origin_policy;
-use super::reply::{Body, body_kind, decode_json, read_limited};
-use super::request::answers;
+use super::reply::{Body, answers, body_kind, decode_json, read_limited};
 use super::sse;
 
 /// Messages read from answers and waiting for the engine.
