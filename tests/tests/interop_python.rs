@@ -100,6 +100,25 @@ async fn http_scenario(url: &str, scenario: &str) -> Result<String, String> {
     outcome
 }
 
+/// One peer scenario with our client in `Era::Auto` on HTTP (`connect_auto`: the stateless
+/// revision first, sessions otherwise) against the Python peer server, which speaks 2026-07-28.
+async fn http_auto_scenario(url: &str, scenario: &str) -> Result<String, String> {
+    let counters = std::sync::Arc::new(tidewire_tests::harness::Counters::default());
+    let (client, fallback) =
+        tidewire_sse::client::connect_auto(url, || tidewire_tests::harness::peer_client(&counters))
+            .await
+            .map_err(|e| format!("connect_auto: {e}"))?;
+    if !matches!(fallback, tidewire_sse::client::Fallback::Stateless) {
+        return Err(format!(
+            "Auto did not reach the stateless revision: {fallback:?}"
+        ));
+    }
+    let harness = tidewire_tests::harness::Harness::for_client(client, "http-auto", counters);
+    let outcome = scenarios::run_peer_scenario(&harness, scenario).await;
+    harness.finish().await;
+    outcome
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_websocket_stateless() {
     let Some(peers) = python_peers() else { return };
@@ -124,6 +143,12 @@ async fn tidewire_client_against_python_server_streamable_http_stateless() {
         "python server, streamable-http, Modern",
         SCENARIO_LIMIT,
         |scenario| http_scenario(&url, scenario),
+    )
+    .await;
+    scenarios::run_all_peer_scenarios(
+        "python server, streamable-http, Auto",
+        SCENARIO_LIMIT,
+        |scenario| http_auto_scenario(&url, scenario),
     )
     .await;
     drop(server);
