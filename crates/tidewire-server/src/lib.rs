@@ -59,9 +59,3 @@ pub use server::{NoArgs, Server, ServerBuilder, schema_for};
 pub use stateless::{CacheHint, CacheItem, CacheScope, KeyRing, KeyRingError};
 pub use tidewire_core::version::Eras;
 pub use uri_template::UriTemplate;
-
-impl From<tidewire_core::progress::ProgressError> for ToolError {
-    fn from(error: tidewire_core::progress::ProgressError) -> Self {
-        Self::new(error.to_string())
-    }
-}
