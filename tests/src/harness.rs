@@ -405,7 +405,7 @@ pub async fn start_sse(
 ) {
     let server = crate::suite_server();
     let serving = server.clone();
-    let sse = tidewire_sse::server::LegacySse::new(config, move |t| serving.serve(t).1);
+    let sse = tidewire_sse::server::LegacySse::new(config, serving);
     let app = sse.router("/sse", "/messages");
     let addr = serve_on_loopback(app).await;
     (format!("http://{addr}/sse"), server, sse)
@@ -424,7 +424,7 @@ pub async fn start_ws(
 ) {
     let server = crate::suite_server();
     let serving = server.clone();
-    let ws = tidewire_ws::server::WebSocketServer::new(config, move |t| serving.serve(t).1);
+    let ws = tidewire_ws::server::WebSocketServer::new(config, serving);
     let app = ws.router("/ws");
     let addr = serve_on_loopback(app).await;
     (format!("ws://{addr}/ws"), server, ws)
@@ -458,7 +458,7 @@ pub async fn start_http(
     };
     let server = crate::suite_server();
     let serving = server.clone();
-    let http = StreamableHttp::new(config, move |t| serving.serve(t).1);
+    let http = StreamableHttp::new(config, serving);
     let app = http.router("/mcp");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -253,9 +253,7 @@ async fn connect_auto_picks_the_era_an_http_server_speaks() {
 
     // A server of sessions only: Streamable HTTP with initialize.
     let server = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
-    let endpoint = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), move |t| {
-        server.serve(t).1
-    });
+    let endpoint = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), server);
     let app = endpoint.router("/mcp");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use axum::serve::ListenerExt;
-use tidewire_core::version::Eras;
 use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
@@ -57,13 +56,10 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
         let server = tidewire_demo::demo_builder().eras(era).build();
-        let (for_sse, for_ws) = (server.clone(), server.clone());
-        let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
-        // Deprecated since 2025-03-26, HTTP+SSE carries sessions only.
-        let sse = LegacySse::new(sse_config, move |transport| {
-            for_sse.serve_eras(transport, Eras::Legacy).1
-        });
-        let ws = WebSocketServer::new(ws_config, move |transport| for_ws.serve(transport).1);
+        // HTTP+SSE carries sessions only: the server serves the session era there by itself.
+        let mcp = StreamableHttp::new(config, server.clone());
+        let sse = LegacySse::new(sse_config, server.clone());
+        let ws = WebSocketServer::new(ws_config, server);
         let app = mcp
             .router("/mcp")
             .merge(sse.router("/sse", "/messages"))

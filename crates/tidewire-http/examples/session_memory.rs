@@ -89,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// The child: the demo server on a free loopback port; prints `host:port`.
 async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     let server = tidewire_demo::demo_server();
-    let mcp = StreamableHttp::new(HttpConfig::default(), move |t| server.serve(t).1);
+    let mcp = StreamableHttp::new(HttpConfig::default(), server);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     println!("{}", listener.local_addr()?);
     axum::serve(listener, mcp.router("/mcp")).await?;

@@ -18,7 +18,7 @@ use tidewire_core::schema::{
     ResourceTemplate, ResourceUpdatedNotification, ResourceUpdatedNotificationParams,
     ServerCapabilities, Tool, ToolListChangedNotification,
 };
-use tidewire_core::session::{Driver, Peer, Session, SessionOptions};
+use tidewire_core::session::{Driver, Peer, Serve, Session, SessionOptions};
 use tidewire_core::transport::Transport;
 use tidewire_core::transport::text::excerpt;
 
@@ -135,6 +135,20 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("name", &self.inner.info.name)
             .finish_non_exhaustive()
+    }
+}
+
+/// A server serves every connection a transport's server accepts: give it (cloned) to
+/// `StreamableHttp::new`, `LegacySse::new` or `WebSocketServer::new`. A transport that carries
+/// sessions only (HTTP+SSE) is served the session era whatever [`ServerBuilder::eras`] says.
+impl<T: Transport> Serve<T> for Server {
+    fn serve_connection(&self, transport: T) -> Driver {
+        let eras = if transport.carries_stateless() {
+            self.inner.eras
+        } else {
+            Eras::Legacy
+        };
+        self.serve_eras(transport, eras).1
     }
 }
 

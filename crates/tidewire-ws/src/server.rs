@@ -5,7 +5,7 @@
 //! use tidewire_ws::server::{WebSocketServer, WsConfig};
 //!
 //! // `make_driver` starts one engine session per connection, e.g.
-//! // `move |transport| server.serve(transport).1` with a `tidewire_server::Server`.
+//! // a `tidewire_server::Server` (cloned per connection), or any `Fn(transport) -> Driver`.
 //! let ws = WebSocketServer::new(WsConfig::default(), make_driver);
 //! let app = axum::Router::new().merge(ws.router("/ws"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
@@ -32,14 +32,14 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
-use tidewire_core::session::Driver;
+use tidewire_core::session::Serve;
 use tidewire_core::transport::HostPolicy;
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
 
-type MakeDriver = dyn Fn(WsTransport) -> Driver + Send + Sync;
+type MakeDriver = dyn Serve<WsTransport>;
 
 /// Settings of a [`WebSocketServer`].
 ///
@@ -150,13 +150,10 @@ struct State {
 }
 
 impl WebSocketServer {
-    /// A server with `config`; `make_driver` starts the engine of each connection (for a
-    /// `tidewire_server::Server`: `move |t| server.serve(t).1`). Drivers are spawned on the
+    /// A server with `config`; `make_driver` starts the engine of each connection (a
+    /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). Drivers are spawned on the
     /// current tokio runtime.
-    pub fn new(
-        config: WsConfig,
-        make_driver: impl Fn(WsTransport) -> Driver + Send + Sync + 'static,
-    ) -> Self {
+    pub fn new(config: WsConfig, make_driver: impl Serve<WsTransport>) -> Self {
         Self {
             state: Arc::new(State {
                 config,
@@ -261,7 +258,7 @@ async fn serve(state: Arc<State>, socket: WebSocket) {
         Err(e) => Err(ReadFailure::classify(e.to_string())),
     });
     let transport = connection::start(Box::pin(sink), Box::pin(stream), settings);
-    if let Err(error) = (state.make_driver)(transport).await {
+    if let Err(error) = state.make_driver.serve_connection(transport).await {
         tracing::debug!(%error, "a WebSocket session's engine stopped");
     }
 }

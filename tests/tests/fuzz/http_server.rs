@@ -32,9 +32,7 @@ impl Endpoints {
     fn new() -> Self {
         let make = |config: HttpConfig| {
             let server = tidewire_demo::demo_server();
-            let mcp = StreamableHttp::new(config.max_body(MAX_BODY), move |transport| {
-                server.serve(transport).1
-            });
+            let mcp = StreamableHttp::new(config.max_body(MAX_BODY), server);
             (mcp.router("/mcp"), mcp)
         };
         let (sse, a) = make(HttpConfig::default());

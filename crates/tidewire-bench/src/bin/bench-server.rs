@@ -49,7 +49,7 @@ async fn serve(bind: &str, json: bool) -> anyhow::Result<()> {
         config = config.response_mode(ResponseMode::Json);
     }
     let server = tidewire_server();
-    let mcp = StreamableHttp::new(config, move |t| server.serve(t).1);
+    let mcp = StreamableHttp::new(config, server);
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind}"))?;

@@ -32,6 +32,7 @@ mod driver;
 mod error;
 mod options;
 mod peer;
+mod serve;
 mod state;
 
 use std::future::Future;
@@ -44,6 +45,7 @@ pub use driver::Driver;
 pub use error::SessionError;
 pub use options::{CancelPolicy, SessionOptions};
 pub use peer::{CancelHandle, InFlight, Peer, ProgressStream, RequestBuilder};
+pub use serve::Serve;
 
 use crate::jsonrpc::{ErrorObject, Notification, Request};
 use crate::transport::Transport;

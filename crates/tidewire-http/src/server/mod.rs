@@ -5,7 +5,7 @@
 //! use tidewire_http::server::{HttpConfig, StreamableHttp};
 //!
 //! // `make_driver` starts one engine session per MCP session, e.g.
-//! // `move |transport| server.serve(transport).1` with a `tidewire_server::Server`.
+//! // a `tidewire_server::Server` (cloned per connection), or any `Fn(transport) -> Driver`.
 //! let mcp = StreamableHttp::new(HttpConfig::default(), make_driver);
 //! let app = axum::Router::new().merge(mcp.router("/mcp"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
@@ -46,7 +46,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use tidewire_core::session::Driver;
+use tidewire_core::session::Serve;
 use tidewire_core::transport::Codec;
 
 pub use config::{HttpConfig, ResponseMode};
@@ -59,7 +59,7 @@ use session::HttpSession;
 /// that starts a session.
 pub type HttpTransport = (HttpSender, HttpReceiver);
 
-type MakeDriver = dyn Fn(HttpTransport) -> Driver + Send + Sync;
+type MakeDriver = dyn Serve<HttpTransport>;
 
 /// What the transport knew about the HTTP request that carried a message; in the message's
 /// envelope extensions (reach it through `RequestContext::extensions`).
@@ -103,13 +103,10 @@ pub(crate) struct State {
 }
 
 impl StreamableHttp {
-    /// An endpoint with `config`; `make_driver` starts the engine of each new session (for a
-    /// `tidewire_server::Server`: `move |t| server.serve(t).1`). The driver is spawned on the
+    /// An endpoint with `config`; `make_driver` starts the engine of each new session (a
+    /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). The driver is spawned on the
     /// current tokio runtime.
-    pub fn new(
-        config: HttpConfig,
-        make_driver: impl Fn(HttpTransport) -> Driver + Send + Sync + 'static,
-    ) -> Self {
+    pub fn new(config: HttpConfig, make_driver: impl Serve<HttpTransport>) -> Self {
         let codec = Codec::new(config.max_message_size);
         let store: Arc<dyn EventStore> = match &config.event_store {
             Some(store) => store.clone(),
@@ -190,7 +187,7 @@ impl State {
                 session: session.clone(),
             },
         );
-        let driver = (self.make_driver)(transport);
+        let driver = self.make_driver.serve_connection(transport);
         let weak: Weak<State> = Arc::downgrade(self);
         let ended = session.clone();
         tokio::spawn(async move {

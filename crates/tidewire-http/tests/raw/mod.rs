@@ -54,7 +54,7 @@ pub async fn start_with(
     config: HttpConfig,
     server: tidewire_server::Server,
 ) -> (String, StreamableHttp) {
-    let mcp = StreamableHttp::new(config, move |transport| server.serve(transport).1);
+    let mcp = StreamableHttp::new(config, server);
     let app = mcp.router("/mcp");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -87,7 +87,7 @@ pub(crate) async fn open_stream(
     );
     state.sessions().insert(id.clone(), session.clone());
     state.start_reaper();
-    let driver = (state.make_driver)(transport);
+    let driver = state.make_driver.serve_connection(transport);
     let weak = Arc::downgrade(&state);
     let ended_id = id.clone();
     tokio::spawn(async move {

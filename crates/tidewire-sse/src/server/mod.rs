@@ -5,7 +5,7 @@
 //! use tidewire_sse::server::{LegacySse, SseConfig};
 //!
 //! // `make_driver` starts one engine session per stream, e.g.
-//! // `move |transport| server.serve(transport).1` with a `tidewire_server::Server`.
+//! // a `tidewire_server::Server` (cloned per connection), or any `Fn(transport) -> Driver`.
 //! let sse = LegacySse::new(SseConfig::default(), make_driver);
 //! let app = axum::Router::new().merge(sse.router("/sse", "/messages"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::Duration;
 
-use tidewire_core::session::Driver;
+use tidewire_core::session::Serve;
 use tidewire_core::transport::Codec;
 
 pub use config::SseConfig;
@@ -52,7 +52,7 @@ use session::Session;
 /// a session.
 pub type SseTransport = (SseSender, SseReceiver);
 
-type MakeDriver = dyn Fn(SseTransport) -> Driver + Send + Sync;
+type MakeDriver = dyn Serve<SseTransport>;
 
 /// What the server knew about the POST that carried a message; in the message's envelope
 /// extensions (reach it through `RequestContext::extensions`).
@@ -87,13 +87,10 @@ pub(crate) struct State {
 }
 
 impl LegacySse {
-    /// A server with `config`; `make_driver` starts the engine of each new session (for a
-    /// `tidewire_server::Server`: `move |t| server.serve(t).1`). Drivers are spawned on the
+    /// A server with `config`; `make_driver` starts the engine of each new session (a
+    /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). Drivers are spawned on the
     /// current tokio runtime.
-    pub fn new(
-        config: SseConfig,
-        make_driver: impl Fn(SseTransport) -> Driver + Send + Sync + 'static,
-    ) -> Self {
+    pub fn new(config: SseConfig, make_driver: impl Serve<SseTransport>) -> Self {
         let codec = Codec::new(config.max_message_size);
         Self {
             state: Arc::new(State {

@@ -129,6 +129,11 @@ pub struct SseReceiver {
 }
 
 impl TransportSender for SseSender {
+    /// HTTP+SSE carries sessions only (a server given it serves the session era there).
+    fn carries_stateless(&self) -> bool {
+        false
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         let bytes = self.codec.encode(&envelope.message)?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();

@@ -72,9 +72,7 @@ pub(super) async fn start(transport: Transport) -> Result<Running, String> {
         }
         Transport::StreamableHttp => {
             let server = tidewire_demo::demo_server();
-            let mcp = StreamableHttp::new(HttpConfig::default(), move |transport| {
-                server.serve(transport).1
-            });
+            let mcp = StreamableHttp::new(HttpConfig::default(), server);
             let (address, stop) = serve_on_loopback(mcp.router("/mcp"), None).await?;
             Ok(Running {
                 target: Target::Http(format!("http://{address}/mcp")),
@@ -83,9 +81,7 @@ pub(super) async fn start(transport: Transport) -> Result<Running, String> {
         }
         Transport::LegacySse => {
             let server = tidewire_demo::demo_server();
-            let sse = LegacySse::new(SseConfig::default(), move |transport| {
-                server.serve(transport).1
-            });
+            let sse = LegacySse::new(SseConfig::default(), server);
             let app = sse.router("/sse", "/messages");
             // An open SSE stream would hold a graceful shutdown forever: end the sessions first.
             let (address, stop) = serve_on_loopback(app, Some(sse)).await?;
@@ -97,9 +93,7 @@ pub(super) async fn start(transport: Transport) -> Result<Running, String> {
         }
         Transport::WebSocket => {
             let server = tidewire_demo::demo_server();
-            let ws = WebSocketServer::new(WsConfig::default(), move |transport| {
-                server.serve(transport).1
-            });
+            let ws = WebSocketServer::new(WsConfig::default(), server);
             let (address, stop) = serve_on_loopback(ws.router("/ws"), None).await?;
             Ok(Running {
                 target: Target::WebSocket(format!("ws://{address}/ws")),
