@@ -6,7 +6,7 @@ use tidewire_core::schema::{
     CallToolResult, CreateMessageParams, ElicitParams, ElicitationSchema, PrimitiveSchema,
     SamplingMessage,
 };
-use tidewire_server::{Context, NoArgs, Server, ToolError};
+use tidewire_server::{Context, NoArgs, Server};
 
 #[derive(Deserialize, JsonSchema)]
 struct Slow {
@@ -62,7 +62,6 @@ pub fn suite_server() -> Server {
                     CreateMessageParams::new(vec![SamplingMessage::user_text("count")], 16);
                 let reply = ctx
                     .create_message_request(params)
-                    .map_err(ToolError::from)?
                     .on_progress(move |p| {
                         if let Ok(mut v) = sink.lock() {
                             v.push(p.progress);
@@ -83,7 +82,6 @@ pub fn suite_server() -> Server {
                     ElicitationSchema::new().property("name", PrimitiveSchema::string(), true);
                 let answer = ctx
                     .elicit_request(ElicitParams::form("Who?", schema))
-                    .map_err(ToolError::from)?
                     .on_progress(move |p| {
                         if let Ok(mut v) = sink.lock() {
                             v.push(p.progress);

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use axum::serve::ListenerExt;
 use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
@@ -64,26 +63,19 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
             .router("/mcp")
             .merge(sse.router("/sse", "/messages"))
             .merge(ws.router("/ws"));
-        // Without TCP_NODELAY, small SSE events wait behind Nagle's algorithm.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "cannot set TCP_NODELAY");
-            }
-        });
         // The first stdout line is the URL (scripts and tests read it); a closed stdout is not
         // a reason to stop serving.
         crate::output::out(&format!("http://{local}/mcp"));
         eprintln!("tidewire serve: the demo server is at http://{local}/mcp (Streamable HTTP); Ctrl-C stops it");
         eprintln!("tidewire serve: legacy HTTP+SSE at http://{local}/sse (messages to /messages)");
         eprintln!("tidewire serve: WebSocket (subprotocol mcp) at ws://{local}/ws");
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                // Open legacy SSE streams would hold the graceful shutdown forever.
-                sse.close_all();
-            })
-            .await
-            .map_err(|e| format!("the HTTP server failed: {e}"))
+        tidewire_http::server::serve_until(listener, app, async move {
+            let _ = tokio::signal::ctrl_c().await;
+            // Open legacy SSE streams would hold the graceful shutdown forever.
+            sse.close_all();
+        })
+        .await
+        .map_err(|e| format!("the HTTP server failed: {e}"))
     });
     runtime.shutdown_background();
     match result {

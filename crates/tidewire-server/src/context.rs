@@ -142,6 +142,21 @@ impl Context {
         self.request.report_progress(progress, total, message).await
     }
 
+    /// Reports progress, written as a sentence: `ctx.progress(3).of(10).message("page 3").await`
+    /// (the total and the message are optional). The same as
+    /// [`report_progress`](Self::report_progress).
+    ///
+    /// # Errors
+    /// As [`report_progress`](Self::report_progress), when awaited.
+    pub fn progress(&self, progress: impl Into<f64>) -> ReportProgress<'_> {
+        ReportProgress {
+            ctx: self,
+            progress: progress.into(),
+            total: None,
+            message: None,
+        }
+    }
+
     /// A tracker that accumulates progress deltas.
     pub fn progress_tracker(&self, total: Option<f64>) -> ProgressTracker {
         self.request.progress_tracker(total)
@@ -219,18 +234,25 @@ impl Context {
             .await
     }
 
-    /// The `sampling/createMessage` request as a builder (timeout, progress, cancel).
+    /// The `sampling/createMessage` request as a builder (timeout, progress, cancel); await it
+    /// for the result.
     ///
     /// # Errors
-    /// [`SessionError::NotSupported`] when the client did not declare `sampling`; on a stateless
-    /// request, always (use [`create_message`](Self::create_message)).
+    /// Awaiting it fails with [`SessionError::NotSupported`] when the client did not declare
+    /// `sampling`, and on a stateless request always (use
+    /// [`create_message`](Self::create_message)); nothing is sent then.
     pub fn create_message_request(
         &self,
         params: CreateMessageParams,
-    ) -> Result<RequestBuilder<CreateMessageResult>, SessionError> {
-        self.no_builder_when_stateless("create_message")?;
-        self.require(|c| c.sampling.is_some(), "sampling")?;
-        Ok(self.request.request::<CreateMessage>(params))
+    ) -> RequestBuilder<CreateMessageResult> {
+        let builder = self.request.request::<CreateMessage>(params);
+        let checked = self
+            .no_builder_when_stateless("create_message")
+            .and_then(|()| self.require(|c| c.sampling.is_some(), "sampling"));
+        match checked {
+            Ok(()) => builder,
+            Err(error) => builder.refuse(error),
+        }
     }
 
     /// Asks the user for input through the client (`elicitation/create`).
@@ -254,12 +276,18 @@ impl Context {
     /// The `elicitation/create` request as a builder (timeout, progress, cancel).
     ///
     /// # Errors
-    /// As [`elicit`](Self::elicit); on a stateless request, always (there is no request to
-    /// build: use [`elicit`](Self::elicit)).
-    pub fn elicit_request(
-        &self,
-        params: ElicitParams,
-    ) -> Result<RequestBuilder<ElicitResult>, SessionError> {
+    /// Awaiting it fails as [`elicit`](Self::elicit) would, before sending anything; on a
+    /// stateless request, always (there is no request to build: use [`elicit`](Self::elicit)).
+    pub fn elicit_request(&self, params: ElicitParams) -> RequestBuilder<ElicitResult> {
+        let url = matches!(params, ElicitParams::Url(_));
+        let builder = self.request.request::<Elicit>(params);
+        match self.check_elicit(url) {
+            Ok(()) => builder,
+            Err(error) => builder.refuse(error),
+        }
+    }
+
+    fn check_elicit(&self, url: bool) -> Result<(), SessionError> {
         self.no_builder_when_stateless("elicit")?;
         if self
             .protocol_version()
@@ -269,19 +297,17 @@ impl Context {
                 "elicitation (the negotiated revision predates it)".to_owned(),
             ));
         }
-        let url = matches!(params, ElicitParams::Url(_));
         if url {
             self.require(
                 |c| c.elicitation.as_ref().is_some_and(|e| e.supports_url()),
                 "URL-mode elicitation",
-            )?;
+            )
         } else {
             self.require(
                 |c| c.elicitation.as_ref().is_some_and(|e| e.supports_form()),
                 "form-mode elicitation",
-            )?;
+            )
         }
-        Ok(self.request.request::<Elicit>(params))
     }
 
     /// Asks the client for its roots (`roots/list`).
@@ -414,10 +440,10 @@ impl Context {
     ) -> Result<T, SessionError> {
         let value: Value = match question {
             InputRequest::CreateMessage(params) => {
-                serde_json::to_value(self.create_message_request(*params)?.await?)
+                serde_json::to_value(self.create_message_request(*params).await?)
             }
             InputRequest::Elicit(params) => {
-                serde_json::to_value(self.elicit_request(params)?.await?)
+                serde_json::to_value(self.elicit_request(params).await?)
             }
             InputRequest::ListRoots => {
                 self.require(|c| c.roots.is_some(), "roots")?;
@@ -499,5 +525,42 @@ impl KeyedQuestion<'_> {
     /// As [`Context::list_roots`].
     pub async fn list_roots(self) -> Result<ListRootsResult, SessionError> {
         self.ctx.ask(Some(self.key), InputRequest::ListRoots).await
+    }
+}
+
+/// One progress report being written ([`Context::progress`]); await it to send it.
+#[derive(Debug)]
+#[must_use = "a progress report is sent when awaited"]
+pub struct ReportProgress<'a> {
+    ctx: &'a Context,
+    progress: f64,
+    total: Option<f64>,
+    message: Option<String>,
+}
+
+impl ReportProgress<'_> {
+    /// Out of `total`.
+    pub fn of(mut self, total: impl Into<f64>) -> Self {
+        self.total = Some(total.into());
+        self
+    }
+
+    /// With a message for the user.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for ReportProgress<'a> {
+    type Output = Result<(), ProgressError>;
+    type IntoFuture = futures::future::BoxFuture<'a, Result<(), ProgressError>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(
+            self.ctx
+                .request
+                .report_progress(self.progress, self.total, self.message),
+        )
     }
 }

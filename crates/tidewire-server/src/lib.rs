@@ -53,7 +53,7 @@ mod server;
 mod stateless;
 mod uri_template;
 
-pub use context::{Context, KeyedQuestion};
+pub use context::{Context, KeyedQuestion, ReportProgress};
 pub use error::ToolError;
 pub use server::{NoArgs, Server, ServerBuilder, schema_for};
 pub use stateless::{CacheHint, CacheItem, CacheScope, KeyRing, KeyRingError};

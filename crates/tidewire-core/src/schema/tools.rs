@@ -289,6 +289,26 @@ impl CallToolResult {
     pub fn is_error(&self) -> bool {
         self.is_error.unwrap_or(false)
     }
+
+    /// The first text block, if there is one (`CallToolResult::text` makes one; this reads it).
+    ///
+    /// ```
+    /// use tidewire_core::schema::CallToolResult;
+    /// assert_eq!(CallToolResult::text("pong").first_text(), Some("pong"));
+    /// ```
+    pub fn first_text(&self) -> Option<&str> {
+        self.content.iter().find_map(ContentBlock::as_text)
+    }
+
+    /// Every text block, joined by newlines (empty when there is none).
+    pub fn text_content(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        texts.join("\n")
+    }
 }
 
 impl_has_meta!(Tool, ListToolsResult, CallToolParams, CallToolResult);

@@ -465,8 +465,10 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         self
     }
 
-    /// Makes sending fail with `error` (used when the transport cannot carry the request).
-    pub(crate) fn refuse(mut self, error: SessionError) -> Self {
+    /// Makes sending fail with `error`, without sending anything: for an API that hands out a
+    /// builder when a check before sending may fail (the caller then meets the error where it
+    /// awaits, with one `?`).
+    pub fn refuse(mut self, error: SessionError) -> Self {
         self.params = Err(error);
         self
     }

@@ -38,6 +38,7 @@ mod checks;
 mod config;
 mod event_store;
 mod handlers;
+mod listen;
 mod session;
 mod stateless;
 mod streams;
@@ -49,8 +50,11 @@ use std::time::Duration;
 use tidewire_core::session::Serve;
 use tidewire_core::transport::Codec;
 
+/// The axum this server is built on, so an app can be put together without matching versions.
+pub use axum;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
+pub use listen::{serve, serve_until};
 pub use session::{HttpReceiver, HttpSender};
 
 use session::HttpSession;

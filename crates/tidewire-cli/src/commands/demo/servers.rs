@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 
-use axum::serve::ListenerExt;
 use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
@@ -114,20 +113,15 @@ async fn serve_on_loopback(
     let address = listener
         .local_addr()
         .map_err(|e| format!("cannot read the bound address: {e}"))?;
-    // Without TCP_NODELAY, small SSE events wait behind Nagle's algorithm.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-                if let Some(sse) = sse {
-                    sse.close_all();
-                }
-            })
-            .await;
+        let _ = tidewire_http::server::serve_until(listener, app, async move {
+            let _ = stopped.await;
+            if let Some(sse) = sse {
+                sse.close_all();
+            }
+        })
+        .await;
     });
     Ok((address, (stop, task)))
 }
