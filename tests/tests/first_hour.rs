@@ -42,6 +42,17 @@ fn server() -> Server {
             },
         )
         .tool(
+            "endless",
+            "Reports progress until cancelled",
+            |_: NoArgs, ctx: Context| async move {
+                for i in 1..=5 {
+                    ctx.progress(i).await?;
+                }
+                ctx.cancelled().await;
+                Err(ToolError::new("cancelled"))
+            },
+        )
+        .tool(
             "read_file",
             "Reads a file",
             |args: ReadFile, _ctx: Context| async move {
@@ -85,6 +96,65 @@ async fn progress_as_a_sentence_reaches_the_caller() {
                 .map(|i| (f64::from(i), Some(3.0), Some(format!("step {i}"))))
                 .collect::<Vec<_>>()
         );
+        client.close().await;
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_progress_callback_can_cancel_its_own_call() {
+    tokio::time::timeout(LIMIT, async {
+        let client = connect().await;
+        let heard = Arc::new(Mutex::new(0u32));
+        let count = heard.clone();
+        let outcome = client
+            .call_tool("endless", tidewire::serde_json::json!({}))
+            .on_progress_with_cancel(move |_, call| {
+                let mut heard = count
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                *heard += 1;
+                if *heard == 3 {
+                    call.cancel("three reports are enough");
+                }
+            })
+            .await;
+        assert!(
+            outcome.as_ref().is_err_and(ClientError::is_cancelled),
+            "{outcome:?}"
+        );
+        assert!(
+            *heard
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                >= 3
+        );
+        client.close().await;
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_progress_callback_runs_while_the_caller_awaits_something_else() {
+    tokio::time::timeout(LIMIT, async {
+        let client = connect().await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let call = client
+            .call_tool("endless", tidewire::serde_json::json!({}))
+            .on_progress(move |p| {
+                let _ = tx.send(p.progress);
+            })
+            .send()
+            .await
+            .expect("sent");
+        // The call's future is not polled here: the callback runs all the same.
+        for expected in 1..=3 {
+            assert_eq!(rx.recv().await, Some(f64::from(expected)));
+        }
+        assert!(call.cancel("heard enough"));
+        assert!(call.await.is_err_and(|e| e.is_cancelled()));
         client.close().await;
     })
     .await
@@ -163,4 +233,74 @@ fn the_readme_dependencies_snippet_names_real_features() {
             && snippet.contains("rt-multi-thread"),
         "the snippets use #[tokio::main]: {snippet}"
     );
+}
+
+/// A server whose two tools clean up after a cancellation: `careful` under the cooperative
+/// policy (its `select!` branch runs), `plain` under the default abort (its `on_cancel` guard
+/// runs). Each says so on `cleaned`.
+fn cleaning_server(cleaned: tokio::sync::mpsc::UnboundedSender<&'static str>) -> Server {
+    let for_plain = cleaned.clone();
+    Server::builder(Implementation::new("cleaning", "1.0.0"))
+        .tool(
+            "careful",
+            "Saves partial work when cancelled",
+            move |_: NoArgs, ctx: Context| {
+                let cleaned = cleaned.clone();
+                async move {
+                    assert_eq!(ctx.cancel_policy(), CancelPolicy::Cooperative);
+                    ctx.progress(1).await?;
+                    ctx.cancelled().await;
+                    let _ = cleaned.send("careful saved its work");
+                    Err(ToolError::new("cancelled"))
+                }
+            },
+        )
+        .cancel_policy_for("careful", CancelPolicy::Cooperative)
+        .tool(
+            "plain",
+            "Is aborted when cancelled",
+            move |_: NoArgs, ctx: Context| {
+                let cleaned = for_plain.clone();
+                async move {
+                    assert_eq!(ctx.cancel_policy(), CancelPolicy::Abort);
+                    let _cleanup = ctx.on_cancel(move || {
+                        let _ = cleaned.send("plain cleaned up");
+                    });
+                    ctx.progress(1).await?;
+                    std::future::pending::<()>().await;
+                    Ok(CallToolResult::text("never"))
+                }
+            },
+        )
+        .build()
+}
+
+#[tokio::test]
+async fn cleanup_runs_under_either_cancel_policy() {
+    tokio::time::timeout(LIMIT, async {
+        let (tx, mut cleaned) = tokio::sync::mpsc::unbounded_channel();
+        let (client_side, server_side) = memory::duplex();
+        let (_peer, driver) = cleaning_server(tx).serve(server_side);
+        tokio::spawn(driver);
+        let client = Client::builder(Implementation::new("newcomer", "0.1.0"))
+            .connect(client_side)
+            .await
+            .expect("connects");
+        for (tool, said) in [
+            ("careful", "careful saved its work"),
+            ("plain", "plain cleaned up"),
+        ] {
+            let outcome = client
+                .call_tool(tool, tidewire::serde_json::json!({}))
+                .on_progress_with_cancel(|_, call| {
+                    call.cancel("stop");
+                })
+                .await;
+            assert!(outcome.is_err_and(|e| e.is_cancelled()), "{tool}");
+            assert_eq!(cleaned.recv().await, Some(said));
+        }
+        client.close().await;
+    })
+    .await
+    .expect("in time");
 }

@@ -36,9 +36,12 @@ enum Handover {
 }
 
 /// How the caller wants the call's progress.
+/// A progress callback, with the handle that cancels its call.
+type Callback = Box<dyn FnMut(Progress, &CancelHandle) + Send>;
+
 enum ProgressMode {
     None,
-    Callback(Box<dyn FnMut(Progress) + Send>),
+    Callback(Callback),
     /// The progress stream is handed to the [`ToolProgress`] when the call is sent.
     Stream(oneshot::Sender<Handover>),
 }
@@ -109,10 +112,38 @@ impl CallToolBuilder {
         self
     }
 
-    /// Asks the server for progress and calls `callback` with each report, in order, before
-    /// the result is returned. Replaces an earlier callback or
-    /// [`progress_stream`](Self::progress_stream).
-    pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
+    /// Asks the server for progress and calls `callback` with each report, in order, as it
+    /// arrives (on a task of its own: whether or not the call is being awaited); every report
+    /// that came before the result has been heard when the call resolves. Replaces an earlier
+    /// callback or [`progress_stream`](Self::progress_stream).
+    pub fn on_progress(mut self, mut callback: impl FnMut(Progress) + Send + 'static) -> Self {
+        self.progress = ProgressMode::Callback(Box::new(move |p, _| callback(p)));
+        self
+    }
+
+    /// As [`on_progress`](Self::on_progress), with a handle that cancels this call, so the
+    /// callback can stop it (after the third report, say). On the stateless revision the
+    /// handle is the running round's, and cancelling it ends the call.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: tidewire_client::Client) {
+    /// let mut reports = 0;
+    /// let outcome = client
+    ///     .call_tool("crawl", serde_json::json!({"urls": ["https://a.example"]}))
+    ///     .on_progress_with_cancel(move |_progress, call| {
+    ///         reports += 1;
+    ///         if reports == 3 {
+    ///             call.cancel("three reports are enough");
+    ///         }
+    ///     })
+    ///     .await;
+    /// assert!(outcome.is_err_and(|e| e.is_cancelled()));
+    /// # }
+    /// ```
+    pub fn on_progress_with_cancel(
+        mut self,
+        callback: impl FnMut(Progress, &CancelHandle) + Send + 'static,
+    ) -> Self {
         self.progress = ProgressMode::Callback(Box::new(callback));
         self
     }
@@ -162,7 +193,9 @@ impl CallToolBuilder {
         }
         match self.progress {
             ProgressMode::None => {}
-            ProgressMode::Callback(callback) => request = request.on_progress(callback),
+            ProgressMode::Callback(callback) => {
+                request = request.on_progress_with_cancel(callback);
+            }
             ProgressMode::Stream(handover) => {
                 let (with_stream, stream) = request.progress_stream();
                 request = with_stream;
@@ -195,11 +228,13 @@ impl CallToolBuilder {
                 let lagged = Arc::new(AtomicU64::new(0));
                 let counted = lagged.clone();
                 let _ = handover.send(Handover::Rounds(rx, lagged));
-                Some(Arc::new(Mutex::new(Box::new(move |p: Progress| {
-                    if tx.try_send(p).is_err() {
-                        counted.fetch_add(1, Ordering::Relaxed);
-                    }
-                }))))
+                Some(Arc::new(Mutex::new(Box::new(
+                    move |p: Progress, _: &CancelHandle| {
+                        if tx.try_send(p).is_err() {
+                            counted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    },
+                ))))
             }
         };
         let options = rounds::Options {

@@ -25,7 +25,10 @@ use crate::error::ClientError;
 const MAX_QUESTIONS: usize = 64;
 
 /// A progress callback shared by the rounds of one call.
-pub(crate) type ProgressSink = Arc<Mutex<Box<dyn FnMut(Progress) + Send>>>;
+pub(crate) type ProgressSink = Arc<Mutex<ProgressCallback>>;
+
+/// A progress callback, with the handle that cancels the running round.
+pub(crate) type ProgressCallback = Box<dyn FnMut(Progress, &CancelHandle) + Send>;
 
 /// How each round of one call is sent.
 pub(crate) struct Options {
@@ -133,11 +136,12 @@ pub(crate) async fn send_round(
     }
     if let Some(sink) = &options.progress {
         let sink = sink.clone();
-        request = request.on_progress(move |p| {
+        // The handle is this round's: cancelling it ends the round, and with it the call.
+        request = request.on_progress_with_cancel(move |p, call| {
             let mut callback = sink
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            callback(p);
+            callback(p, call);
         });
     }
     Ok(request.send().await?)

@@ -16,7 +16,7 @@ use tidewire_core::schema::{
     ListToolsResult, LoggingLevel, PaginatedParams, ReadResourceParams, SetLevelParams,
     SubscribeParams, UnsubscribeParams,
 };
-use tidewire_core::session::{Handler, Peer, RequestContext};
+use tidewire_core::session::{CancelPolicy, Handler, Peer, RequestContext};
 use tidewire_core::transport::text::excerpt;
 
 use crate::catch_up::Owed;
@@ -447,6 +447,15 @@ impl Handler for ConnectionHandler {
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
         self.0.serve(request, ctx).await
+    }
+
+    fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
+        let policies = &self.0.server.tool_cancel_policies;
+        if policies.is_empty() || request.method != "tools/call" {
+            return None;
+        }
+        let name = request.params.as_ref()?.get("name")?.as_str()?;
+        policies.get(name).copied()
     }
 
     fn handle_notification(&self, notification: Notification, peer: &Peer) {

@@ -13,7 +13,9 @@ use tidewire_core::schema::{
     JsonObject, ListRoots, ListRootsResult, LoggingLevel, LoggingMessageNotification,
     LoggingMessageParams, meta_keys,
 };
-use tidewire_core::session::{Peer, ProgressTracker, RequestBuilder, RequestContext, SessionError};
+use tidewire_core::session::{
+    CancelPolicy, OnCancel, Peer, ProgressTracker, RequestBuilder, RequestContext, SessionError,
+};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use crate::Server;
@@ -160,6 +162,21 @@ impl Context {
     /// A tracker that accumulates progress deltas.
     pub fn progress_tracker(&self, total: Option<f64>) -> ProgressTracker {
         self.request.progress_tracker(total)
+    }
+
+    /// What a cancellation does to this handler: aborted at its next `.await`
+    /// ([`CancelPolicy::Abort`], the default) or told through [`cancelled`](Self::cancelled)
+    /// ([`CancelPolicy::Cooperative`]). Set by `ServerBuilder::cancel_policy` and
+    /// `ServerBuilder::cancel_policy_for`.
+    pub fn cancel_policy(&self) -> CancelPolicy {
+        self.request.cancel_policy()
+    }
+
+    /// Runs `cleanup` if this request is cancelled, under either policy: keep the guard
+    /// (`let _cleanup = ctx.on_cancel(..)`) for as long as the work it undoes. See
+    /// [`RequestContext::on_cancel`].
+    pub fn on_cancel(&self, cleanup: impl FnOnce() + Send + 'static) -> OnCancel {
+        self.request.on_cancel(cleanup)
     }
 
     /// Resolves when the client cancels this request.

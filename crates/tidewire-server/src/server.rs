@@ -18,7 +18,7 @@ use tidewire_core::schema::{
     ResourceTemplate, ResourceUpdatedNotification, ResourceUpdatedNotificationParams,
     ServerCapabilities, Tool, ToolListChangedNotification,
 };
-use tidewire_core::session::{Driver, Peer, Serve, Session, SessionOptions};
+use tidewire_core::session::{CancelPolicy, Driver, Peer, Serve, Session, SessionOptions};
 use tidewire_core::transport::Transport;
 use tidewire_core::transport::text::excerpt;
 
@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) max_subscriptions: usize,
     pub(crate) default_log_level: LoggingLevel,
     pub(crate) session_options: SessionOptions,
+    /// Tools whose cancellation differs from the connection's policy.
+    pub(crate) tool_cancel_policies: std::collections::HashMap<String, CancelPolicy>,
     /// Which eras are served.
     pub(crate) eras: Eras,
     /// Caching hints of stateless results.
@@ -474,6 +476,7 @@ impl ServerBuilder {
                 max_subscriptions: 1024,
                 default_log_level: LoggingLevel::Info,
                 session_options: SessionOptions::default(),
+                tool_cancel_policies: std::collections::HashMap::new(),
                 eras: Eras::default(),
                 cache: CacheHints::default(),
                 state_policy: crate::stateless::state_policy(
@@ -651,6 +654,28 @@ impl ServerBuilder {
     /// Limits and timeouts of each connection's session.
     pub fn session_options(mut self, options: SessionOptions) -> Self {
         self.inner.session_options = options;
+        self
+    }
+
+    /// What a cancellation does to the handlers of this server's requests (default
+    /// [`CancelPolicy::Abort`]: the task is aborted at its next `.await`, so drop guards and
+    /// [`Context::on_cancel`](crate::Context::on_cancel) cleanups run, and code after the
+    /// `.await` does not). [`CancelPolicy::Cooperative`] only fires
+    /// [`Context::cancelled`](crate::Context::cancelled), for handlers that stop on their own.
+    /// [`cancel_policy_for`](Self::cancel_policy_for) sets it per tool. (The same setting as
+    /// `SessionOptions::cancel_policy`; the later call wins.)
+    pub fn cancel_policy(mut self, policy: CancelPolicy) -> Self {
+        self.inner.session_options = self.inner.session_options.cancel_policy(policy);
+        self
+    }
+
+    /// What a cancellation does to tool `name`'s handler, whatever the server's
+    /// [`cancel_policy`](Self::cancel_policy): say [`CancelPolicy::Cooperative`] for a tool
+    /// that saves partial work when it notices `ctx.cancelled()`.
+    pub fn cancel_policy_for(mut self, name: &str, policy: CancelPolicy) -> Self {
+        self.inner
+            .tool_cancel_policies
+            .insert(name.to_owned(), policy);
         self
     }
 

@@ -111,11 +111,20 @@ pub mod prelude {
     #[cfg(feature = "client")]
     pub use tidewire_client::{Client, ClientBuilder, ClientError, Era};
     #[cfg(feature = "server")]
-    pub use tidewire_server::{Context, NoArgs, Server, ServerBuilder, ToolError};
+    pub use tidewire_server::{CancelPolicy, Context, NoArgs, Server, ServerBuilder, ToolError};
 }
 
-/// The README's examples, compiled as doctests so they stay true (they need the HTTP features:
-/// `cargo test --workspace` turns them on, through the tests crate's `full`).
-#[cfg(all(doctest, feature = "http-server", feature = "http-client"))]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
+/// The Rust snippets of the README and of `docs/`, compiled as doctests so they stay true.
+/// They use every transport: `cargo test --workspace` turns the features on, through the tests
+/// crate's `full`.
+#[cfg(all(doctest, feature = "full"))]
+mod doc_snippets {
+    #[doc = include_str!("../../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../../docs/progress-and-cancellation.md")]
+    pub struct ProgressAndCancellation;
+    #[doc = include_str!("../../../docs/transports.md")]
+    pub struct Transports;
+    #[doc = include_str!("../../../docs/eras.md")]
+    pub struct Eras;
+}

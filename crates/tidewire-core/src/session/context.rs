@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use super::{Peer, RequestBuilder, SessionError};
+use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams};
 use crate::schema::{NotificationType, RequestType};
@@ -22,6 +22,7 @@ pub struct RequestContext {
     meta: Option<Arc<Value>>,
     extensions: Arc<http::Extensions>,
     reporter: Arc<Reporter>,
+    cancel_policy: CancelPolicy,
 }
 
 #[derive(Debug)]
@@ -41,6 +42,7 @@ impl RequestContext {
         extensions: http::Extensions,
         peer: Peer,
         cancel: CancellationToken,
+        cancel_policy: CancelPolicy,
     ) -> Self {
         let meta = params
             .and_then(|p| p.get("_meta"))
@@ -61,6 +63,7 @@ impl RequestContext {
                 guard: tokio::sync::Mutex::new(MonotonicGuard::default()),
                 limits,
             }),
+            cancel_policy,
         }
     }
 
@@ -77,7 +80,31 @@ impl RequestContext {
             http::Extensions::new(),
             peer.clone(),
             cancel,
+            peer.shared.options.cancel_policy,
         )
+    }
+
+    /// What a cancellation of this request does to its handler: under
+    /// [`CancelPolicy::Abort`] the task is aborted at its next `.await` (drop guards run, code
+    /// after the `.await` does not); under [`CancelPolicy::Cooperative`] only
+    /// [`cancelled`](Self::cancelled) fires and the handler decides when to stop. Set per
+    /// connection ([`SessionOptions::cancel_policy`](super::SessionOptions::cancel_policy)) or per
+    /// request by the handler ([`Handler::cancel_policy`](super::Handler::cancel_policy)).
+    pub fn cancel_policy(&self) -> CancelPolicy {
+        self.cancel_policy
+    }
+
+    /// Runs `cleanup` when this request is cancelled, whatever the policy: the returned guard
+    /// runs it when dropped after a cancellation (an aborted task drops it; a cooperative
+    /// handler drops it as it returns), and does nothing when dropped after the request ended
+    /// otherwise. Keep the guard alive for as long as the work it cleans up after
+    /// (`let _cleanup = ctx.on_cancel(..)`). The cleanup cannot `.await`: spawn a task from it
+    /// for async work.
+    pub fn on_cancel(&self, cleanup: impl FnOnce() + Send + 'static) -> OnCancel {
+        OnCancel {
+            cancel: self.reporter.cancel.clone(),
+            cleanup: Some(Box::new(cleanup)),
+        }
     }
 
     /// The JSON-RPC id of the request.
@@ -316,5 +343,30 @@ impl ProgressTracker {
     /// Changes the total reported with the next delta.
     pub fn set_total(&mut self, total: Option<f64>) {
         self.total = total;
+    }
+}
+
+/// Runs a cleanup when dropped after its request was cancelled ([`RequestContext::on_cancel`]).
+#[must_use = "the cleanup runs when this guard is dropped: bind it (`let _cleanup = ...`)"]
+pub struct OnCancel {
+    cancel: CancellationToken,
+    cleanup: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for OnCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnCancel")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OnCancel {
+    fn drop(&mut self) {
+        if self.cancel.is_cancelled()
+            && let Some(cleanup) = self.cleanup.take()
+        {
+            cleanup();
+        }
     }
 }

@@ -375,9 +375,13 @@ fn start_request<H: Handler>(
         );
     }
     let cancel = shared.closed.child_token();
-    let added = shared
-        .state()
-        .add_inbound(id.clone(), Inbound::new(cancel.clone()));
+    let policy = handler
+        .cancel_policy(&request)
+        .unwrap_or(shared.options.cancel_policy);
+    let added = shared.state().add_inbound(
+        id.clone(),
+        Inbound::new(cancel.clone(), policy == CancelPolicy::Cooperative),
+    );
     let generation = match added {
         Ok(generation) => generation,
         Err(refusal) => {
@@ -395,6 +399,7 @@ fn start_request<H: Handler>(
         extensions,
         routed.clone(),
         cancel.clone(),
+        policy,
     );
     // Made here, not in the task: a task aborted before its first poll still frees its slot.
     let slot = Slot {
@@ -505,7 +510,7 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
             match entry {
                 Some(inbound) => {
                     inbound.cancel.cancel();
-                    if peer.shared.options.cancel_policy == CancelPolicy::Abort
+                    if !inbound.cooperative
                         && let Some(abort) = inbound.abort
                     {
                         abort.abort();

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use context::{ProgressTracker, RequestContext};
+pub use context::{OnCancel, ProgressTracker, RequestContext};
 pub use driver::Driver;
 pub use error::SessionError;
 pub use options::{CancelPolicy, SessionOptions};
@@ -67,6 +67,14 @@ pub trait Handler: Send + Sync + 'static {
     /// `notifications/progress` are also acted on by the engine itself before this is called.
     fn handle_notification(&self, notification: Notification, peer: &Peer) {
         let _ = (notification, peer);
+    }
+
+    /// What a cancellation does to this request's handler, when it differs from the
+    /// connection's [`SessionOptions::cancel_policy`] (`None`: the connection's). Asked once, as
+    /// the request starts; the server API answers with the policy set for the tool called.
+    fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
+        let _ = request;
+        None
     }
 }
 

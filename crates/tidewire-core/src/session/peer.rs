@@ -408,9 +408,14 @@ fn to_params<P: Serialize>(method: &str, params: &P) -> Result<Option<Value>, Se
 
 enum ProgressMode {
     None,
-    Callback(Box<dyn FnMut(Progress) + Send>),
+    /// Progress asked for with nobody to hear it (a timeout that resets on progress).
+    Ask,
+    Callback(ProgressCallback),
     Stream(mpsc::Sender<Progress>, Arc<AtomicU64>),
 }
+
+/// A progress callback, with the handle that cancels its call.
+type ProgressCallback = Box<dyn FnMut(Progress, &CancelHandle) + Send>;
 
 /// An outbound request being prepared. Await it to send and wait for the result, or call
 /// [`send`](Self::send) to get an [`InFlight`] handle with the id and a cancel handle.
@@ -520,14 +525,46 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
     pub fn reset_timeout_on_progress(mut self, hard_max: Duration) -> Self {
         self.reset_max = Some(hard_max);
         if matches!(self.progress, ProgressMode::None) {
-            self.progress = ProgressMode::Callback(Box::new(|_| {}));
+            self.progress = ProgressMode::Ask;
         }
         self
     }
 
     /// Asks the peer for progress (`_meta.progressToken`) and calls `callback` with each report,
-    /// in order, before the result is returned.
-    pub fn on_progress(mut self, callback: impl FnMut(Progress) + Send + 'static) -> Self {
+    /// in order, as it arrives: on a task of its own, so it runs whether or not the request's
+    /// future is being polled (after [`send`](Self::send), while the caller awaits something
+    /// else). Every report that arrived before the response has been handed to it by the time
+    /// the request's future resolves. To cancel the call from the callback, use
+    /// [`on_progress_with_cancel`](Self::on_progress_with_cancel).
+    pub fn on_progress(mut self, mut callback: impl FnMut(Progress) + Send + 'static) -> Self {
+        self.progress = ProgressMode::Callback(Box::new(move |p, _| callback(p)));
+        self
+    }
+
+    /// As [`on_progress`](Self::on_progress), with the call's [`CancelHandle`], so the callback
+    /// can cancel its own call (after the third report, say):
+    ///
+    /// ```no_run
+    /// # async fn demo(peer: tidewire_core::session::Peer) {
+    /// use tidewire_core::schema::{CallTool, CallToolParams};
+    ///
+    /// let mut reports = 0;
+    /// let outcome = peer
+    ///     .request::<CallTool>(CallToolParams::new("crawl"))
+    ///     .on_progress_with_cancel(move |_progress, call| {
+    ///         reports += 1;
+    ///         if reports == 3 {
+    ///             call.cancel("three reports are enough");
+    ///         }
+    ///     })
+    ///     .await;
+    /// assert!(outcome.is_err_and(|e| e.is_cancelled()));
+    /// # }
+    /// ```
+    pub fn on_progress_with_cancel(
+        mut self,
+        callback: impl FnMut(Progress, &CancelHandle) + Send + 'static,
+    ) -> Self {
         self.progress = ProgressMode::Callback(Box::new(callback));
         self
     }
@@ -569,6 +606,14 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
 
         let (sink, callback) = match self.progress {
             ProgressMode::None => (None, None),
+            ProgressMode::Ask => {
+                // Nobody hears the reports: the engine drops them into a closed channel, and
+                // `activity` still resets the timeout.
+                let (tx, rx) = mpsc::channel(1);
+                drop(rx);
+                let lagged = Arc::new(AtomicU64::new(0));
+                (Some(ProgressSink::new(tx, activity.clone(), lagged)), None)
+            }
             ProgressMode::Callback(cb) => {
                 let (tx, rx) = mpsc::channel(shared.options.progress_buffer);
                 let lagged = Arc::new(AtomicU64::new(0));
@@ -633,6 +678,21 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         guard.notify_peer = true;
 
         let method = self.method;
+        let cancel = CancelHandle {
+            shared: Arc::downgrade(&shared),
+            id: id.clone(),
+            method: method.clone(),
+        };
+        // The callback runs on a task of its own, fed as reports arrive; it ends once the
+        // request's entry is gone (its sender with it) and the reports queued before are heard.
+        let reporter = callback.map(|(mut callback, mut rx)| {
+            let handle = cancel.clone();
+            tokio::spawn(async move {
+                while let Some(progress) = rx.recv().await {
+                    callback(progress, &handle);
+                }
+            })
+        });
         let wait = wait_for_response::<T>(
             guard,
             method.clone(),
@@ -641,14 +701,10 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             timeout,
             self.reset_max,
             activity,
-            callback,
+            reporter,
         );
         Ok(InFlight {
-            cancel: CancelHandle {
-                shared: Arc::downgrade(&shared),
-                id: id.clone(),
-                method: method.clone(),
-            },
+            cancel,
             id,
             future: Box::pin(wait),
         })
@@ -723,8 +779,6 @@ fn first_deadline(
     }
 }
 
-type Callback = (Box<dyn FnMut(Progress) + Send>, mpsc::Receiver<Progress>);
-
 #[allow(clippy::too_many_arguments)]
 async fn wait_for_response<T: DeserializeOwned>(
     mut guard: CancelGuard,
@@ -734,7 +788,7 @@ async fn wait_for_response<T: DeserializeOwned>(
     timeout: Option<Duration>,
     reset_max: Option<Duration>,
     activity: Option<Arc<Notify>>,
-    mut callback: Option<Callback>,
+    reporter: Option<tokio::task::JoinHandle<()>>,
 ) -> Result<T, SessionError> {
     // `started` is when the request was made, before it waited for room in the queue: the
     // timeout covers the whole call.
@@ -749,13 +803,9 @@ async fn wait_for_response<T: DeserializeOwned>(
             }
         };
         let progressed = async {
-            match (&mut callback, &activity) {
-                (Some((cb, rx)), _) => match rx.recv().await {
-                    Some(p) => cb(p),
-                    None => std::future::pending().await,
-                },
-                (None, Some(activity)) => activity.notified().await,
-                (None, None) => std::future::pending().await,
+            match &activity {
+                Some(activity) => activity.notified().await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -777,11 +827,13 @@ async fn wait_for_response<T: DeserializeOwned>(
         }
     };
     guard.disarm();
-    // Reports that arrived before the response are still queued: hand them over first.
-    if let Some((cb, rx)) = &mut callback {
-        while let Ok(p) = rx.try_recv() {
-            cb(p);
-        }
+    // Reports that arrived before the response may still be queued: the callback hears them
+    // before the caller hears the outcome (the entry is gone, so its task ends once they are).
+    if let Some(reporter) = reporter
+        && let Err(error) = reporter.await
+        && error.is_panic()
+    {
+        tracing::warn!("a progress callback panicked");
     }
     let value = match outcome {
         Ok(Ok(value)) => value,

@@ -65,15 +65,19 @@ pub(crate) struct Pending {
 pub(crate) struct Inbound {
     pub(crate) cancel: CancellationToken,
     pub(crate) abort: Option<tokio::task::AbortHandle>,
+    /// A cancellation only fires the token; the task is not aborted (it is when the connection
+    /// ends).
+    pub(crate) cooperative: bool,
     /// Which request with this id the entry is (ids may be reused once cancelled).
     generation: u64,
 }
 
 impl Inbound {
-    pub(crate) fn new(cancel: CancellationToken) -> Self {
+    pub(crate) fn new(cancel: CancellationToken, cooperative: bool) -> Self {
         Self {
             cancel,
             abort: None,
+            cooperative,
             generation: 0,
         }
     }
@@ -352,7 +356,7 @@ mod tests {
     #[test]
     fn inbound_table_is_bounded() {
         let mut s = State::new(1, 1);
-        let inbound = || Inbound::new(CancellationToken::new());
+        let inbound = || Inbound::new(CancellationToken::new(), false);
         let first = s
             .add_inbound(RequestId::Number(1), inbound())
             .expect("room");
@@ -375,7 +379,7 @@ mod tests {
     #[test]
     fn a_cancelled_request_keeps_its_slot_until_it_stops_but_frees_its_id() {
         let mut s = State::new(8, 2);
-        let inbound = || Inbound::new(CancellationToken::new());
+        let inbound = || Inbound::new(CancellationToken::new(), false);
         let id = RequestId::Number(1);
         let old = s.add_inbound(id.clone(), inbound()).expect("room");
         assert!(s.cancel_inbound(&id).is_some());
