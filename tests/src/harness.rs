@@ -342,6 +342,7 @@ pub async fn connect_with(
                 let (url, server, http) = start_http(HttpMode::Sse).await;
                 let transport = tidewire_http::client::StatelessHttpClient::new(url.clone())
                     .connect()
+                    .await
                     .expect("a stateless HTTP transport");
                 let client = builder
                     .connect(transport)
@@ -366,6 +367,7 @@ pub async fn connect_with(
             let url_for_harness = url.clone();
             let client_transport = tidewire_http::client::StreamableHttpClient::new(url)
                 .connect()
+                .await
                 .expect("an HTTP client transport");
             let client = builder
                 .connect(client_transport)

@@ -86,6 +86,7 @@ async fn peer_scenarios_over_streamable_http_in_era_modern() {
         let counters = Arc::new(Counters::default());
         let transport = tidewire_http::client::StatelessHttpClient::new(url)
             .connect()
+            .await
             .expect("a stateless HTTP transport");
         let client = timeout(
             LIMIT,
@@ -207,6 +208,7 @@ async fn tool_parameters_travel_in_headers_once_the_tool_is_listed() {
     let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
     let transport = tidewire_http::client::StatelessHttpClient::new(url)
         .connect()
+        .await
         .expect("a stateless HTTP transport");
     let counters = Arc::new(Counters::default());
     let client = timeout(
@@ -350,6 +352,7 @@ async fn the_default_is_auto_and_session_transports_speak_sessions() {
     // Over the session-era Streamable HTTP transport, the default (Auto) is the session era…
     let transport = tidewire_http::client::StreamableHttpClient::new(url.clone())
         .connect()
+        .await
         .expect("transport");
     let client = timeout(
         LIMIT,
@@ -363,6 +366,7 @@ async fn the_default_is_auto_and_session_transports_speak_sessions() {
     // …and Modern there is refused before anything is sent.
     let transport = tidewire_http::client::StreamableHttpClient::new(url)
         .connect()
+        .await
         .expect("transport");
     let refused = timeout(
         LIMIT,

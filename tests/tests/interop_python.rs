@@ -87,6 +87,7 @@ async fn websocket_scenario(
 async fn http_scenario(url: &str, scenario: &str) -> Result<String, String> {
     let transport = tidewire_http::client::StatelessHttpClient::new(url)
         .connect()
+        .await
         .map_err(|e| format!("a stateless HTTP transport: {e}"))?;
     let counters = std::sync::Arc::new(tidewire_tests::harness::Counters::default());
     let client = tidewire_tests::harness::peer_client(&counters)

@@ -604,6 +604,7 @@ mod http {
             let (_, url) = h.http.clone().expect("an HTTP harness");
             let transport = tidewire_http::client::StreamableHttpClient::new(url)
                 .connect()
+                .await
                 .expect("transport");
             let other = tidewire_client::Client::builder(Implementation::new("second", "1"))
                 .connect(transport)

@@ -140,7 +140,7 @@ pub(crate) async fn connect_observed(
         Target::Http(url) => {
             if args.era != CliEra::Legacy {
                 // The era decides the transport: the stateless wire first.
-                let transport = stateless_transport(url, args)?;
+                let transport = stateless_transport(url, args).await?;
                 match handshake(tap(transport, observer.clone()), target, None, Era::Modern).await {
                     Ok(client) => return Ok(Connection::remote(client)),
                     Err(failure) if args.era == CliEra::Modern || stateless_refusal(&failure) => {
@@ -150,7 +150,7 @@ pub(crate) async fn connect_observed(
                     Err(_) => {}
                 }
             }
-            let transport = http_transport(url, args)?;
+            let transport = http_transport(url, args).await?;
             match handshake(tap(transport, observer.clone()), target, None, Era::Legacy).await {
                 Ok(client) => Ok(Connection::remote(client)),
                 Err(failure) => match refused_status(&failure) {
@@ -250,7 +250,7 @@ async fn legacy_sse(
 }
 
 /// The stateless wire's HTTP transport, with the `--header` and `--bearer` options.
-fn stateless_transport(
+async fn stateless_transport(
     url: &str,
     args: &ConnectArgs,
 ) -> Result<tidewire_http::client::StatelessHttpTransport, CliError> {
@@ -263,6 +263,7 @@ fn stateless_transport(
     }
     builder
         .connect()
+        .await
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
 }
 
@@ -301,7 +302,7 @@ fn refused_status(failure: &Failure) -> Option<u64> {
     matches!(status, 400 | 404 | 405).then_some(status)
 }
 
-fn http_transport(
+async fn http_transport(
     url: &str,
     args: &ConnectArgs,
 ) -> Result<tidewire_http::client::HttpClientTransport, CliError> {
@@ -320,6 +321,7 @@ fn http_transport(
     }
     builder
         .connect()
+        .await
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
 }
 

@@ -496,7 +496,7 @@ async fn with_reinitialize_off_a_404_closes_the_connection() {
                 .unwrap_or_else(|| status(StatusCode::BAD_REQUEST, "unexpected"))
         })
         .await;
-        let transport = transport_for(&fake).connect().expect("a transport");
+        let transport = transport_for(&fake).connect().await.expect("a transport");
         let client = tidewire_client::Client::builder(tidewire_core::schema::Implementation::new(
             "http-test-client",
             "0.1.0",
@@ -674,6 +674,7 @@ async fn an_unreachable_server_fails_the_handshake_clearly() {
             "http://127.0.0.1:{port}/mcp"
         ))
         .connect()
+        .await
         .expect("valid configuration");
         let error =
             tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
@@ -850,7 +851,7 @@ async fn dropping_the_transport_without_close_stops_its_streams() {
             })
             .await
         };
-        let transport = transport_for(&fake).connect().expect("transport");
+        let transport = transport_for(&fake).connect().await.expect("transport");
         let handle = transport.handle();
         let (connecting, driver) =
             tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
@@ -956,6 +957,7 @@ async fn sse_replies_to_notifications_are_capped_and_end_when_the_transport_clos
         let transport = transport_for(&fake)
             .get_stream(false)
             .connect()
+            .await
             .expect("transport");
         // Driven without the engine: only notifications go out. The receiver is kept, since
         // dropping it would stop the transport.
@@ -1021,6 +1023,7 @@ async fn a_redirect_to_another_origin_is_refused_and_named() {
         let transport = transport_for(&fake)
             .header("x-api-key", "secret-key")
             .connect()
+            .await
             .expect("transport");
         let error =
             tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))

@@ -19,6 +19,7 @@ const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
 async fn run_one(url: &str, scenario: &str) -> Result<String, String> {
     let transport = StreamableHttpClient::new(url)
         .connect()
+        .await
         .map_err(|e| format!("transport: {e}"))?;
     let handle = transport.handle();
     let counters = Arc::new(Counters::default());

@@ -76,7 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The session era over Streamable HTTP.
     let client = builder()
-        .connect(StreamableHttpClient::new(&mcp).connect()?)
+        .connect(StreamableHttpClient::new(&mcp).connect().await?)
         .await?;
     println!(
         "Streamable HTTP, {:?} era, protocol {}",
@@ -89,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The stateless revision over Streamable HTTP.
     let client = builder()
         .era(Era::Modern)
-        .connect(StatelessHttpClient::new(&mcp).connect()?)
+        .connect(StatelessHttpClient::new(&mcp).connect().await?)
         .await?;
     println!(
         "Streamable HTTP, {:?} era, protocol {}",

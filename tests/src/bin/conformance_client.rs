@@ -63,6 +63,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
     }
     let transport = StreamableHttpClient::new(url)
         .connect()
+        .await
         .map_err(|e| format!("cannot use {url}: {e}"))?;
     let client = Client::builder(Implementation::new(
         "tidewire-conformance-client",
@@ -102,6 +103,7 @@ async fn run_stateless(scenario: &str, url: &str) -> Result<(), String> {
     }
     let transport = StatelessHttpClient::new(url)
         .connect()
+        .await
         .map_err(|e| format!("cannot use {url}: {e}"))?;
     let client = Client::builder(Implementation::new(
         "tidewire-conformance-client",

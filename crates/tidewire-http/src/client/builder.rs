@@ -33,7 +33,8 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 ///     .header("x-tenant", "blue")
 ///     .reconnect(ReconnectPolicy::default().max_attempts(10))
 ///     .request_timeout(Duration::from_secs(10))
-///     .connect()?;
+///     .connect()
+///     .await?;
 /// # let _ = transport; Ok(()) }
 /// ```
 #[must_use = "a builder does nothing until it connects"]
@@ -156,7 +157,9 @@ impl StreamableHttpClient {
         self
     }
 
-    /// Checks the configuration and returns the transport. No I/O happens here.
+    /// Checks the configuration and returns the transport: `connect().await`, as every client
+    /// transport of tidewire. No I/O happens yet: the first request (the engine's
+    /// `initialize`) is the first POST.
     ///
     /// The transport must then be used within a Tokio runtime: it spawns its background tasks
     /// (POST reply readers, the GET stream) as messages go out.
@@ -166,7 +169,7 @@ impl StreamableHttpClient {
     /// endpoint, [`HttpClientError::TlsUnavailable`] for `https` without TLS support,
     /// [`HttpClientError::InvalidHeader`] for a bad header, [`HttpClientError::HttpClient`] when
     /// the default `reqwest::Client` cannot be built.
-    pub fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
+    pub async fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
         let headers = self.headers.checked()?;
         let url = endpoint(&self.url, self.http.is_some())?;
         let http = match self.http {
@@ -196,25 +199,31 @@ mod tests {
 
     #[tokio::test]
     async fn connect_checks_the_configuration() {
-        let bad = StreamableHttpClient::new("not a url").connect();
+        let bad = StreamableHttpClient::new("not a url").connect().await;
         assert!(matches!(bad, Err(HttpClientError::InvalidUrl { .. })));
-        let bad = StreamableHttpClient::new("ftp://example.com/mcp").connect();
+        let bad = StreamableHttpClient::new("ftp://example.com/mcp")
+            .connect()
+            .await;
         assert!(matches!(
             bad,
             Err(HttpClientError::UnsupportedScheme { .. })
         ));
         let bad = StreamableHttpClient::new("http://127.0.0.1:1/mcp")
             .header("bad header", "x")
-            .connect();
+            .connect()
+            .await;
         assert!(matches!(bad, Err(HttpClientError::InvalidHeader(_))));
         if !cfg!(feature = "rustls") {
-            let bad = StreamableHttpClient::new("https://example.com/mcp").connect();
+            let bad = StreamableHttpClient::new("https://example.com/mcp")
+                .connect()
+                .await;
             assert!(matches!(bad, Err(HttpClientError::TlsUnavailable { .. })));
         }
         assert!(
             StreamableHttpClient::new("http://127.0.0.1:1/mcp")
                 .bearer("t")
                 .connect()
+                .await
                 .is_ok()
         );
     }

@@ -9,7 +9,8 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let transport = StreamableHttpClient::new("http://127.0.0.1:8080/mcp")
 //!     .bearer("my-token")
-//!     .connect()?;
+//!     .connect()
+//!     .await?;
 //! let session = transport.handle();
 //! let client = Client::builder(Implementation::new("my-agent", "1.0.0"))
 //!     .connect(transport)

@@ -32,9 +32,10 @@ const INBOUND: usize = 64;
 /// HTTP. Pair it with `ClientBuilder::era(Era::Modern)`.
 ///
 /// ```no_run
-/// # fn demo() -> Result<(), tidewire_http::client::HttpClientError> {
+/// # async fn demo() -> Result<(), tidewire_http::client::HttpClientError> {
 /// let transport = tidewire_http::client::StatelessHttpClient::new("http://127.0.0.1:3000/mcp")
-///     .connect()?;
+///     .connect()
+///     .await?;
 /// # let _ = transport; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -91,12 +92,13 @@ impl StatelessHttpClient {
         self
     }
 
-    /// The transport.
+    /// The transport: `connect().await`, as every client transport of tidewire. No I/O happens
+    /// yet: each request is a POST of its own.
     ///
     /// # Errors
     /// When the URL is not an `http` one (or `https` without a TLS-enabled client), or the HTTP
     /// client cannot be built.
-    pub fn connect(self) -> Result<StatelessHttpTransport, HttpClientError> {
+    pub async fn connect(self) -> Result<StatelessHttpTransport, HttpClientError> {
         let extra = self.extra.checked()?;
         let url = endpoint(&self.url, self.http.is_some())?;
         let http = match self.http {

@@ -316,7 +316,10 @@ pub fn transport_for(fake: &Fake) -> StreamableHttpClient {
 
 /// Connects a client over `builder`'s transport.
 pub async fn connect(builder: StreamableHttpClient) -> (Client, HttpClientHandle) {
-    let transport = builder.connect().expect("a valid transport configuration");
+    let transport = builder
+        .connect()
+        .await
+        .expect("a valid transport configuration");
     let handle = transport.handle();
     let client = Client::builder(Implementation::new("http-test-client", "0.1.0"))
         .connect(transport)

@@ -72,6 +72,7 @@ pub async fn connect_with_fallback(
 ) -> Result<(Client, Fallback), FallbackError> {
     let transport = StreamableHttpClient::new(url)
         .connect()
+        .await
         .map_err(FallbackError::Config)?;
     let handle = transport.handle();
     let refused = match builder().connect(transport).await {
@@ -114,6 +115,7 @@ pub async fn connect_auto(
 ) -> Result<(Client, Fallback), FallbackError> {
     let transport = StatelessHttpClient::new(url)
         .connect()
+        .await
         .map_err(FallbackError::Config)?;
     match builder().era(Era::Modern).connect(transport).await {
         Ok(client) => return Ok((client, Fallback::Stateless)),
