@@ -235,8 +235,8 @@ async fn tool_parameters_travel_in_headers_once_the_tool_is_listed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_auto_picks_the_era_an_http_server_speaks() {
+    use tidewire::connect::{Fallback, auto as connect_auto};
     use tidewire_http::server::{HttpConfig, StreamableHttp};
-    use tidewire_sse::client::{Fallback, connect_auto};
 
     // A dual server: the stateless revision.
     let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
@@ -388,4 +388,25 @@ async fn the_default_is_auto_and_session_transports_speak_sessions() {
         .expect("connects");
     assert_eq!(client.era(), Spoken::Stateless);
     client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_fallback_picks_the_transport_the_server_speaks() {
+    use tidewire::connect::{Fallback, with_fallback};
+    use tidewire_sse::server::SseConfig;
+
+    let check = async {
+        let builder = || peer_client(&Arc::new(Counters::default()));
+        let (sse_url, _server, _sse) = harness::start_sse(SseConfig::default()).await;
+        let (client, how) = with_fallback(&sse_url, builder).await.expect("legacy");
+        assert!(matches!(how, Fallback::LegacySse { .. }), "{how:?}");
+        client.ping().await.expect("ping over legacy SSE");
+        client.close().await;
+        let (http_url, _server, _http) = harness::start_http(harness::HttpMode::Sse).await;
+        let (client, how) = with_fallback(&http_url, builder).await.expect("streamable");
+        assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
+        client.ping().await.expect("ping over Streamable HTTP");
+        client.close().await;
+    };
+    timeout(LIMIT, check).await.expect("in time");
 }

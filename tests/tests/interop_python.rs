@@ -106,10 +106,10 @@ async fn http_scenario(url: &str, scenario: &str) -> Result<String, String> {
 async fn http_auto_scenario(url: &str, scenario: &str) -> Result<String, String> {
     let counters = std::sync::Arc::new(tidewire_tests::harness::Counters::default());
     let (client, fallback) =
-        tidewire_sse::client::connect_auto(url, || tidewire_tests::harness::peer_client(&counters))
+        tidewire::connect::auto(url, || tidewire_tests::harness::peer_client(&counters))
             .await
             .map_err(|e| format!("connect_auto: {e}"))?;
-    if !matches!(fallback, tidewire_sse::client::Fallback::Stateless) {
+    if !matches!(fallback, tidewire::connect::Fallback::Stateless) {
         return Err(format!(
             "Auto did not reach the stateless revision: {fallback:?}"
         ));

@@ -85,7 +85,7 @@
 //!   [`Client::listen`] is one stream of change notifications in both eras; results with a
 //!   `ttlMs` are cached ([`Client::fresh`] asks anyway). On Streamable HTTP the stateless
 //!   revision needs `tidewire_http::client::StatelessHttpClient` (or
-//!   `tidewire_sse::client::connect_auto`, which picks).
+//!   `tidewire::connect::auto`, which picks).
 //! - [`NotificationStream`] delivers the server's notifications as typed
 //!   [`ServerNotification`](schema::ServerNotification)s.
 //! - [`ClientError`] says what went wrong, with `is_timeout` / `is_cancelled` / `is_closed` /

@@ -6,8 +6,8 @@
 //!
 //! - [`server`]: an axum router with the stream and the POST endpoint, one engine session per
 //!   stream.
-//! - [`client`]: a reqwest client transport, and (feature `fallback`)
-//!   [`client::connect_with_fallback`], which tries Streamable HTTP first.
+//! - [`client`]: a reqwest client transport. Trying Streamable HTTP first and falling back to
+//!   this one is `tidewire::connect::with_fallback`, in the facade, above the transports.
 //! - The `Host`/`Origin` rules are `tidewire_core::transport::HostPolicy`, shared by every
 //!   tidewire HTTP transport.
 //!
@@ -18,7 +18,6 @@
 //! |------------|---------|--------------------------------------------------------------------|
 //! | `server`   | yes     | [`server`]                                                         |
 //! | `client`   | yes     | [`client`]                                                         |
-//! | `fallback` | yes     | `client::connect_with_fallback` (needs tidewire-client and -http)  |
 //!
 //! ## Cancel safety
 //! Dropping a request future on the client cancels the request as on every transport (the

@@ -1,5 +1,5 @@
 //! The legacy HTTP+SSE server's HTTP rules, the client's refusals (an endpoint or a redirect to
-//! another origin), a stream starting with a byte-order mark, and the Streamable HTTP fallback.
+//! another origin), and a stream starting with a byte-order mark.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -12,9 +12,9 @@ use tidewire_client::Client;
 use tidewire_core::jsonrpc::Message;
 use tidewire_core::schema::Implementation;
 use tidewire_core::transport::{Transport, TransportReceiver};
-use tidewire_sse::client::{Fallback, SseClient, SseClientError, connect_with_fallback};
+use tidewire_sse::client::{SseClient, SseClientError};
 use tidewire_sse::server::SseConfig;
-use tidewire_tests::harness::{HttpMode, start_http, start_sse};
+use tidewire_tests::harness::start_sse;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -199,9 +199,14 @@ async fn a_silent_call_longer_than_the_idle_timeout_is_not_expired() {
         // sends nothing for 800 ms (no progress token) and must still get its answer.
         let config = SseConfig::default().idle_timeout(Duration::from_millis(200));
         let (url, _server, sse) = start_sse(config).await;
-        let builder = || Client::builder(Implementation::new("silent", "1"));
-        let (client, how) = connect_with_fallback(&url, builder).await.expect("legacy");
-        assert!(matches!(how, Fallback::LegacySse { .. }), "{how:?}");
+        let transport = SseClient::new(&url)
+            .connect()
+            .await
+            .expect("the stream opens");
+        let client = Client::builder(Implementation::new("silent", "1"))
+            .connect(transport)
+            .await
+            .expect("legacy");
         let result = client
             .call_tool("crawl", json!({"urls": ["https://a"], "delay_ms": 800}))
             .send()
@@ -252,29 +257,6 @@ async fn the_client_refuses_an_endpoint_on_another_origin() {
             matches!(err, SseClientError::Status { status: 404, .. }),
             "{err}"
         );
-    })
-    .await
-    .expect("in time");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fallback_picks_the_transport_the_server_speaks() {
-    tokio::time::timeout(LIMIT, async {
-        let builder = || Client::builder(Implementation::new("fallback", "1"));
-        let (sse_url, _server, _sse) = start_sse(SseConfig::default()).await;
-        let (client, how) = connect_with_fallback(&sse_url, builder)
-            .await
-            .expect("legacy");
-        assert!(matches!(how, Fallback::LegacySse { .. }), "{how:?}");
-        client.ping().await.expect("ping over legacy SSE");
-        client.close().await;
-        let (http_url, _server, _http) = start_http(HttpMode::Sse).await;
-        let (client, how) = connect_with_fallback(&http_url, builder)
-            .await
-            .expect("streamable");
-        assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
-        client.ping().await.expect("ping over Streamable HTTP");
-        client.close().await;
     })
     .await
     .expect("in time");

@@ -25,7 +25,7 @@
 //! | `http-client`  | no      | `http::client`: Streamable HTTP clients (both eras)           |
 //! | `rustls`       | no      | HTTPS for the HTTP clients                                    |
 //! | `sse-server`   | no      | `sse::server`: the legacy HTTP+SSE server                     |
-//! | `sse-client`   | no      | `sse::client`: its client, and the fallback to it             |
+//! | `sse-client`   | no      | `sse::client`; with `http-client`, `connect` (either era, either HTTP transport) |
 //! | `ws-server`    | no      | `ws::server`: WebSocket (a custom transport)                  |
 //! | `ws-client`    | no      | `ws::client`                                                  |
 //! | `http`, `sse`, `ws` | no | both halves of the transport                                  |
@@ -80,6 +80,9 @@ pub use tidewire_http as http;
 pub use tidewire_sse as sse;
 #[cfg(any(feature = "ws-server", feature = "ws-client"))]
 pub use tidewire_ws as ws;
+
+#[cfg(all(feature = "client", feature = "http-client", feature = "sse-client"))]
+pub mod connect;
 
 /// What nearly every tidewire program uses: `use tidewire::prelude::*;`.
 ///

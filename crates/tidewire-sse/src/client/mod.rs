@@ -44,12 +44,10 @@
 //!   task reading it fail all the same, the connection ends with an error saying so, and every
 //!   call in flight fails with it.
 //!
-//! [`connect_with_fallback`] (feature `fallback`) tries Streamable HTTP first and falls back to
-//! this transport for servers that predate it.
+//! `tidewire::connect::with_fallback` (in the facade) tries Streamable HTTP first and falls back
+//! to this transport for servers that predate it.
 
 mod error;
-#[cfg(feature = "fallback")]
-mod fallback;
 mod transport;
 
 use std::time::Duration;
@@ -58,8 +56,6 @@ use http::{HeaderMap, HeaderName, HeaderValue, header};
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 
 pub use error::SseClientError;
-#[cfg(feature = "fallback")]
-pub use fallback::{Fallback, FallbackError, connect_auto, connect_with_fallback};
 pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
 
 /// Builds a legacy HTTP+SSE client transport. Setters never fail; [`connect`](Self::connect)

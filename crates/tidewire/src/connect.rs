@@ -1,17 +1,20 @@
-//! Streamable HTTP first, legacy HTTP+SSE for older servers (the backwards-compatibility rule
-//! of MCP 2025-03-26).
+//! Connecting to an HTTP URL whatever the server speaks: the stateless revision or sessions
+//! ([`auto`]), Streamable HTTP or, for older servers, legacy HTTP+SSE ([`with_fallback`], the
+//! backwards-compatibility rule of MCP 2025-03-26).
+//!
+//! These choose between transports, so they live above them, here (features `client`,
+//! `http-client` and `sse-client`).
 
 use tidewire_client::{Client, ClientBuilder, ClientError, Era};
 use tidewire_http::client::{HttpClientHandle, StatelessHttpClient, StreamableHttpClient};
+use tidewire_sse::client::{SseClient, SseClientError};
 
-use super::{SseClient, SseClientError};
-
-/// Which transport [`connect_with_fallback`] ended up on.
+/// Which transport [`with_fallback`] or [`auto`] ended up on.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Fallback {
     /// The server speaks the stateless revision (2026-07-28) on Streamable HTTP
-    /// ([`connect_auto`] only).
+    /// ([`auto`] only).
     Stateless,
     /// The server speaks Streamable HTTP.
     StreamableHttp(HttpClientHandle),
@@ -23,7 +26,7 @@ pub enum Fallback {
     },
 }
 
-/// Why [`connect_with_fallback`] failed.
+/// Why [`with_fallback`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FallbackError {
@@ -52,11 +55,10 @@ pub enum FallbackError {
 /// `builder` makes the client (handlers, options) and is called once per attempt.
 ///
 /// ```no_run
-/// use tidewire_client::Client;
-/// use tidewire_core::schema::Implementation;
+/// use tidewire::prelude::*;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let (client, how) = tidewire_sse::client::connect_with_fallback("http://127.0.0.1:8000/sse", || {
+/// let (client, how) = tidewire::connect::with_fallback("http://127.0.0.1:8000/sse", || {
 ///     Client::builder(Implementation::new("my-agent", "1.0.0"))
 /// })
 /// .await?;
@@ -66,7 +68,7 @@ pub enum FallbackError {
 ///
 /// # Errors
 /// See [`FallbackError`].
-pub async fn connect_with_fallback(
+pub async fn with_fallback(
     url: &str,
     builder: impl Fn() -> ClientBuilder,
 ) -> Result<(Client, Fallback), FallbackError> {
@@ -102,14 +104,14 @@ pub async fn connect_with_fallback(
 /// Connects to `url` in whichever era the server speaks: first the stateless revision
 /// (`server/discover` over [`StatelessHttpClient`], with `builder`'s client in
 /// [`Era::Modern`]); when the answer is not one of that revision (an unknown method, a 4xx
-/// without a stateless error, no answer), the session era as [`connect_with_fallback`] does it
+/// without a stateless error, no answer), the session era as [`with_fallback`] does it
 /// (Streamable HTTP, then legacy HTTP+SSE). An answer that is the stateless revision's but
 /// refuses (no version in common, a header mismatch) is an error, not a reason to fall back.
 ///
 /// # Errors
 /// See [`FallbackError`]; the stateless attempt's refusal comes as
 /// [`FallbackError::StreamableHttp`].
-pub async fn connect_auto(
+pub async fn auto(
     url: &str,
     builder: impl Fn() -> ClientBuilder,
 ) -> Result<(Client, Fallback), FallbackError> {
@@ -126,7 +128,7 @@ pub async fn connect_auto(
             tracing::debug!(%url, %error, "not the stateless revision: trying sessions");
         }
     }
-    connect_with_fallback(url, || builder().era(Era::Legacy)).await
+    with_fallback(url, || builder().era(Era::Legacy)).await
 }
 
 /// The HTTP status of a refused `initialize` POST, when it is one that means "not a Streamable
