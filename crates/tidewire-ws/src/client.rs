@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use http::{HeaderName, HeaderValue, header};
-use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
@@ -45,8 +45,8 @@ pub enum WsClientError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A header set on the builder has an invalid name or value.
-    #[error("invalid header {0:?}")]
+    /// A header set on the builder has an invalid name or value (the reason; never the value).
+    #[error("invalid header: {0}")]
     InvalidHeader(String),
     /// The connection or the upgrade failed (refused, an HTTP error status, no subprotocol
     /// `mcp` chosen, …).
@@ -72,7 +72,7 @@ pub enum WsClientError {
 #[derive(Debug, Clone)]
 pub struct WsClient {
     url: String,
-    headers: Vec<(String, String)>,
+    headers: RequestHeaders,
     max_message_size: usize,
     ping_interval: Duration,
     pong_timeout: Duration,
@@ -84,7 +84,7 @@ impl WsClient {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            headers: Vec::new(),
+            headers: RequestHeaders::default(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             ping_interval: Duration::from_secs(20),
             pong_timeout: Duration::from_secs(20),
@@ -92,18 +92,25 @@ impl WsClient {
         }
     }
 
-    /// A header for the upgrade request (e.g. `Authorization`).
+    /// A header for the upgrade request (a name may repeat); an invalid one is refused by
+    /// [`connect`](Self::connect).
     #[must_use]
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers.push((name.to_owned(), value.to_owned()));
+    pub fn header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        K: TryInto<HeaderName>,
+        K::Error: std::fmt::Display,
+        V: TryInto<HeaderValue>,
+        V::Error: std::fmt::Display,
+    {
+        self.headers.add(name, value);
         self
     }
 
-    /// `Authorization: Bearer <token>` on the upgrade request.
+    /// `Authorization: Bearer <token>` on the upgrade request, marked sensitive.
     #[must_use]
-    pub fn bearer(self, token: impl std::fmt::Display) -> Self {
-        let value = format!("Bearer {token}");
-        self.header(header::AUTHORIZATION.as_str(), &value)
+    pub fn bearer(mut self, token: impl std::fmt::Display) -> Self {
+        self.headers.bearer(token);
+        self
     }
 
     /// The largest message either way (default 8 MiB); a larger one from the server closes the
@@ -149,15 +156,11 @@ impl WsClient {
                     url: url.clone(),
                     reason: e.to_string(),
                 })?;
-        for (name, value) in &self.headers {
-            let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) else {
-                return Err(WsClientError::InvalidHeader(name.clone()));
-            };
-            request.headers_mut().insert(name, value);
-        }
+        let headers = self
+            .headers
+            .checked()
+            .map_err(|InvalidHeader(reason)| WsClientError::InvalidHeader(reason))?;
+        request.headers_mut().extend(headers);
         request.headers_mut().insert(
             header::SEC_WEBSOCKET_PROTOCOL,
             HeaderValue::from_static(SUBPROTOCOL),

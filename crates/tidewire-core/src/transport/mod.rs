@@ -19,6 +19,7 @@ pub mod header_value;
 mod host_policy;
 mod limits;
 pub mod memory;
+mod request_headers;
 pub mod sink_stream;
 pub mod sse_lines;
 pub mod text;
@@ -32,6 +33,7 @@ pub(crate) use exchange::Settle;
 pub use exchange::{Exchange, SessionEvent, Standalone};
 pub use host_policy::{HostPolicy, HostRefused};
 pub use limits::{HttpHeaders, Principal, RequestLimits, StreamCloser};
+pub use request_headers::{InvalidHeader, RequestHeaders};
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {

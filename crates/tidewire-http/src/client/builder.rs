@@ -6,7 +6,9 @@ use std::time::Duration;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use tidewire_core::transport::Codec;
 
-use super::endpoint::{ExtraHeaders, endpoint};
+use tidewire_core::transport::RequestHeaders;
+
+use super::endpoint::{checked, endpoint};
 use super::error::HttpClientError;
 use super::reconnect::ReconnectPolicy;
 use super::redirect::same_origin_policy;
@@ -40,7 +42,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 #[must_use = "a builder does nothing until it connects"]
 pub struct StreamableHttpClient {
     url: String,
-    headers: ExtraHeaders,
+    headers: RequestHeaders,
     http: Option<reqwest::Client>,
     codec: Codec,
     reconnect: ReconnectPolicy,
@@ -67,7 +69,7 @@ impl StreamableHttpClient {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            headers: ExtraHeaders::default(),
+            headers: RequestHeaders::default(),
             http: None,
             codec: Codec::default(),
             reconnect: ReconnectPolicy::default(),
@@ -95,7 +97,7 @@ impl StreamableHttpClient {
     /// Adds every header of `headers` to every HTTP request.
     pub fn headers(mut self, headers: HeaderMap) -> Self {
         for (name, value) in &headers {
-            self.headers.map.append(name.clone(), value.clone());
+            self.headers.add(name.clone(), value.clone());
         }
         self
     }
@@ -170,7 +172,7 @@ impl StreamableHttpClient {
     /// [`HttpClientError::InvalidHeader`] for a bad header, [`HttpClientError::HttpClient`] when
     /// the default `reqwest::Client` cannot be built.
     pub async fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
-        let headers = self.headers.checked()?;
+        let headers = checked(self.headers)?;
         let url = endpoint(&self.url, self.http.is_some())?;
         let http = match self.http {
             Some(client) => client,

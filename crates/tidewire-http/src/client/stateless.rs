@@ -15,12 +15,13 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use tidewire_core::jsonrpc::{ErrorObject, Message};
 use tidewire_core::stateless::request_headers;
 use tidewire_core::transport::{
-    Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Exchange, HttpHeaders, RequestHeaders, TransportError, TransportReceiver,
+    TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::endpoint::{ExtraHeaders, endpoint};
+use super::endpoint::{checked, endpoint};
 use super::error::{HttpClientError, chain, transport_error};
 use super::redirect::same_origin_policy;
 use super::reply::{Body, answers, body_kind, decode_json, read_limited};
@@ -43,7 +44,7 @@ pub struct StatelessHttpClient {
     url: String,
     http: Option<reqwest::Client>,
     codec: Codec,
-    extra: ExtraHeaders,
+    extra: RequestHeaders,
 }
 
 impl StatelessHttpClient {
@@ -53,7 +54,7 @@ impl StatelessHttpClient {
             url: url.into(),
             http: None,
             codec: Codec::default(),
-            extra: ExtraHeaders::default(),
+            extra: RequestHeaders::default(),
         }
     }
 
@@ -99,7 +100,7 @@ impl StatelessHttpClient {
     /// When the URL is not an `http` one (or `https` without a TLS-enabled client), or the HTTP
     /// client cannot be built.
     pub async fn connect(self) -> Result<StatelessHttpTransport, HttpClientError> {
-        let extra = self.extra.checked()?;
+        let extra = checked(self.extra)?;
         let url = endpoint(&self.url, self.http.is_some())?;
         let http = match self.http {
             Some(client) => client,

@@ -16,8 +16,8 @@ pub enum SseClientError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A header set on the builder has an invalid name or value.
-    #[error("invalid header {0:?}")]
+    /// A header set on the builder has an invalid name or value (the reason; never the value).
+    #[error("invalid header: {0}")]
     InvalidHeader(String),
     /// The default `reqwest::Client` could not be built.
     #[error("could not build the HTTP client")]

@@ -52,8 +52,8 @@ mod transport;
 
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderName, HeaderValue, header};
-use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use http::{HeaderName, HeaderValue};
+use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders};
 
 pub use error::SseClientError;
 pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
@@ -63,8 +63,7 @@ pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
 #[derive(Debug, Clone)]
 pub struct SseClient {
     url: String,
-    headers: HeaderMap,
-    bad_header: Option<String>,
+    headers: RequestHeaders,
     http: Option<reqwest::Client>,
     max_message_size: usize,
     connect_timeout: Duration,
@@ -76,8 +75,7 @@ impl SseClient {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            headers: HeaderMap::new(),
-            bad_header: None,
+            headers: RequestHeaders::default(),
             http: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             connect_timeout: Duration::from_secs(30),
@@ -85,28 +83,25 @@ impl SseClient {
         }
     }
 
-    /// A header sent with the GET and every POST (replacing one of the same name).
+    /// A header sent with the GET and every POST (a name may repeat); an invalid one is
+    /// refused by [`connect`](Self::connect).
     #[must_use]
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        match (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            (Ok(name), Ok(value)) => {
-                self.headers.insert(name, value);
-            }
-            _ => {
-                self.bad_header.get_or_insert_with(|| name.to_owned());
-            }
-        }
+    pub fn header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        K: TryInto<HeaderName>,
+        K::Error: std::fmt::Display,
+        V: TryInto<HeaderValue>,
+        V::Error: std::fmt::Display,
+    {
+        self.headers.add(name, value);
         self
     }
 
-    /// `Authorization: Bearer <token>` on every request.
+    /// `Authorization: Bearer <token>` on every request, marked sensitive.
     #[must_use]
-    pub fn bearer(self, token: impl std::fmt::Display) -> Self {
-        let value = format!("Bearer {token}");
-        self.header(header::AUTHORIZATION.as_str(), &value)
+    pub fn bearer(mut self, token: impl std::fmt::Display) -> Self {
+        self.headers.bearer(token);
+        self
     }
 
     /// A `reqwest::Client` of your own (proxies, TLS, pools). It must not have a total request
@@ -152,9 +147,10 @@ impl SseClient {
     /// A bad URL or header, a connection that fails, an answer that is not an event stream,
     /// a stream without `endpoint` in time, or an endpoint on another origin.
     pub async fn connect(self) -> Result<SseClientTransport, SseClientError> {
-        if let Some(name) = self.bad_header {
-            return Err(SseClientError::InvalidHeader(name));
-        }
+        let headers = self
+            .headers
+            .checked()
+            .map_err(|InvalidHeader(reason)| SseClientError::InvalidHeader(reason))?;
         let url = reqwest::Url::parse(&self.url).map_err(|e| SseClientError::InvalidUrl {
             url: self.url.clone(),
             reason: e.to_string(),
@@ -174,7 +170,7 @@ impl SseClient {
         };
         let settings = transport::Settings {
             url,
-            headers: self.headers,
+            headers,
             http,
             codec: Codec::new(self.max_message_size),
             post_timeout: self.post_timeout,
