@@ -27,7 +27,7 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         .max_body(args.max_message_size)
         .max_message_size(args.max_message_size)
         .stateless(args.stateless)
-        .session_idle_timeout(idle)
+        .idle_timeout(idle)
         .max_sessions(args.max_sessions)
         .max_streams_per_session(args.max_streams_per_session)
         .event_store_bytes(args.event_store_bytes)
@@ -43,7 +43,7 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         .max_sessions(args.max_sessions);
     let ws_config = WsConfig::default()
         .max_message_size(args.max_message_size)
-        .max_connections(args.max_sessions);
+        .max_sessions(args.max_sessions);
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(address)
             .await

@@ -228,7 +228,7 @@ mod tests {
             shown(
                 &HttpConfig::default()
                     .max_sessions(MAX_SESSIONS)
-                    .session_idle_timeout(SESSION_IDLE_TIMEOUT)
+                    .idle_timeout(SESSION_IDLE_TIMEOUT)
                     .max_streams_per_session(HttpConfig::DEFAULT_MAX_STREAMS_PER_SESSION)
                     .event_store_bytes(EventStoreLimits::DEFAULT_TOTAL_BYTES)
             )
@@ -243,7 +243,7 @@ mod tests {
         );
         assert_eq!(
             shown(&WsConfig::default()),
-            shown(&WsConfig::default().max_connections(MAX_SESSIONS))
+            shown(&WsConfig::default().max_sessions(MAX_SESSIONS))
         );
     }
 }

@@ -70,3 +70,7 @@ pub mod transport;
 pub mod version;
 
 pub use version::ProtocolVersion;
+
+/// The `http` crate, for the setters `__request_header_setters!` writes in other crates.
+#[doc(hidden)]
+pub use http as __http;

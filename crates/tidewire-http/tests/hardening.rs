@@ -138,7 +138,7 @@ async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 /// Defect 1: a cancelled request's route kept its session alive for ever.
 #[tokio::test]
 async fn a_cancelled_request_ends_its_stream_and_lets_its_session_expire() {
-    let config = HttpConfig::default().session_idle_timeout(Duration::from_millis(200));
+    let config = HttpConfig::default().idle_timeout(Duration::from_millis(200));
     let (url, mcp, gauge) = start(config).await;
     let mut raw = Raw::new(&url);
     raw.initialize().await;
@@ -174,7 +174,7 @@ async fn a_cancelled_request_ends_its_stream_and_lets_its_session_expire() {
 async fn a_cancelled_request_in_json_mode_gets_202_and_frees_its_session() {
     let config = HttpConfig::default()
         .response_mode(ResponseMode::Json)
-        .session_idle_timeout(Duration::from_millis(200));
+        .idle_timeout(Duration::from_millis(200));
     let (url, mcp, gauge) = start(config).await;
     let mut raw = Raw::new(&url);
     raw.initialize().await;

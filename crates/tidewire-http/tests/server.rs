@@ -334,7 +334,7 @@ async fn colliding_ids_of_two_sessions_never_meet() {
 async fn the_session_table_is_bounded_and_idle_sessions_expire() {
     let config = HttpConfig::default()
         .max_sessions(2)
-        .session_idle_timeout(Duration::from_millis(200));
+        .idle_timeout(Duration::from_millis(200));
     let (url, mcp) = start(config).await;
     let mut a = Raw::new(&url);
     let mut b = Raw::new(&url);

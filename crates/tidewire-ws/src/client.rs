@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use http::{HeaderName, HeaderValue, header};
+use http::{HeaderValue, header};
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -80,6 +80,8 @@ pub struct WsClient {
 }
 
 impl WsClient {
+    tidewire_core::__request_header_setters!(headers, "the upgrade request");
+
     /// A client for the endpoint at `url` (conventionally `ws://host:port/ws`).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -90,27 +92,6 @@ impl WsClient {
             pong_timeout: Duration::from_secs(20),
             connect_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// A header for the upgrade request (a name may repeat); an invalid one is refused by
-    /// [`connect`](Self::connect).
-    #[must_use]
-    pub fn header<K, V>(mut self, name: K, value: V) -> Self
-    where
-        K: TryInto<HeaderName>,
-        K::Error: std::fmt::Display,
-        V: TryInto<HeaderValue>,
-        V::Error: std::fmt::Display,
-    {
-        self.headers.add(name, value);
-        self
-    }
-
-    /// `Authorization: Bearer <token>` on the upgrade request, marked sensitive.
-    #[must_use]
-    pub fn bearer(mut self, token: impl std::fmt::Display) -> Self {
-        self.headers.bearer(token);
-        self
     }
 
     /// The largest message either way (default 8 MiB); a larger one from the server closes the

@@ -16,7 +16,7 @@
 //! - The upgrade is checked first: `Host` (loopback only by default) and `Origin` (this
 //!   server's own origin only by default, plus those allowed; see
 //!   [`tidewire_core::transport::HostPolicy::same_origin`]) → 403; past
-//!   [`WsConfig::max_connections`] → 503 with `Retry-After`. A request that is no WebSocket
+//!   [`WsConfig::max_sessions`] → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
 //! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
 //!   a client that offers no subprotocol is served too, one that offers only others is
@@ -33,8 +33,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use tidewire_core::session::Serve;
-use tidewire_core::transport::HostPolicy;
-use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use tidewire_core::transport::{Codec, HostPolicy, ServerLimits};
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
@@ -53,36 +52,33 @@ type MakeDriver = dyn Serve<WsTransport>;
 /// ```
 #[derive(Debug, Clone)]
 pub struct WsConfig {
-    max_message_size: usize,
+    limits: ServerLimits,
     ping_interval: Duration,
     pong_timeout: Duration,
-    max_connections: usize,
     queue: usize,
-    hosts: HostPolicy,
 }
 
 impl Default for WsConfig {
     fn default() -> Self {
         Self {
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            limits: ServerLimits {
+                // Browsers let any page open a WebSocket anywhere: only our own origin by
+                // default.
+                hosts: HostPolicy::default().same_origin(),
+                ..ServerLimits::default()
+            },
             ping_interval: Duration::from_secs(20),
             pong_timeout: Duration::from_secs(20),
-            max_connections: 10_000,
             queue: 64,
-            // Browsers let any page open a WebSocket anywhere: only our own origin by default.
-            hosts: HostPolicy::default().same_origin(),
         }
     }
 }
 
 impl WsConfig {
-    /// The largest message either way (default 8 MiB). A larger frame from the client closes
-    /// the connection with 1009.
-    #[must_use]
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
+    // The connection is the session: `max_sessions` bounds connections. `allow_origin` adds to
+    // the default, which is this server's own origin (the request's `Host`) and requests
+    // without `Origin`.
+    tidewire_core::__server_limit_setters!(common);
 
     /// After this long without hearing from the client, ping it (default 20 s).
     #[must_use]
@@ -95,36 +91,6 @@ impl WsConfig {
     #[must_use]
     pub fn pong_timeout(mut self, timeout: Duration) -> Self {
         self.pong_timeout = timeout.max(Duration::from_millis(1));
-        self
-    }
-
-    /// The most connections at once (default 10,000); past it an upgrade gets 503.
-    #[must_use]
-    pub fn max_connections(mut self, limit: usize) -> Self {
-        self.max_connections = limit.max(1);
-        self
-    }
-
-    /// Also accept `Host: host`; by default only loopback names pass.
-    #[must_use]
-    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
-        self.hosts = self.hosts.allow_host(host);
-        self
-    }
-
-    /// Accept any `Host` (behind a proxy that checks it); `Origin` is still checked.
-    #[must_use]
-    pub fn allow_any_host(mut self) -> Self {
-        self.hosts = self.hosts.allow_any_host();
-        self
-    }
-
-    /// Also accept `Origin: origin`. By default only this server's own origin (the request's
-    /// `Host`) and requests without `Origin` (non-browser clients) pass: a browser lets any
-    /// page open a WebSocket, so another page on localhost must not drive this endpoint.
-    #[must_use]
-    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
-        self.hosts = self.hosts.allow_origin(origin);
         self
     }
 }
@@ -209,7 +175,7 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if let Err(refused) = state.config.hosts.check(&headers) {
+    if let Err(refused) = state.config.limits.hosts.check(&headers) {
         return refuse(StatusCode::FORBIDDEN, refused.0);
     }
     let (offered_any, offered_mcp) = offers(&headers);
@@ -221,12 +187,12 @@ async fn upgrade(
             ),
         );
     }
-    if state.connections.load(Ordering::Acquire) >= state.config.max_connections {
+    if state.connections.load(Ordering::Acquire) >= state.config.limits.max_sessions {
         let mut response = refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "Service Unavailable: the server holds its maximum of {} connections; retry later",
-                state.config.max_connections
+                state.config.limits.max_sessions
             ),
         );
         response
@@ -234,7 +200,7 @@ async fn upgrade(
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return response;
     }
-    let limit = state.config.max_message_size;
+    let limit = state.config.limits.max_message_size;
     ws.protocols([SUBPROTOCOL])
         .max_message_size(limit)
         .max_frame_size(limit)
@@ -246,7 +212,7 @@ async fn serve(state: Arc<State>, socket: WebSocket) {
     let _count = Decrement(state.clone());
     let config = &state.config;
     let settings = Settings {
-        codec: Codec::new(config.max_message_size),
+        codec: Codec::new(config.limits.max_message_size),
         ping_interval: config.ping_interval,
         pong_timeout: config.pong_timeout,
         queue: config.queue,

@@ -50,7 +50,7 @@ async fn a_page_of_the_server_itself_may_connect() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upgrade_is_checked() {
     tokio::time::timeout(LIMIT, async {
-        let (url, _server, ws) = start_ws(WsConfig::default().max_connections(1)).await;
+        let (url, _server, ws) = start_ws(WsConfig::default().max_sessions(1)).await;
         let mcp = ("sec-websocket-protocol", "mcp");
         assert_eq!(
             upgrade_status(&url, &[mcp, ("origin", "https://evil.example")]).await,

@@ -58,6 +58,17 @@ impl std::fmt::Debug for StreamCloser {
 #[derive(Debug, Clone)]
 pub struct HttpHeaders(pub http::HeaderMap);
 
+/// What an HTTP server transport knew about the request that carried a message (Streamable
+/// HTTP, HTTP+SSE): in the message's envelope extensions, reached through
+/// `RequestContext::extensions`.
+#[derive(Debug, Clone)]
+pub struct HttpRequestInfo {
+    /// The request headers (for auth, tracing, …).
+    pub headers: http::HeaderMap,
+    /// The session the request belongs to, when there is one.
+    pub session_id: Option<String>,
+}
+
 /// Who the request acts for, as an authentication layer established it (an OAuth subject, a
 /// user id). Put in the envelope extensions by whatever authenticated the request; state the
 /// server hands to the client (a stateless request's `requestState`) is bound to it.

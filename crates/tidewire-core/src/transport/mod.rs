@@ -20,6 +20,8 @@ mod host_policy;
 mod limits;
 pub mod memory;
 mod request_headers;
+mod server_limits;
+pub mod sessions;
 pub mod sink_stream;
 pub mod sse_lines;
 pub mod text;
@@ -32,8 +34,9 @@ pub use error::TransportError;
 pub(crate) use exchange::Settle;
 pub use exchange::{Exchange, SessionEvent, Standalone};
 pub use host_policy::{HostPolicy, HostRefused};
-pub use limits::{HttpHeaders, Principal, RequestLimits, StreamCloser};
+pub use limits::{HttpHeaders, HttpRequestInfo, Principal, RequestLimits, StreamCloser};
 pub use request_headers::{InvalidHeader, RequestHeaders};
+pub use server_limits::ServerLimits;
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {

@@ -90,3 +90,31 @@ impl RequestHeaders {
         }
     }
 }
+
+/// The `header` and `bearer` setters every client builder has, over a [`RequestHeaders`]
+/// field; `$sent` says which requests carry them.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __request_header_setters {
+    ($field:ident, $sent:literal) => {
+        #[doc = concat!("A header sent with ", $sent, " (a name may repeat); an invalid one is refused when connecting.")]
+        #[must_use]
+        pub fn header<K, V>(mut self, name: K, value: V) -> Self
+        where
+            K: TryInto<$crate::__http::HeaderName>,
+            K::Error: ::std::fmt::Display,
+            V: TryInto<$crate::__http::HeaderValue>,
+            V::Error: ::std::fmt::Display,
+        {
+            self.$field.add(name, value);
+            self
+        }
+
+        #[doc = concat!("`Authorization: Bearer <token>` with ", $sent, ", marked sensitive (kept out of logs).")]
+        #[must_use]
+        pub fn bearer(mut self, token: impl ::std::fmt::Display) -> Self {
+            self.$field.bearer(token);
+            self
+        }
+    };
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::HeaderMap;
 use tidewire_core::transport::Codec;
 
 use tidewire_core::transport::RequestHeaders;
@@ -65,6 +65,8 @@ impl fmt::Debug for StreamableHttpClient {
 }
 
 impl StreamableHttpClient {
+    tidewire_core::__request_header_setters!(headers, "every HTTP request (POST, GET, DELETE)");
+
     /// A transport for the MCP endpoint at `url` (for example `http://127.0.0.1:8080/mcp`).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -78,34 +80,11 @@ impl StreamableHttpClient {
         }
     }
 
-    /// Adds a header to every HTTP request (POST, GET and DELETE). An invalid name or value is
-    /// reported by [`connect`](Self::connect).
-    ///
-    /// The transport sets `Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version` and
-    /// `Last-Event-ID` itself; on the requests that carry them, its values replace these.
-    pub fn header<K, V>(mut self, name: K, value: V) -> Self
-    where
-        K: TryInto<HeaderName>,
-        K::Error: fmt::Display,
-        V: TryInto<HeaderValue>,
-        V::Error: fmt::Display,
-    {
-        self.headers.add(name, value);
-        self
-    }
-
     /// Adds every header of `headers` to every HTTP request.
     pub fn headers(mut self, headers: HeaderMap) -> Self {
         for (name, value) in &headers {
             self.headers.add(name.clone(), value.clone());
         }
-        self
-    }
-
-    /// Sends `Authorization: Bearer <token>` with every HTTP request (marked sensitive, so it is
-    /// not logged).
-    pub fn bearer(mut self, token: impl fmt::Display) -> Self {
-        self.headers.bearer(token);
         self
     }
 

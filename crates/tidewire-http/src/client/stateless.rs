@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::HeaderMap;
 use tidewire_core::jsonrpc::{ErrorObject, Message};
 use tidewire_core::stateless::request_headers;
 use tidewire_core::transport::{
@@ -48,6 +48,8 @@ pub struct StatelessHttpClient {
 }
 
 impl StatelessHttpClient {
+    tidewire_core::__request_header_setters!(extra, "every POST");
+
     /// A client of the endpoint at `url`.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -56,27 +58,6 @@ impl StatelessHttpClient {
             codec: Codec::default(),
             extra: RequestHeaders::default(),
         }
-    }
-
-    /// Sends this header with every request (authentication, tracing). An invalid name or
-    /// value makes [`connect`](Self::connect) fail.
-    #[must_use]
-    pub fn header<K, V>(mut self, name: K, value: V) -> Self
-    where
-        K: TryInto<HeaderName>,
-        K::Error: std::fmt::Display,
-        V: TryInto<HeaderValue>,
-        V::Error: std::fmt::Display,
-    {
-        self.extra.add(name, value);
-        self
-    }
-
-    /// Sends `Authorization: Bearer TOKEN` with every request (marked sensitive, never logged).
-    #[must_use]
-    pub fn bearer(mut self, token: impl std::fmt::Display) -> Self {
-        self.extra.bearer(token);
-        self
     }
 
     /// Uses this reqwest client (for its TLS, proxy or timeout settings).

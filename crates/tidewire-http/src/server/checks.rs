@@ -45,6 +45,7 @@ pub(crate) fn check_origin_and_host(
     config: &HttpConfig,
 ) -> Result<(), Response> {
     config
+        .limits
         .hosts
         .check(headers)
         .map_err(|refused| error(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0))

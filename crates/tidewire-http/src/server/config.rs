@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, HostPolicy};
+use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, ServerLimits};
 use tidewire_core::version::Eras;
 
 use super::EventStoreLimits;
@@ -30,23 +30,18 @@ pub enum ResponseMode {
 /// let config = HttpConfig::default()
 ///     .response_mode(ResponseMode::Json)
 ///     .max_sessions(100)
-///     .session_idle_timeout(Duration::from_secs(600))
+///     .idle_timeout(Duration::from_secs(600))
 ///     .allow_origin("https://app.example.com");
 /// ```
 #[derive(Clone)]
 pub struct HttpConfig {
     pub(crate) response_mode: ResponseMode,
     pub(crate) stateless: bool,
-    pub(crate) max_sessions: usize,
-    pub(crate) session_idle_timeout: Duration,
-    pub(crate) max_body: usize,
-    pub(crate) max_message_size: usize,
-    pub(crate) keep_alive: Duration,
+    pub(crate) limits: ServerLimits,
     pub(crate) retry: Duration,
     pub(crate) stream_capacity: usize,
     pub(crate) stream_patience: Duration,
     pub(crate) inbound_queue: usize,
-    pub(crate) hosts: HostPolicy,
     pub(crate) event_store: Option<std::sync::Arc<dyn super::EventStore>>,
     pub(crate) event_store_limits: EventStoreLimits,
     pub(crate) first_event_wait: Duration,
@@ -64,16 +59,11 @@ impl Default for HttpConfig {
         Self {
             response_mode: ResponseMode::Sse,
             stateless: false,
-            max_sessions: 10_000,
-            session_idle_timeout: Duration::from_secs(30 * 60),
-            max_body: DEFAULT_MAX_MESSAGE_SIZE,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-            keep_alive: Duration::from_secs(15),
+            limits: ServerLimits::default(),
             retry: Duration::from_secs(1),
             stream_capacity: 16_384,
             stream_patience: Duration::from_secs(10),
             inbound_queue: 64,
-            hosts: HostPolicy::default(),
             event_store: None,
             event_store_limits: EventStoreLimits::default(),
             first_event_wait: Duration::from_millis(2),
@@ -93,9 +83,7 @@ impl std::fmt::Debug for HttpConfig {
         f.debug_struct("HttpConfig")
             .field("response_mode", &self.response_mode)
             .field("stateless", &self.stateless)
-            .field("max_sessions", &self.max_sessions)
-            .field("session_idle_timeout", &self.session_idle_timeout)
-            .field("max_body", &self.max_body)
+            .field("limits", &self.limits)
             .field("stream_capacity", &self.stream_capacity)
             .field("max_streams_per_session", &self.max_streams_per_session)
             .field("event_store_limits", &self.event_store_limits)
@@ -105,6 +93,9 @@ impl std::fmt::Debug for HttpConfig {
 }
 
 impl HttpConfig {
+    tidewire_core::__server_limit_setters!(common);
+    tidewire_core::__server_limit_setters!(http);
+
     /// The default of [`max_streams_per_session`](Self::max_streams_per_session): 256, the
     /// engine's default cap on requests in flight per session.
     pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 256;
@@ -179,43 +170,6 @@ impl HttpConfig {
         self
     }
 
-    /// The most sessions at once (default 10,000). Past it `initialize` gets 503 with
-    /// `Retry-After`, and existing sessions are unaffected.
-    #[must_use]
-    pub fn max_sessions(mut self, limit: usize) -> Self {
-        self.max_sessions = limit.max(1);
-        self
-    }
-
-    /// A session with no request in flight, no open stream and no request for this long ends
-    /// (default 30 minutes); its id then gets 404.
-    #[must_use]
-    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.session_idle_timeout = timeout;
-        self
-    }
-
-    /// The largest POST body (default 8 MiB); larger ones get 413.
-    #[must_use]
-    pub fn max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes;
-        self
-    }
-
-    /// The largest outbound message (default 8 MiB).
-    #[must_use]
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
-
-    /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
-    #[must_use]
-    pub fn keep_alive(mut self, interval: Duration) -> Self {
-        self.keep_alive = interval;
-        self
-    }
-
     /// The `retry` a client is told to wait before reconnecting a stream (default 1 s).
     #[must_use]
     pub fn retry(mut self, retry: Duration) -> Self {
@@ -236,30 +190,6 @@ impl HttpConfig {
     pub fn stream_buffer(mut self, events: usize, patience: Duration) -> Self {
         self.stream_capacity = events.max(1);
         self.stream_patience = patience;
-        self
-    }
-
-    /// Allows requests whose `Host` is `host` (a host name, with or without port). By default
-    /// only loopback names are allowed (`localhost`, `127.0.0.1`, `[::1]`, any port), which
-    /// protects local servers against DNS rebinding.
-    #[must_use]
-    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
-        self.hosts = self.hosts.allow_host(host);
-        self
-    }
-
-    /// Allows any `Host` (for servers behind a proxy that checks it). `Origin` is still checked.
-    #[must_use]
-    pub fn allow_any_host(mut self) -> Self {
-        self.hosts = self.hosts.allow_any_host();
-        self
-    }
-
-    /// Allows requests with this `Origin` (e.g. `https://app.example.com`). By default only
-    /// loopback origins are allowed; requests without `Origin` (non-browser clients) always are.
-    #[must_use]
-    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
-        self.hosts = self.hosts.allow_origin(origin);
         self
     }
 
@@ -301,13 +231,6 @@ impl HttpConfig {
     #[must_use]
     pub fn first_event_wait(mut self, wait: Duration) -> Self {
         self.first_event_wait = wait;
-        self
-    }
-
-    /// Replaces the `Host`/`Origin` rules at once.
-    #[must_use]
-    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
-        self.hosts = policy;
         self
     }
 }

@@ -172,7 +172,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
             None => &[&state.body_budget],
         };
         let limits = body::Limits {
-            max: state.config.max_body,
+            max: state.config.limits.max_body,
             timeout: state.config.body_read_timeout,
             budgets,
             drains: &state.drains,
@@ -255,8 +255,8 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         // Ended while the body was read: its inbox is closed, and delivery says 404.
         Some(session) => (session, false),
         None if is_initialize => {
-            if state.sessions().len() >= state.config.max_sessions {
-                return sessions_full(state.config.max_sessions);
+            if state.sessions().len() >= state.config.limits.max_sessions {
+                return sessions_full(state.config.limits.max_sessions);
             }
             let Some(id) = new_session_id() else {
                 return error(
@@ -269,7 +269,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
             // Checked again under the lock: two initializes racing for the last slot.
             let admitted = {
                 let mut sessions = state.sessions();
-                let room = sessions.len() < state.config.max_sessions;
+                let room = sessions.len() < state.config.limits.max_sessions;
                 if room {
                     sessions.insert(session.id.clone(), session.clone());
                 }
@@ -277,7 +277,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
             };
             if !admitted {
                 session.close();
-                return sessions_full(state.config.max_sessions);
+                return sessions_full(state.config.limits.max_sessions);
             }
             state.start_reaper();
             (session, true)
@@ -752,7 +752,7 @@ fn sse(
         priming: retry,
         done: false,
         _one_shot: one_shot,
-        keep_alive: state.config.keep_alive,
+        keep_alive: state.config.limits.keep_alive,
         numbered: true,
     };
     sse_response(reader)
@@ -776,7 +776,7 @@ pub(crate) fn sse_from(
         priming: None,
         done: false,
         _one_shot: Some(one_shot),
-        keep_alive: state.config.keep_alive,
+        keep_alive: state.config.limits.keep_alive,
         numbered: false,
     };
     sse_response(reader)

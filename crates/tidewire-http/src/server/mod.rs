@@ -56,6 +56,7 @@ pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
 pub use listen::{serve, serve_until};
 pub use session::{HttpReceiver, HttpSender};
+pub use tidewire_core::transport::HttpRequestInfo;
 
 use session::HttpSession;
 
@@ -64,16 +65,6 @@ use session::HttpSession;
 pub type HttpTransport = (HttpSender, HttpReceiver);
 
 type MakeDriver = dyn Serve<HttpTransport>;
-
-/// What the transport knew about the HTTP request that carried a message; in the message's
-/// envelope extensions (reach it through `RequestContext::extensions`).
-#[derive(Debug, Clone)]
-pub struct HttpRequestInfo {
-    /// The request headers (for auth, tracing, …).
-    pub headers: http::HeaderMap,
-    /// The session, when there is one.
-    pub session_id: Option<String>,
-}
 
 /// A Streamable HTTP endpoint. Cheap to clone; clones share the session table.
 #[derive(Clone)]
@@ -111,7 +102,7 @@ impl StreamableHttp {
     /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). The driver is spawned on the
     /// current tokio runtime.
     pub fn new(config: HttpConfig, make_driver: impl Serve<HttpTransport>) -> Self {
-        let codec = Codec::new(config.max_message_size);
+        let codec = Codec::new(config.limits.max_message_size);
         let store: Arc<dyn EventStore> = match &config.event_store {
             Some(store) => store.clone(),
             None => Arc::new(MemoryEventStore::with_limits(
@@ -214,7 +205,7 @@ impl State {
     fn start_reaper(self: &Arc<Self>) {
         self.reaper_started.call_once(|| {
             let weak = Arc::downgrade(self);
-            let timeout = self.config.session_idle_timeout;
+            let timeout = self.config.limits.idle_timeout;
             let every = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
             tokio::spawn(async move {
                 loop {

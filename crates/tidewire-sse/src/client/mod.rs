@@ -52,7 +52,6 @@ mod transport;
 
 use std::time::Duration;
 
-use http::{HeaderName, HeaderValue};
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders};
 
 pub use error::SseClientError;
@@ -71,6 +70,8 @@ pub struct SseClient {
 }
 
 impl SseClient {
+    tidewire_core::__request_header_setters!(headers, "the GET and every POST");
+
     /// A client for the stream at `url` (conventionally `http://host:port/sse`).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -81,27 +82,6 @@ impl SseClient {
             connect_timeout: Duration::from_secs(30),
             post_timeout: Duration::from_secs(30),
         }
-    }
-
-    /// A header sent with the GET and every POST (a name may repeat); an invalid one is
-    /// refused by [`connect`](Self::connect).
-    #[must_use]
-    pub fn header<K, V>(mut self, name: K, value: V) -> Self
-    where
-        K: TryInto<HeaderName>,
-        K::Error: std::fmt::Display,
-        V: TryInto<HeaderValue>,
-        V::Error: std::fmt::Display,
-    {
-        self.headers.add(name, value);
-        self
-    }
-
-    /// `Authorization: Bearer <token>` on every request, marked sensitive.
-    #[must_use]
-    pub fn bearer(mut self, token: impl std::fmt::Display) -> Self {
-        self.headers.bearer(token);
-        self
     }
 
     /// A `reqwest::Client` of your own (proxies, TLS, pools). It must not have a total request

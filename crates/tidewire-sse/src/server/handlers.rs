@@ -15,7 +15,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::session::{Session, SseReceiver, SseSender};
-use super::{SseRequestInfo, State, new_session_id};
+use tidewire_core::transport::sessions::new_session_id;
+
+use super::{HttpRequestInfo, State};
 
 type Shared = Arc<State>;
 
@@ -42,28 +44,30 @@ fn json_response(status: StatusCode, body: &Message) -> Response {
         .into_response()
 }
 
+/// 503 with `Retry-After`: the table holds its maximum of sessions.
+fn sessions_full(max: usize) -> Response {
+    let mut response = refuse(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode(-32000),
+        format!("Service Unavailable: the server holds its maximum of {max} sessions; retry later"),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
 /// `GET <sse path>`: a new session, its engine, and its stream.
 pub(crate) async fn open_stream(
     Extract(state): Extract<Shared>,
     headers: HeaderMap,
     post_path: Arc<str>,
 ) -> Response {
-    if let Err(refused) = state.config.hosts.check(&headers) {
+    if let Err(refused) = state.config.limits.hosts.check(&headers) {
         return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
     }
-    if state.sessions().len() >= state.config.max_sessions {
-        let mut response = refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode(-32000),
-            format!(
-                "Service Unavailable: the server holds its maximum of {} sessions; retry later",
-                state.config.max_sessions
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return response;
+    if state.sessions.is_full() {
+        return sessions_full(state.config.limits.max_sessions);
     }
     let Some(id) = new_session_id() else {
         return refuse(
@@ -85,8 +89,10 @@ pub(crate) async fn open_stream(
             ended: false,
         },
     );
-    state.sessions().insert(id.clone(), session.clone());
-    state.start_reaper();
+    // Checked again as it is admitted: two streams racing for the last place.
+    if let Err(full) = state.sessions.admit(id.as_str().into(), session.clone()) {
+        return sessions_full(full.max);
+    }
     let driver = state.make_driver.serve_connection(transport);
     let weak = Arc::downgrade(&state);
     let ended_id = id.clone();
@@ -95,7 +101,7 @@ pub(crate) async fn open_stream(
             tracing::debug!(%error, "a legacy SSE session's engine stopped");
         }
         if let Some(state) = weak.upgrade() {
-            state.remove(&ended_id);
+            state.sessions.end(&ended_id);
         }
     });
 
@@ -104,7 +110,7 @@ pub(crate) async fn open_stream(
         first: Some(Bytes::from(endpoint)),
         outbound: outbound_rx,
         closed: session.closed.clone(),
-        keep_alive: state.config.keep_alive,
+        keep_alive: state.config.limits.keep_alive,
         _guard: EndOnDrop {
             state: Arc::downgrade(&state),
             id,
@@ -172,7 +178,7 @@ impl Drop for EndOnDrop {
     fn drop(&mut self) {
         self.closed.cancel();
         if let Some(state) = self.state.upgrade() {
-            state.remove(&self.id);
+            state.sessions.end(&self.id);
         }
     }
 }
@@ -201,7 +207,7 @@ pub(crate) async fn post_message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refused) = state.config.hosts.check(&headers) {
+    if let Err(refused) = state.config.limits.hosts.check(&headers) {
         return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
     }
     let Some(id) = session_param(&uri).map(str::to_owned) else {
@@ -211,7 +217,7 @@ pub(crate) async fn post_message(
             "Bad Request: the sessionId query parameter is missing (POST to the URL of the stream's endpoint event)",
         );
     };
-    let Some(session) = state.sessions().get(&id).cloned() else {
+    let Some(session) = state.sessions.get(&id) else {
         return refuse(
             StatusCode::NOT_FOUND,
             ErrorCode(-32001),
@@ -225,13 +231,13 @@ pub(crate) async fn post_message(
             "Unsupported Media Type: the body must be application/json",
         );
     }
-    let Ok(bytes) = axum::body::to_bytes(body, state.config.max_body).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, state.config.limits.max_body).await else {
         return refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::INVALID_REQUEST,
             format!(
                 "Payload Too Large: the body exceeds {} bytes",
-                state.config.max_body
+                state.config.limits.max_body
             ),
         );
     };
@@ -251,9 +257,9 @@ pub(crate) async fn post_message(
         }
     };
     let mut envelope = Envelope::new(message);
-    envelope.extensions.insert(SseRequestInfo {
+    envelope.extensions.insert(HttpRequestInfo {
         headers,
-        session_id: id.clone(),
+        session_id: Some(id.clone()),
     });
     session.note_inbound(&envelope.message);
     let delivered = tokio::select! {

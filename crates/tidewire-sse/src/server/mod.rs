@@ -36,15 +36,15 @@ mod config;
 mod handlers;
 mod session;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
 use tidewire_core::session::Serve;
 use tidewire_core::transport::Codec;
+use tidewire_core::transport::sessions::SessionTable;
 
 pub use config::SseConfig;
 pub use session::{SseReceiver, SseSender};
+pub use tidewire_core::transport::HttpRequestInfo;
 
 use session::Session;
 
@@ -53,16 +53,6 @@ use session::Session;
 pub type SseTransport = (SseSender, SseReceiver);
 
 type MakeDriver = dyn Serve<SseTransport>;
-
-/// What the server knew about the POST that carried a message; in the message's envelope
-/// extensions (reach it through `RequestContext::extensions`).
-#[derive(Debug, Clone)]
-pub struct SseRequestInfo {
-    /// The POST's headers.
-    pub headers: http::HeaderMap,
-    /// The session the POST named.
-    pub session_id: String,
-}
 
 /// A legacy HTTP+SSE endpoint pair. Cheap to clone; clones share the session table.
 #[derive(Clone)]
@@ -82,8 +72,7 @@ pub(crate) struct State {
     config: SseConfig,
     codec: Codec,
     make_driver: Box<MakeDriver>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
-    reaper: Once,
+    sessions: Arc<SessionTable<Session>>,
 }
 
 impl LegacySse {
@@ -91,14 +80,16 @@ impl LegacySse {
     /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). Drivers are spawned on the
     /// current tokio runtime.
     pub fn new(config: SseConfig, make_driver: impl Serve<SseTransport>) -> Self {
-        let codec = Codec::new(config.max_message_size);
+        let codec = Codec::new(config.limits.max_message_size);
         Self {
             state: Arc::new(State {
-                config,
                 codec,
                 make_driver: Box::new(make_driver),
-                sessions: Mutex::new(HashMap::new()),
-                reaper: Once::new(),
+                sessions: Arc::new(SessionTable::new(
+                    config.limits.max_sessions,
+                    config.limits.idle_timeout,
+                )),
+                config,
             }),
         }
     }
@@ -125,61 +116,11 @@ impl LegacySse {
 
     /// Sessions open now.
     pub fn session_count(&self) -> usize {
-        self.state.sessions().len()
+        self.state.sessions.len()
     }
 
     /// Ends every session: their streams close and their engines stop.
     pub fn close_all(&self) {
-        let sessions: Vec<_> = self.state.sessions().drain().map(|(_, s)| s).collect();
-        for session in sessions {
-            session.closed.cancel();
-        }
+        self.state.sessions.end_all();
     }
-}
-
-impl State {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn remove(&self, id: &str) {
-        if let Some(session) = self.sessions().remove(id) {
-            session.closed.cancel();
-        }
-    }
-
-    /// Ends sessions idle for longer than the timeout, checking a few times per timeout for as
-    /// long as the server lives.
-    fn start_reaper(self: &Arc<Self>) {
-        self.reaper.call_once(|| {
-            let weak: Weak<State> = Arc::downgrade(self);
-            let timeout = self.config.idle_timeout;
-            let every = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(every).await;
-                    let Some(state) = weak.upgrade() else { return };
-                    let expired: Vec<String> = state
-                        .sessions()
-                        .iter()
-                        .filter(|(_, s)| s.idle_for().is_some_and(|idle| idle >= timeout))
-                        .map(|(id, _)| id.clone())
-                        .collect();
-                    for id in expired {
-                        tracing::debug!(session = %id, "an idle legacy SSE session expired");
-                        state.remove(&id);
-                    }
-                }
-            });
-        });
-    }
-}
-
-/// A new session id: 128 random bits as 32 hex digits.
-fn new_session_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
+use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
     Codec, Envelope, TransportError, TransportReceiver, TransportSender,
 };
@@ -89,7 +90,7 @@ impl Session {
 
     /// How long since the last message either way, or `None` while a request of the client's
     /// is running (the session is busy, not idle).
-    pub(crate) fn idle_for(&self) -> Option<Duration> {
+    fn idle_since(&self) -> Option<Duration> {
         let activity = self.activity();
         activity
             .unanswered
@@ -169,5 +170,15 @@ impl TransportReceiver for SseReceiver {
                 Some(Err(TransportError::other(StreamGone)))
             }
         }
+    }
+}
+
+impl TableEntry for Session {
+    fn idle_for(&self) -> Option<Duration> {
+        self.idle_since()
+    }
+
+    fn end(&self) {
+        self.closed.cancel();
     }
 }
