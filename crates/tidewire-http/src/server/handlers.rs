@@ -28,7 +28,9 @@ use super::checks::{
 use super::event_store::StoredEvent;
 use super::session::{HttpSession, ReplyTarget};
 use super::streams::{STANDALONE, StreamId, parse_event_id};
-use super::{HttpRequestInfo, ResponseMode, State, new_session_id};
+use tidewire_core::transport::sessions::new_session_id;
+
+use super::{HttpRequestInfo, ResponseMode, State};
 
 type Shared = Arc<State>;
 
@@ -160,7 +162,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
     // The session is checked before a byte of the body is read (an unknown one costs nothing).
     let session_header = checks::session_id(&headers).filter(|_| !stateless_header);
     let known = match &session_header {
-        Some(id) if !state.config.stateless => match state.sessions().get(id.as_str()).cloned() {
+        Some(id) if !state.config.stateless => match state.sessions.get(id.as_str()) {
             Some(session) => Some(session),
             None => return session_not_found(id),
         },
@@ -255,7 +257,7 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
         // Ended while the body was read: its inbox is closed, and delivery says 404.
         Some(session) => (session, false),
         None if is_initialize => {
-            if state.sessions().len() >= state.config.limits.max_sessions {
+            if state.sessions.is_full() {
                 return sessions_full(state.config.limits.max_sessions);
             }
             let Some(id) = new_session_id() else {
@@ -266,20 +268,11 @@ async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
                 );
             };
             let session = state.start_session(id.into());
-            // Checked again under the lock: two initializes racing for the last slot.
-            let admitted = {
-                let mut sessions = state.sessions();
-                let room = sessions.len() < state.config.limits.max_sessions;
-                if room {
-                    sessions.insert(session.id.clone(), session.clone());
-                }
-                room
-            };
-            if !admitted {
+            // Checked again as it is admitted: two initializes racing for the last slot.
+            if let Err(full) = state.sessions.admit(session.id.clone(), session.clone()) {
                 session.close();
-                return sessions_full(state.config.limits.max_sessions);
+                return sessions_full(full.max);
             }
-            state.start_reaper();
             (session, true)
         }
         None => {
@@ -674,7 +667,7 @@ fn get(state: &Shared, headers: &HeaderMap) -> Response {
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    let Some(session) = state.sessions().get(id.as_str()).cloned() else {
+    let Some(session) = state.sessions.get(id.as_str()) else {
         return session_not_found(&id);
     };
     session.touch();
@@ -726,12 +719,10 @@ fn delete(state: &Shared, headers: &HeaderMap) -> Response {
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    match state.sessions().remove(id.as_str()) {
-        Some(session) => {
-            session.close();
-            StatusCode::OK.into_response()
-        }
-        None => session_not_found(&id),
+    if state.sessions.end(id.as_str()) {
+        StatusCode::OK.into_response()
+    } else {
+        session_not_found(&id)
     }
 }
 

@@ -43,12 +43,11 @@ mod session;
 mod stateless;
 mod streams;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Weak};
 
 use tidewire_core::session::Serve;
 use tidewire_core::transport::Codec;
+use tidewire_core::transport::sessions::SessionTable;
 
 /// The axum this server is built on, so an app can be put together without matching versions.
 pub use axum;
@@ -85,8 +84,7 @@ pub(crate) struct State {
     codec: Codec,
     make_driver: Box<MakeDriver>,
     store: Arc<dyn EventStore>,
-    sessions: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
-    reaper_started: std::sync::Once,
+    sessions: Arc<SessionTable<HttpSession>>,
     /// Numbers the one-shot sessions of stateless mode (their key in the event store).
     stateless_seq: std::sync::atomic::AtomicU64,
     /// Stateless (2026-07-28) requests running now.
@@ -116,8 +114,10 @@ impl StreamableHttp {
                 codec,
                 make_driver: Box::new(make_driver),
                 store,
-                sessions: Mutex::new(HashMap::new()),
-                reaper_started: std::sync::Once::new(),
+                sessions: Arc::new(SessionTable::new(
+                    config.limits.max_sessions,
+                    config.limits.idle_timeout,
+                )),
                 stateless_seq: std::sync::atomic::AtomicU64::new(0),
                 stateless_running: std::sync::atomic::AtomicUsize::new(0),
                 body_budget: body::BodyBudget::new(config.body_bytes_total),
@@ -137,7 +137,7 @@ impl StreamableHttp {
 
     /// Sessions open now.
     pub fn session_count(&self) -> usize {
-        self.state.sessions().len()
+        self.state.sessions.len()
     }
 
     /// Bytes of POST bodies being read now, over the endpoint, as the body budget counts them
@@ -148,20 +148,11 @@ impl StreamableHttp {
 
     /// Ends every session (their streams end, their engines stop).
     pub fn close_all(&self) {
-        let sessions: Vec<_> = self.state.sessions().drain().map(|(_, s)| s).collect();
-        for s in sessions {
-            s.close();
-        }
+        self.state.sessions.end_all();
     }
 }
 
 impl State {
-    fn sessions(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<HttpSession>>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Starts a session's engine on a fresh transport; the session is removed when it stops.
     fn start_session(self: &Arc<Self>, id: Arc<str>) -> Arc<HttpSession> {
         let session = Arc::new(HttpSession::new(
@@ -194,48 +185,9 @@ impl State {
             }
             ended.close();
             if let Some(state) = weak.upgrade() {
-                state.sessions().remove(&*ended.id);
+                state.sessions.remove(&ended.id);
             }
         });
         session
     }
-
-    /// Expires idle sessions, and finished streams past their grace, checking a few times per
-    /// timeout (at least every 30 s), for as long as the endpoint lives.
-    fn start_reaper(self: &Arc<Self>) {
-        self.reaper_started.call_once(|| {
-            let weak = Arc::downgrade(self);
-            let timeout = self.config.limits.idle_timeout;
-            let every = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(every).await;
-                    let Some(state) = weak.upgrade() else { return };
-                    let expired: Vec<_> = state
-                        .sessions()
-                        .iter()
-                        .filter(|(_, s)| {
-                            // Finished streams past their grace go too, in live sessions.
-                            s.streams.expire();
-                            s.idle_for().is_some_and(|idle| idle >= timeout)
-                        })
-                        .map(|(id, _)| id.clone())
-                        .collect();
-                    for id in expired {
-                        if let Some(session) = state.sessions().remove(&id) {
-                            tracing::debug!(session = %id, "an idle session expired");
-                            session.close();
-                        }
-                    }
-                }
-            });
-        });
-    }
-}
-
-/// A new session id: 128 random bits as 32 hex digits (visible ASCII, H20).
-fn new_session_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
+use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
     Codec, Envelope, Route, TransportError, TransportReceiver, TransportSender,
 };
@@ -86,7 +87,7 @@ impl HttpSession {
 
     /// How long since the last request, or `None` while something is going on (a request in
     /// flight or a stream with a reader), which keeps the session alive.
-    pub(crate) fn idle_for(&self) -> Option<Duration> {
+    fn idle_since(&self) -> Option<Duration> {
         if !self.routes().is_empty() || self.streams.any_attached() {
             return None;
         }
@@ -274,5 +275,20 @@ impl TransportReceiver for HttpReceiver {
 fn release_if_empty<K, V>(table: &mut HashMap<K, V>) {
     if table.is_empty() && table.capacity() > 0 {
         *table = HashMap::new();
+    }
+}
+
+impl TableEntry for HttpSession {
+    fn idle_for(&self) -> Option<Duration> {
+        self.idle_since()
+    }
+
+    fn end(&self) {
+        self.close();
+    }
+
+    /// Finished streams past their grace go, in live sessions too.
+    fn sweep(&self) {
+        self.streams.expire();
     }
 }
