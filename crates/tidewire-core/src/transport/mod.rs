@@ -17,6 +17,7 @@ mod exchange;
 pub mod framed;
 pub mod header_value;
 mod host_policy;
+pub mod http_reply;
 mod limits;
 pub mod memory;
 mod request_headers;

@@ -4,10 +4,11 @@
 // handlers flat, and it is built once per refused request, never on the happy path.
 #![allow(clippy::result_large_err)]
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
+use tidewire_core::transport::http_reply;
 
 use super::HttpConfig;
 
@@ -25,17 +26,7 @@ pub(crate) fn error(status: StatusCode, code: ErrorCode, message: impl Into<Stri
 
 /// An HTTP error answer with a JSON-RPC error body for `id`.
 pub(crate) fn error_for(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
-    let body = Message::Response(tidewire_core::jsonrpc::Response::error(id, error));
-    let text = serde_json::to_string(&body).unwrap_or_else(|_| String::from("{}"));
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        text,
-    )
-        .into_response()
+    http_reply::json_rpc_error(status, id, error).into_response()
 }
 
 /// DNS-rebinding protection (H2): `Host` must be allowed, and `Origin`, when present, too;
@@ -162,6 +153,8 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use axum::http::HeaderValue;
+
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

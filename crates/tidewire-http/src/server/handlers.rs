@@ -117,15 +117,7 @@ fn initialize_refused(request: &tidewire_core::jsonrpc::Request) -> Response {
 }
 
 fn sessions_full(max: usize) -> Response {
-    let mut response = error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode(-32000),
-        format!("Service Unavailable: the server holds its maximum of {max} sessions; retry later"),
-    );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    response
+    tidewire_core::transport::http_reply::sessions_full(max).into_response()
 }
 
 fn method_not_allowed(what: &str) -> Response {

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::session::{Session, SseReceiver, SseSender};
+use tidewire_core::transport::http_reply;
 use tidewire_core::transport::sessions::new_session_id;
 
 use super::{HttpRequestInfo, State};
@@ -27,34 +28,16 @@ fn refuse(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Re
 }
 
 fn answer(status: StatusCode, error: ErrorObject) -> Response {
-    let body = Message::Response(tidewire_core::jsonrpc::Response::error(None, error));
-    json_response(status, &body)
+    http_reply::json_rpc_error(status, None, error).into_response()
 }
 
 fn json_response(status: StatusCode, body: &Message) -> Response {
-    let text = serde_json::to_string(body).unwrap_or_else(|_| String::from("{}"));
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        text,
-    )
-        .into_response()
+    http_reply::json(status, body).into_response()
 }
 
 /// 503 with `Retry-After`: the table holds its maximum of sessions.
 fn sessions_full(max: usize) -> Response {
-    let mut response = refuse(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode(-32000),
-        format!("Service Unavailable: the server holds its maximum of {max} sessions; retry later"),
-    );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    response
+    http_reply::sessions_full(max).into_response()
 }
 
 /// `GET <sse path>`: a new session, its engine, and its stream.
