@@ -70,6 +70,7 @@ pub enum WsClientError {
 /// Builds a WebSocket client transport. Setters never fail; [`connect`](Self::connect) reports
 /// the first problem.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until it connects"]
 pub struct WsClient {
     url: String,
     headers: RequestHeaders,
@@ -96,7 +97,6 @@ impl WsClient {
 
     /// The largest message either way (default 8 MiB); a larger one from the server closes the
     /// connection with 1009.
-    #[must_use]
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
         self
@@ -104,7 +104,6 @@ impl WsClient {
 
     /// Ping a server silent for this long (default 20 s); one silent for this plus the pong
     /// timeout (default 20 s) is given up, and the calls in flight fail.
-    #[must_use]
     pub fn keep_alive(mut self, ping_interval: Duration, pong_timeout: Duration) -> Self {
         self.ping_interval = ping_interval.max(Duration::from_millis(1));
         self.pong_timeout = pong_timeout.max(Duration::from_millis(1));
@@ -112,7 +111,6 @@ impl WsClient {
     }
 
     /// How long the TCP connection and the upgrade may take (default 30 s).
-    #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self

@@ -98,7 +98,6 @@ impl RequestHeaders {
 macro_rules! __request_header_setters {
     ($field:ident, $sent:literal) => {
         #[doc = concat!("A header sent with ", $sent, " (a name may repeat); an invalid one is refused when connecting.")]
-        #[must_use]
         pub fn header<K, V>(mut self, name: K, value: V) -> Self
         where
             K: TryInto<$crate::__http::HeaderName>,
@@ -111,7 +110,6 @@ macro_rules! __request_header_setters {
         }
 
         #[doc = concat!("`Authorization: Bearer <token>` with ", $sent, ", marked sensitive (kept out of logs).")]
-        #[must_use]
         pub fn bearer(mut self, token: impl ::std::fmt::Display) -> Self {
             self.$field.bearer(token);
             self

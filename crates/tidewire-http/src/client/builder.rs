@@ -66,6 +66,7 @@ impl fmt::Debug for StreamableHttpClient {
 
 impl StreamableHttpClient {
     tidewire_core::__request_header_setters!(headers, "every HTTP request (POST, GET, DELETE)");
+    crate::__reqwest_setters!();
 
     /// A transport for the MCP endpoint at `url` (for example `http://127.0.0.1:8080/mcp`).
     pub fn new(url: impl Into<String>) -> Self {
@@ -86,33 +87,6 @@ impl StreamableHttpClient {
             self.headers.add(name.clone(), value.clone());
         }
         self
-    }
-
-    /// Uses `client` for every HTTP request, so connections (and its settings: proxies, TLS,
-    /// timeouts) are shared with the rest of the program. By default the transport builds its
-    /// own client.
-    ///
-    /// Its redirect policy is then yours too. The client the transport builds follows redirects
-    /// only within the endpoint's origin (scheme, host and port) and fails a request redirected
-    /// elsewhere, because reqwest's default policy would re-send your headers (API keys), the
-    /// `Mcp-Session-Id` and the body to any host the server names. Build yours with
-    /// `reqwest::redirect::Policy::none()` or a policy of the same kind unless you trust every
-    /// place the server may send you.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
-        self
-    }
-
-    /// The codec, hence the size limit of one message, in both directions
-    /// ([`Codec::default`] by default: 8 MiB).
-    pub fn codec(mut self, codec: Codec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// Shorthand for `codec(Codec::new(bytes))`.
-    pub fn max_message_size(self, bytes: usize) -> Self {
-        self.codec(Codec::new(bytes))
     }
 
     /// How broken SSE streams are reconnected ([`ReconnectPolicy::default`] by default).

@@ -40,6 +40,7 @@ const INBOUND: usize = 64;
 /// # let _ = transport; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until it connects"]
 pub struct StatelessHttpClient {
     url: String,
     http: Option<reqwest::Client>,
@@ -49,6 +50,7 @@ pub struct StatelessHttpClient {
 
 impl StatelessHttpClient {
     tidewire_core::__request_header_setters!(extra, "every POST");
+    crate::__reqwest_setters!();
 
     /// A client of the endpoint at `url`.
     pub fn new(url: impl Into<String>) -> Self {
@@ -58,20 +60,6 @@ impl StatelessHttpClient {
             codec: Codec::default(),
             extra: RequestHeaders::default(),
         }
-    }
-
-    /// Uses this reqwest client (for its TLS, proxy or timeout settings).
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
-        self
-    }
-
-    /// The largest message accepted or sent (default 8 MiB).
-    #[must_use]
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.codec = Codec::new(bytes);
-        self
     }
 
     /// The transport: `connect().await`, as every client transport of tidewire. No I/O happens

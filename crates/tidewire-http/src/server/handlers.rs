@@ -842,6 +842,18 @@ struct Reader {
 }
 
 impl Reader {
+    /// Frames the events already taken (up to a bound) into `chunk`, numbered on `stream` when
+    /// this stream can be resumed, noting the last one.
+    fn frame_pending(&mut self, chunk: &mut Vec<u8>, stream: Option<StreamId>) {
+        for event in self
+            .pending
+            .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
+        {
+            self.done |= event.last;
+            push_frame(chunk, stream.map(|s| (s, event.seq)), &event.data, None);
+        }
+    }
+
     async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
         let (numbered, stream) = (self.numbered, self.stream);
         if let Some(retry) = self.priming.take() {
@@ -853,18 +865,7 @@ impl Reader {
                 self.cursor = events.last().map_or(self.cursor, |e| e.seq);
                 self.pending.extend(events);
             }
-            for event in self
-                .pending
-                .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
-            {
-                self.done |= event.last;
-                push_frame(
-                    &mut chunk,
-                    numbered.then_some((stream, event.seq)),
-                    &event.data,
-                    None,
-                );
-            }
+            self.frame_pending(&mut chunk, numbered.then_some(stream));
             return Some((Ok(Bytes::from(chunk)), self));
         }
         loop {
@@ -872,18 +873,7 @@ impl Reader {
                 // Everything already taken goes out in one chunk (up to a bound), so a burst of
                 // progress costs few writes.
                 let mut chunk = Vec::new();
-                for event in self
-                    .pending
-                    .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
-                {
-                    self.done |= event.last;
-                    push_frame(
-                        &mut chunk,
-                        numbered.then_some((stream, event.seq)),
-                        &event.data,
-                        None,
-                    );
-                }
+                self.frame_pending(&mut chunk, numbered.then_some(stream));
                 return Some((Ok(Bytes::from(chunk)), self));
             }
             if self.done {

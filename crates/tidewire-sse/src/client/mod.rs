@@ -52,7 +52,7 @@ mod transport;
 
 use std::time::Duration;
 
-use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders};
+use tidewire_core::transport::{Codec, InvalidHeader, RequestHeaders};
 
 pub use error::SseClientError;
 pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
@@ -60,17 +60,19 @@ pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
 /// Builds a legacy HTTP+SSE client transport. Setters never fail; [`connect`](Self::connect)
 /// reports the first problem.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until it connects"]
 pub struct SseClient {
     url: String,
     headers: RequestHeaders,
     http: Option<reqwest::Client>,
-    max_message_size: usize,
+    codec: Codec,
     connect_timeout: Duration,
     post_timeout: Duration,
 }
 
 impl SseClient {
     tidewire_core::__request_header_setters!(headers, "the GET and every POST");
+    tidewire_http::__reqwest_setters!();
 
     /// A client for the stream at `url` (conventionally `http://host:port/sse`).
     pub fn new(url: impl Into<String>) -> Self {
@@ -78,44 +80,20 @@ impl SseClient {
             url: url.into(),
             headers: RequestHeaders::default(),
             http: None,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            codec: Codec::default(),
             connect_timeout: Duration::from_secs(30),
             post_timeout: Duration::from_secs(30),
         }
     }
 
-    /// A `reqwest::Client` of your own (proxies, TLS, pools). It must not have a total request
-    /// timeout, which would cut the stream.
-    ///
-    /// Its redirect policy is then yours too. The client built by default follows redirects only
-    /// within the origin (scheme, host and port) of the URL asked for and fails a request
-    /// redirected elsewhere, because reqwest's default policy would re-send your headers (API
-    /// keys) and the body to any host the server names. Build yours with
-    /// `reqwest::redirect::Policy::none()` or a policy of the same kind unless you trust every
-    /// place the server may send you.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
-        self
-    }
-
-    /// The largest message either way (default 8 MiB).
-    #[must_use]
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
-
     /// How long [`connect`](Self::connect) waits for the stream and its `endpoint` event
     /// (default 30 s).
-    #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// How long one POST may take (default 30 s).
-    #[must_use]
     pub fn post_timeout(mut self, timeout: Duration) -> Self {
         self.post_timeout = timeout;
         self
@@ -152,7 +130,7 @@ impl SseClient {
             url,
             headers,
             http,
-            codec: Codec::new(self.max_message_size),
+            codec: self.codec,
             post_timeout: self.post_timeout,
         };
         tokio::time::timeout(self.connect_timeout, transport::open(settings))
