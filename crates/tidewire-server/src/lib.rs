@@ -57,6 +57,7 @@ pub use context::{Context, KeyedQuestion, ReportProgress};
 pub use error::ToolError;
 pub use server::{NoArgs, Server, ServerBuilder, schema_for};
 pub use stateless::{CacheHint, CacheItem, CacheScope, KeyRing, KeyRingError};
+pub use tidewire_core::schema;
 pub use tidewire_core::session::{CancelPolicy, OnCancel};
 pub use tidewire_core::version::Eras;
 pub use uri_template::UriTemplate;

@@ -438,6 +438,15 @@ pub struct ServerBuilder {
     inner: Inner,
 }
 
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("name", &self.inner.info.name)
+            .field("eras", &self.inner.eras)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A tool that takes no arguments: `|_: NoArgs, ctx| async { … }`.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -50,8 +50,9 @@ pub(crate) enum ReadFailure {
     Broken(String),
 }
 
+#[cfg(feature = "server")]
 impl ReadFailure {
-    /// Classifies a socket library's read error by its text.
+    /// Classifies a socket library's read error by its text (axum's errors carry no kind).
     pub(crate) fn classify(text: String) -> Self {
         let lower = text.to_ascii_lowercase();
         if lower.contains("space limit") || lower.contains("too long") || lower.contains("too big")

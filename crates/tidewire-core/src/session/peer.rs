@@ -435,6 +435,16 @@ pub struct RequestBuilder<T> {
     _result: PhantomData<fn() -> T>,
 }
 
+impl<T> std::fmt::Debug for RequestBuilder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestBuilder")
+            .field("method", &self.method)
+            .field("timeout", &self.timeout)
+            .field("reset_max", &self.reset_max)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
     fn new(
         peer: Peer,
