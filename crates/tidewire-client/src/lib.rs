@@ -129,6 +129,8 @@
 //! or context inclusion that it did not declare, is refused with `-32602`. `ping` is answered
 //! by the engine.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 mod builder;
 mod cache;
 mod call;

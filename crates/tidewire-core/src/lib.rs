@@ -60,6 +60,8 @@
 //! - [`progress`]: progress values and the errors of the monotonic guard.
 //! - [`version`]: the protocol revisions and `initialize` negotiation.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 pub mod jsonrpc;
 pub mod progress;
 pub mod queue;

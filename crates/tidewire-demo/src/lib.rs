@@ -26,6 +26,8 @@
 //! Nothing here fetches anything or talks to a model: `crawl` only waits, and `sample`, `elicit`
 //! and `roots` ask the connected client.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 mod conformance;
 mod conformance_2026;
 mod peer;

@@ -10,6 +10,8 @@
 //! | `server` | yes     | [`server`]: axum router, sessions    |
 //! | `client` | yes     | [`client`]: reqwest-based client     |
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 #[cfg(feature = "server")]
 pub mod server;
 

@@ -43,6 +43,8 @@
 //! otherwise ([`ServerBuilder::eras`]). Handlers are written once: the era decides the wire form
 //! of progress, logs, questions to the client and list changes (see `docs/eras.md`).
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 pub mod bus;
 mod catch_up;
 mod connection;

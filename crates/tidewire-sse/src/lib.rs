@@ -24,6 +24,8 @@
 //! engine POSTs `notifications/cancelled`). Closing the client closes the stream, and the
 //! server then ends the session and cancels whatever it was still running for it.
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 #[cfg(feature = "server")]
 pub mod server;
 

@@ -92,6 +92,8 @@
 //! - The exit status is available from [`ChildHandle::wait`](client::ChildHandle::wait) and
 //!   [`ChildHandle::exit_status`](client::ChildHandle::exit_status).
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 #[cfg(all(feature = "client", unix))]
 pub mod client;
 #[cfg(feature = "server")]

@@ -31,6 +31,8 @@
 //! The socket library's types do not appear in this API: both sides are adapters over
 //! [`tidewire_core::transport`] and hand the engine a [`WsTransport`].
 
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
 mod connection;
 
 #[cfg(feature = "server")]

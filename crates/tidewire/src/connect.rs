@@ -2,8 +2,7 @@
 //! ([`auto`]), Streamable HTTP or, for older servers, legacy HTTP+SSE ([`with_fallback`], the
 //! backwards-compatibility rule of MCP 2025-03-26).
 //!
-//! These choose between transports, so they live above them, here (features `client`,
-//! `http-client` and `sse-client`).
+//! These choose between transports, so they live above them, here (feature `connect`).
 
 use tidewire_client::{Client, ClientBuilder, ClientError, Era};
 use tidewire_http::client::{HttpClientHandle, StatelessHttpClient, StreamableHttpClient};

@@ -25,7 +25,8 @@
 //! | `http-client`  | no      | `http::client`: Streamable HTTP clients (both eras)           |
 //! | `rustls`       | no      | HTTPS for the HTTP clients                                    |
 //! | `sse-server`   | no      | `sse::server`: the legacy HTTP+SSE server                     |
-//! | `sse-client`   | no      | `sse::client`; with `http-client`, `connect` (either era, either HTTP transport) |
+//! | `sse-client`   | no      | `sse::client`: its client                                     |
+//! | `connect`      | no      | `connect`: an HTTP URL in whichever era and transport it speaks |
 //! | `ws-server`    | no      | `ws::server`: WebSocket (a custom transport)                  |
 //! | `ws-client`    | no      | `ws::client`                                                  |
 //! | `http`, `sse`, `ws` | no | both halves of the transport                                  |
@@ -59,6 +60,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub use tidewire_core as core;
 pub use tidewire_core::schema;
@@ -81,7 +83,7 @@ pub use tidewire_sse as sse;
 #[cfg(any(feature = "ws-server", feature = "ws-client"))]
 pub use tidewire_ws as ws;
 
-#[cfg(all(feature = "client", feature = "http-client", feature = "sse-client"))]
+#[cfg(feature = "connect")]
 pub mod connect;
 
 /// What nearly every tidewire program uses: `use tidewire::prelude::*;`.
