@@ -10,17 +10,17 @@ use serde_json::Value;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Notification, Request};
 use tidewire_core::schema::{
-    CallToolParams, CallToolResult, ClientCapabilities, ClientNotification, CompleteParams,
+    CallToolParams, CallToolResult, ClientCapabilities, ClientNotification, ClientRequest,
     CompleteResult, EmptyResult, GetPromptParams, Implementation, InitializeParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, PaginatedParams, ReadResourceParams, SetLevelParams,
-    SubscribeParams, UnsubscribeParams,
+    ListToolsResult, LoggingLevel, PaginatedParams,
 };
 use tidewire_core::session::{CancelPolicy, Handler, Peer, RequestContext};
 use tidewire_core::transport::text::excerpt;
 
 use crate::catch_up::Owed;
 use crate::context::Context;
+use crate::listing::Listing;
 use crate::server::{Inner, Server};
 
 /// The longest URI a client may subscribe to, in bytes (subscriptions last as long as the
@@ -152,64 +152,49 @@ impl Connection {
         if !eras.legacy() {
             return Err(session_refused(&request));
         }
-        let params = request.params;
-        match request.method.as_str() {
-            "initialize" => reply(self.initialize(parse(&request.method, params)?, ctx.peer())),
-            "ping" => reply(EmptyResult::new()),
-            "tools/list" => {
-                reply(self.list_tools(&parse::<PaginatedParams>(&request.method, params)?)?)
+        let typed = ClientRequest::from_parts(&request.method, request.params)?;
+        match typed {
+            ClientRequest::Initialize(params) => reply(self.initialize(params, ctx.peer())),
+            ClientRequest::Ping(_) => reply(EmptyResult::new()),
+            ClientRequest::ListTools(params) => reply(self.list::<ListToolsResult>(&params)?),
+            ClientRequest::CallTool(params) => reply(
+                self.call_tool(params, Context::new(ctx, self.clone()))
+                    .await?,
+            ),
+            ClientRequest::ListResources(params) => {
+                reply(self.list::<ListResourcesResult>(&params)?)
             }
-            "tools/call" => {
-                let params: CallToolParams = parse(&request.method, params)?;
-                reply(
-                    self.call_tool(params, Context::new(ctx, self.clone()))
-                        .await?,
-                )
+            ClientRequest::ListResourceTemplates(params) => {
+                reply(self.list::<ListResourceTemplatesResult>(&params)?)
             }
-            "resources/list" => {
-                reply(self.list_resources(&parse::<PaginatedParams>(&request.method, params)?)?)
-            }
-            "resources/templates/list" => {
-                reply(self.list_templates(&parse::<PaginatedParams>(&request.method, params)?)?)
-            }
-            "resources/read" => {
-                let params: ReadResourceParams = parse(&request.method, params)?;
-                reply(
-                    self.read_resource(params.uri, Context::new(ctx, self.clone()))
-                        .await?,
-                )
-            }
-            "resources/subscribe" => {
-                let params: SubscribeParams = parse(&request.method, params)?;
+            ClientRequest::ReadResource(params) => reply(
+                self.read_resource(params.uri, Context::new(ctx, self.clone()))
+                    .await?,
+            ),
+            ClientRequest::Subscribe(params) => {
                 self.subscribe(params.uri)?;
                 reply(EmptyResult::new())
             }
-            "resources/unsubscribe" => {
-                let params: UnsubscribeParams = parse(&request.method, params)?;
+            ClientRequest::Unsubscribe(params) => {
                 self.subscriptions
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .remove(&params.uri);
                 reply(EmptyResult::new())
             }
-            "prompts/list" => {
-                reply(self.list_prompts(&parse::<PaginatedParams>(&request.method, params)?)?)
-            }
-            "prompts/get" => {
-                let params: GetPromptParams = parse(&request.method, params)?;
-                let ctx = Context::new(ctx, self.clone());
-                reply(self.get_prompt(params, ctx).await?)
-            }
-            "completion/complete" => {
-                let params: CompleteParams = parse(&request.method, params)?;
+            ClientRequest::ListPrompts(params) => reply(self.list::<ListPromptsResult>(&params)?),
+            ClientRequest::GetPrompt(params) => reply(
+                self.get_prompt(params, Context::new(ctx, self.clone()))
+                    .await?,
+            ),
+            ClientRequest::Complete(params) => {
                 let result = match &self.server.completion {
                     Some(complete) => complete(params, Context::new(ctx, self.clone())).await?,
                     None => CompleteResult::new(Vec::new()),
                 };
                 reply(result)
             }
-            "logging/setLevel" => {
-                let params: SetLevelParams = parse(&request.method, params)?;
+            ClientRequest::SetLevel(params) => {
                 let index = LoggingLevel::ALL
                     .iter()
                     .position(|l| *l == params.level)
@@ -218,8 +203,14 @@ impl Connection {
                     .store(u8::try_from(index + 1).unwrap_or(1), Ordering::Relaxed);
                 reply(EmptyResult::new())
             }
-            other => Err(ErrorObject::method_not_found(&excerpt(other))),
+            // Tasks are not served yet; every other method is unknown.
+            other => Err(ErrorObject::method_not_found(&excerpt(other.method()))),
         }
+    }
+
+    /// The page of a list `params` asks for (tools, resources, templates or prompts).
+    pub(crate) fn list<L: Listing>(&self, params: &PaginatedParams) -> Result<L, ErrorObject> {
+        crate::listing::list(&self.server, params)
     }
 
     fn initialize(&self, params: InitializeParams, peer: &Peer) -> InitializeResult {
@@ -237,21 +228,6 @@ impl Connection {
         );
         result.instructions.clone_from(&self.server.instructions);
         result
-    }
-
-    pub(crate) fn list_tools(
-        &self,
-        params: &PaginatedParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        let (items, next) =
-            self.server
-                .tools
-                .page(params.cursor.as_deref(), self.server.page_size, |e| {
-                    e.tool.clone()
-                })?;
-        let mut result = ListToolsResult::new(items);
-        result.next_cursor = next;
-        Ok(result)
     }
 
     pub(crate) async fn call_tool(
@@ -273,40 +249,6 @@ impl Connection {
                 Err(protocol) => Err(protocol),
             },
         }
-    }
-
-    pub(crate) fn list_resources(
-        &self,
-        params: &PaginatedParams,
-    ) -> Result<ListResourcesResult, ErrorObject> {
-        let (items, next) =
-            self.server
-                .resources
-                .page(params.cursor.as_deref(), self.server.page_size, |e| {
-                    e.resource.clone()
-                })?;
-        Ok(ListResourcesResult {
-            resources: items,
-            next_cursor: next,
-            ..Default::default()
-        })
-    }
-
-    pub(crate) fn list_templates(
-        &self,
-        params: &PaginatedParams,
-    ) -> Result<ListResourceTemplatesResult, ErrorObject> {
-        let (items, next) =
-            self.server
-                .templates
-                .page(params.cursor.as_deref(), self.server.page_size, |e| {
-                    e.template.clone()
-                })?;
-        Ok(ListResourceTemplatesResult {
-            resource_templates: items,
-            next_cursor: next,
-            ..Default::default()
-        })
     }
 
     pub(crate) async fn read_resource(
@@ -345,23 +287,6 @@ impl Connection {
         }
         subs.insert(uri);
         Ok(())
-    }
-
-    pub(crate) fn list_prompts(
-        &self,
-        params: &PaginatedParams,
-    ) -> Result<ListPromptsResult, ErrorObject> {
-        let (items, next) =
-            self.server
-                .prompts
-                .page(params.cursor.as_deref(), self.server.page_size, |e| {
-                    e.prompt.clone()
-                })?;
-        Ok(ListPromptsResult {
-            prompts: items,
-            next_cursor: next,
-            ..Default::default()
-        })
     }
 
     pub(crate) async fn get_prompt(

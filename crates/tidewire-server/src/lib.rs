@@ -50,6 +50,7 @@ mod catch_up;
 mod connection;
 mod context;
 mod error;
+mod listing;
 mod registry;
 mod server;
 mod stateless;

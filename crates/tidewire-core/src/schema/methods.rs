@@ -29,8 +29,11 @@ fn decode_params<T: DeserializeOwned>(
         None | Some(Value::Null) => Value::Object(JsonObject::new()),
         Some(v) => v,
     };
-    serde_json::from_value(value)
-        .map_err(|e| ErrorObject::invalid_params(format_args!("method `{method}`: {e}")))
+    // serde quotes the value it could not read, which is the peer's text: only an excerpt.
+    serde_json::from_value(value).map_err(|e| {
+        let reason = crate::transport::text::excerpt(&e.to_string());
+        ErrorObject::invalid_params(format_args!("method `{method}`: {reason}"))
+    })
 }
 
 /// Serialises decoded params back to JSON. Our params types always serialise to an object, so

@@ -21,8 +21,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
-    CallToolParams, CompleteParams, CompleteResult, DiscoverResult, GetPromptParams, ListenParams,
-    Meta, ReadResourceParams, meta_keys, result_type,
+    CallToolParams, CompleteParams, CompleteResult, DiscoverResult, GetPromptParams,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    ListenParams, Meta, PaginatedParams, ReadResourceParams, meta_keys, result_type,
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
@@ -39,6 +40,7 @@ pub use seal::{KeyRing, KeyRingError};
 
 use crate::connection::Connection;
 use crate::context::Context;
+use crate::listing::Listing;
 
 /// How long a `requestState` stays valid by default.
 pub(crate) const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
@@ -65,30 +67,12 @@ pub(crate) async fn serve(
     let params = request.params;
     let mut result = match method {
         "server/discover" => reply(discover(connection))?,
-        "tools/list" => {
-            let page = connection.list_tools(&parse(method, params)?)?;
-            listed(server, page, &server.tools, |e| {
-                CacheItem::Tool(e.tool.name.clone())
-            })?
-        }
-        "resources/list" => {
-            let page = connection.list_resources(&parse(method, params)?)?;
-            listed(server, page, &server.resources, |e| {
-                CacheItem::Resource(e.resource.uri.clone())
-            })?
-        }
+        "tools/list" => listed::<ListToolsResult>(connection, &parse(method, params)?)?,
+        "resources/list" => listed::<ListResourcesResult>(connection, &parse(method, params)?)?,
         "resources/templates/list" => {
-            let page = connection.list_templates(&parse(method, params)?)?;
-            listed(server, page, &server.templates, |e| {
-                CacheItem::Template(e.template.uri_template.clone())
-            })?
+            listed::<ListResourceTemplatesResult>(connection, &parse(method, params)?)?
         }
-        "prompts/list" => {
-            let page = connection.list_prompts(&parse(method, params)?)?;
-            listed(server, page, &server.prompts, |e| {
-                CacheItem::Prompt(e.prompt.name.clone())
-            })?
-        }
+        "prompts/list" => listed::<ListPromptsResult>(connection, &parse(method, params)?)?,
         "tools/call" => {
             let mut params: CallToolParams = parse(method, params)?;
             if let Some(HttpHeaders(headers)) = ctx.extensions().get::<HttpHeaders>()
@@ -196,22 +180,24 @@ fn discover(connection: &Connection) -> DiscoverResult {
     }
 }
 
-/// One page of a list, with the caching hint of the whole list (taken over every entry of
-/// `registry`, not only this page's, so every page has the same scope). Without per-item hints
+/// One page of a list, with the caching hint of the whole list (taken over every entry of its
+/// registry, not only this page's, so every page has the same scope). Without per-item hints
 /// (the common case) it is the server's default, and the registry is not walked.
-fn listed<T: Serialize, E>(
-    server: &crate::server::Inner,
-    page: T,
-    registry: &crate::registry::Registry<E>,
-    item: impl Fn(&E) -> CacheItem,
+fn listed<L: Listing>(
+    connection: &Connection,
+    params: &PaginatedParams,
 ) -> Result<Value, ErrorObject> {
-    let mut result = reply(page)?;
+    let server = connection.server_inner();
+    let mut result = reply(connection.list::<L>(params)?)?;
     let hint = if server.cache.items.is_empty() {
         server.cache.default
     } else {
-        server
-            .cache
-            .of_list(registry.snapshot().iter().map(|e| item(e)))
+        server.cache.of_list(
+            L::registry(server)
+                .snapshot()
+                .iter()
+                .map(|e| L::cache_item(e)),
+        )
     };
     hint.write(&mut result);
     Ok(result)
