@@ -122,24 +122,9 @@ impl CallToolBuilder {
     }
 
     /// As [`on_progress`](Self::on_progress), with a handle that cancels this call, so the
-    /// callback can stop it (after the third report, say). On the stateless revision the
-    /// handle is the running round's, and cancelling it ends the call.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: tidewire_client::Client) {
-    /// let mut reports = 0;
-    /// let outcome = client
-    ///     .call_tool("crawl", serde_json::json!({"urls": ["https://a.example"]}))
-    ///     .on_progress_with_cancel(move |_progress, call| {
-    ///         reports += 1;
-    ///         if reports == 3 {
-    ///             call.cancel("three reports are enough");
-    ///         }
-    ///     })
-    ///     .await;
-    /// assert!(outcome.is_err_and(|e| e.is_cancelled()));
-    /// # }
-    /// ```
+    /// callback can stop it (after the third report, say: the example is
+    /// `RequestBuilder::on_progress_with_cancel`'s). On the stateless revision the handle is the
+    /// running round's, and cancelling it ends the call.
     pub fn on_progress_with_cancel(
         mut self,
         callback: impl FnMut(Progress, &CancelHandle) + Send + 'static,
