@@ -40,9 +40,11 @@ mod event_store;
 mod handlers;
 mod listen;
 mod session;
+mod sse_body;
 mod stateless;
 mod streams;
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use tidewire_core::session::Serve;
@@ -189,5 +191,23 @@ impl State {
             }
         });
         session
+    }
+}
+
+/// A place among the stateless requests running at once, bounded by
+/// [`HttpConfig::max_stateless_requests`](HttpConfig::max_stateless_requests).
+pub(crate) struct StatelessSlot(Arc<State>);
+
+impl StatelessSlot {
+    pub(crate) fn take(state: &Arc<State>) -> Option<Self> {
+        let before = state.stateless_running.fetch_add(1, Ordering::AcqRel);
+        let slot = Self(state.clone());
+        (before < state.config.max_stateless_requests).then_some(slot)
+    }
+}
+
+impl Drop for StatelessSlot {
+    fn drop(&mut self) {
+        self.0.stateless_running.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -35,9 +35,9 @@ use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{Envelope, HttpHeaders, RequestLimits, header_value};
 
 use super::checks::{PROTOCOL_VERSION, error, error_for};
-use super::handlers::{EndOnDrop, sse_from};
 use super::session::ReplyTarget;
-use super::{HttpRequestInfo, ResponseMode, State};
+use super::sse_body::{EndOnDrop, sse_from};
+use super::{HttpRequestInfo, ResponseMode, State, StatelessSlot};
 
 const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
@@ -287,24 +287,6 @@ fn error_status(body: &[u8]) -> StatusCode {
             ..
         })) => status_of(error.code),
         _ => StatusCode::OK,
-    }
-}
-
-/// A place among the stateless requests running at once, bounded by
-/// [`HttpConfig::max_stateless_requests`](super::HttpConfig::max_stateless_requests).
-pub(crate) struct StatelessSlot(Arc<State>);
-
-impl StatelessSlot {
-    fn take(state: &Arc<State>) -> Option<Self> {
-        let before = state.stateless_running.fetch_add(1, Ordering::AcqRel);
-        let slot = Self(state.clone());
-        (before < state.config.max_stateless_requests).then_some(slot)
-    }
-}
-
-impl Drop for StatelessSlot {
-    fn drop(&mut self) {
-        self.0.stateless_running.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

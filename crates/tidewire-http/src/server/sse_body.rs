@@ -1,0 +1,225 @@
+//! SSE response bodies: a session's stream read into frames (`event`, `id`, `retry`, `data`),
+//! in chunks, with keep-alive comments; and the guard that ends a stateless request's one-shot
+//! session when its reply goes.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
+use bytes::Bytes;
+
+use super::event_store::{StoredEvent, StreamId};
+use super::session::HttpSession;
+use super::{State, StatelessSlot};
+
+/// Ends a session when dropped: a stateless request's one-shot session, owned by the request
+/// and then by its reply's stream (with its place among the stateless requests, if counted).
+pub(crate) struct EndOnDrop {
+    session: Arc<HttpSession>,
+    /// Freed after the session is closed.
+    _slot: Option<StatelessSlot>,
+}
+
+impl EndOnDrop {
+    pub(crate) fn new(session: Arc<HttpSession>, slot: Option<StatelessSlot>) -> Self {
+        Self {
+            session,
+            _slot: slot,
+        }
+    }
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.session.close();
+    }
+}
+
+/// An SSE response reading `stream` from `cursor` (the reader is already attached).
+pub(crate) fn sse(
+    state: &Arc<State>,
+    session: Arc<HttpSession>,
+    stream: StreamId,
+    cursor: u64,
+    retry: Option<Duration>,
+    one_shot: Option<EndOnDrop>,
+) -> Response {
+    let reader = Reader {
+        session,
+        stream,
+        cursor,
+        pending: VecDeque::new(),
+        priming: retry,
+        done: false,
+        _one_shot: one_shot,
+        keep_alive: state.config.limits.keep_alive,
+        numbered: true,
+    };
+    sse_response(reader)
+}
+
+/// An SSE response for a stateless request's stream, starting with `taken` (events already
+/// taken from it): events carry no ids, since this wire has no resumption.
+pub(crate) fn sse_from(
+    state: &Arc<State>,
+    session: Arc<HttpSession>,
+    stream: StreamId,
+    taken: Vec<StoredEvent>,
+    one_shot: EndOnDrop,
+) -> Response {
+    let cursor = taken.last().map_or(0, |e| e.seq);
+    let reader = Reader {
+        session,
+        stream,
+        cursor,
+        pending: taken.into(),
+        priming: None,
+        done: false,
+        _one_shot: Some(one_shot),
+        keep_alive: state.config.limits.keep_alive,
+        numbered: false,
+    };
+    sse_response(reader)
+}
+
+fn sse_response(reader: Reader) -> Response {
+    let frames = futures::stream::unfold(reader, Reader::next_frame);
+    let mut response = Response::new(Body::from_stream(frames));
+    // Sized for what goes in: a long-lived stream keeps its response head.
+    let mut headers = HeaderMap::with_capacity(3);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    *response.headers_mut() = headers;
+    response
+}
+
+/// Appends one SSE event in wire form to `out`, with the id `<stream>-<seq>` when `id` is given.
+/// `data` never holds a newline (messages are compact JSON).
+fn push_frame(
+    out: &mut Vec<u8>,
+    id: Option<(StreamId, u64)>,
+    data: &[u8],
+    retry: Option<Duration>,
+) {
+    let mut number = itoa::Buffer::new();
+    if retry.is_none() {
+        out.extend_from_slice(b"event: message\n");
+    }
+    if let Some((stream, seq)) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(number.format(stream).as_bytes());
+        out.push(b'-');
+        out.extend_from_slice(number.format(seq).as_bytes());
+        out.push(b'\n');
+    }
+    if let Some(retry) = retry {
+        out.extend_from_slice(b"retry: ");
+        out.extend_from_slice(number.format(retry.as_millis()).as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// Events handed to the body in one chunk at most (a burst of progress goes out in few writes).
+const EVENTS_PER_CHUNK: usize = 64;
+
+/// Reads one stream of a session into SSE frames; detaches when dropped.
+struct Reader {
+    session: Arc<HttpSession>,
+    stream: StreamId,
+    cursor: u64,
+    pending: VecDeque<StoredEvent>,
+    priming: Option<Duration>,
+    done: bool,
+    /// A stateless request's session, ended when this reader goes (after it detaches).
+    _one_shot: Option<EndOnDrop>,
+    keep_alive: Duration,
+    /// Events carry ids (`<stream>-<seq>`) for resumption; not on the stateless wire.
+    numbered: bool,
+}
+
+impl Reader {
+    /// Frames the events already taken (up to a bound) into `chunk`, numbered on `stream` when
+    /// this stream can be resumed, noting the last one.
+    fn frame_pending(&mut self, chunk: &mut Vec<u8>, stream: Option<StreamId>) {
+        for event in self
+            .pending
+            .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
+        {
+            self.done |= event.last;
+            push_frame(chunk, stream.map(|s| (s, event.seq)), &event.data, None);
+        }
+    }
+
+    async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
+        let (numbered, stream) = (self.numbered, self.stream);
+        if let Some(retry) = self.priming.take() {
+            // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data; with
+            // whatever is already there, in one chunk.
+            let mut chunk = Vec::with_capacity(256);
+            push_frame(&mut chunk, Some((self.stream, 0)), b"", Some(retry));
+            if let Some(events) = self.session.streams.take(self.stream, self.cursor).await {
+                self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                self.pending.extend(events);
+            }
+            self.frame_pending(&mut chunk, numbered.then_some(stream));
+            return Some((Ok(Bytes::from(chunk)), self));
+        }
+        loop {
+            if !self.pending.is_empty() {
+                // Everything already taken goes out in one chunk (up to a bound), so a burst of
+                // progress costs few writes.
+                let mut chunk = Vec::new();
+                self.frame_pending(&mut chunk, numbered.then_some(stream));
+                return Some((Ok(Bytes::from(chunk)), self));
+            }
+            if self.done {
+                self.session.streams.finish(self.stream).await;
+                return None;
+            }
+            if self.session.streams.take_interrupt(self.stream) {
+                return None;
+            }
+            let changed = self.session.streams.notifier(self.stream)?;
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let Some(events) = self.session.streams.take(self.stream, self.cursor).await else {
+                // Past the stream's end (its requests were cancelled), or the stream is gone.
+                self.session.streams.finish(self.stream).await;
+                return None;
+            };
+            if events.is_empty() {
+                // A session that ends wakes this too (its streams are closed), and the stream
+                // is then gone.
+                tokio::select! {
+                    () = &mut notified => {}
+                    () = tokio::time::sleep(self.keep_alive) => {
+                        // A comment keeps proxies and clients from timing the stream out.
+                        return Some((Ok(Bytes::from_static(b":\n\n")), self));
+                    }
+                }
+            } else {
+                self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+                self.pending.extend(events);
+            }
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.session.streams.detach(self.stream);
+        // `one_shot`, if any, ends its session as it drops, after this.
+    }
+}
