@@ -32,6 +32,7 @@ mod driver;
 mod error;
 mod options;
 mod peer;
+mod request;
 mod serve;
 mod state;
 
@@ -44,7 +45,8 @@ pub use context::{OnCancel, ProgressTracker, RequestContext};
 pub use driver::Driver;
 pub use error::SessionError;
 pub use options::{CancelPolicy, SessionOptions};
-pub use peer::{CancelHandle, InFlight, Peer, ProgressStream, RequestBuilder};
+pub use peer::Peer;
+pub use request::{CancelHandle, InFlight, ProgressStream, RequestBuilder};
 pub use serve::Serve;
 
 use crate::jsonrpc::{ErrorObject, Notification, Request};
