@@ -12,8 +12,6 @@ use tidewire_core::schema::{
 };
 use tidewire_core::session::{Peer, SessionError};
 
-use crate::connection::Connection;
-
 /// Which list changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ListKind {
@@ -70,39 +68,40 @@ pub(crate) struct Owed {
     sending: AtomicBool,
 }
 
-/// Notes that `connection` missed a change of `kind`, and starts its catch-up task unless it
-/// runs already. The task ends when nothing is owed, or when the connection closes.
-pub(crate) fn owe(connection: &Arc<Connection>, kind: ListKind) {
-    let owed = connection.owed();
-    owed.kinds.fetch_or(kind.bit(), Ordering::AcqRel);
-    if owed.sending.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    let Some(peer) = connection.peer().cloned() else {
-        owed.sending.store(false, Ordering::Release);
-        return;
-    };
-    let connection = connection.clone();
-    tokio::spawn(async move {
-        let owed = connection.owed();
-        loop {
-            let kinds = owed.kinds.swap(0, Ordering::AcqRel);
-            if kinds == 0 {
-                owed.sending.store(false, Ordering::Release);
-                // Owed again between the swap and the store: go on, unless a new task did.
-                if owed.kinds.load(Ordering::Acquire) == 0
-                    || owed.sending.swap(true, Ordering::AcqRel)
-                {
-                    return;
-                }
-                continue;
-            }
-            for kind in ListKind::ALL {
-                if kinds & kind.bit() != 0 && kind.send(&peer).await.is_err() {
-                    // The connection closed: nothing is owed to it any more.
-                    return;
-                }
-            }
+impl Owed {
+    /// Notes that the connection missed a change of `kind`, and starts its catch-up task on
+    /// `peer` unless it runs already (none without a peer yet). The task ends when nothing is
+    /// owed, or when the connection closes.
+    pub(crate) fn owe(self: &Arc<Self>, peer: Option<&Peer>, kind: ListKind) {
+        self.kinds.fetch_or(kind.bit(), Ordering::AcqRel);
+        if self.sending.swap(true, Ordering::AcqRel) {
+            return;
         }
-    });
+        let Some(peer) = peer.cloned() else {
+            self.sending.store(false, Ordering::Release);
+            return;
+        };
+        let owed = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let kinds = owed.kinds.swap(0, Ordering::AcqRel);
+                if kinds == 0 {
+                    owed.sending.store(false, Ordering::Release);
+                    // Owed again between the swap and the store: go on, unless a new task did.
+                    if owed.kinds.load(Ordering::Acquire) == 0
+                        || owed.sending.swap(true, Ordering::AcqRel)
+                    {
+                        return;
+                    }
+                    continue;
+                }
+                for kind in ListKind::ALL {
+                    if kinds & kind.bit() != 0 && kind.send(&peer).await.is_err() {
+                        // The connection closed: nothing is owed to it any more.
+                        return;
+                    }
+                }
+            }
+        });
+    }
 }

@@ -37,7 +37,7 @@ pub(crate) struct Connection {
     log_level: AtomicU8,
     subscriptions: Mutex<HashSet<String>>,
     /// List changes it missed while its queue was full.
-    owed: Owed,
+    owed: Arc<Owed>,
     /// The eras served on this connection.
     eras: tidewire_core::version::Eras,
     /// It carried a stateless request.
@@ -63,11 +63,11 @@ impl Connection {
             initialized: AtomicBool::new(false),
             log_level: AtomicU8::new(0),
             subscriptions: Mutex::new(HashSet::new()),
-            owed: Owed::default(),
+            owed: Arc::default(),
         }
     }
 
-    pub(crate) fn owed(&self) -> &Owed {
+    pub(crate) fn owed(&self) -> &Arc<Owed> {
         &self.owed
     }
 

@@ -23,7 +23,7 @@ use tidewire_core::transport::Transport;
 use tidewire_core::transport::text::excerpt;
 
 use crate::bus::{BusEvent, MemoryBus, NotificationBus, Subscription};
-use crate::catch_up::{self, ListKind};
+use crate::catch_up::ListKind;
 use crate::connection::{Connection, ConnectionHandler};
 use crate::context::Context;
 use crate::error::ToolError;
@@ -352,7 +352,7 @@ impl Server {
                 Ok(()) => {}
                 Err(error) if error.is_queue_full() => {
                     owed += 1;
-                    catch_up::owe(connection, kind);
+                    connection.owed().owe(connection.peer(), kind);
                 }
                 // Closed meanwhile: nobody left to tell.
                 Err(error) => tracing::debug!(%error, method, "a broadcast was not sent"),
