@@ -9,7 +9,9 @@ use clap::Args;
 use tidewire_client::schema::Implementation;
 use tidewire_client::{Client, ClientError, Era};
 use tidewire_core::jsonrpc::Message;
-use tidewire_core::transport::{Envelope, Transport, TransportError, TransportReceiver};
+use tidewire_core::transport::{
+    Envelope, RequestHeaders, Transport, TransportError, TransportReceiver,
+};
 use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
 use tidewire_sse::client::SseClient;
 use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioClient};
@@ -161,13 +163,7 @@ pub(crate) async fn connect_observed(
             }
         }
         Target::WebSocket(url) => {
-            let mut builder = WsClient::new(url);
-            for (name, value) in headers(args)? {
-                builder = builder.header(name, value);
-            }
-            if let Some(token) = &args.bearer {
-                builder = builder.bearer(token);
-            }
+            let builder = WsClient::new(url).request_headers(request_headers(args)?);
             let transport = builder.connect().await.map_err(|e| {
                 CliError::new(format!(
                     "cannot connect to {url}: {}",
@@ -229,13 +225,7 @@ async fn legacy_sse(
     target: &Target,
     status: u64,
 ) -> Result<Connection, CliError> {
-    let mut builder = SseClient::new(url);
-    for (name, value) in headers(args)? {
-        builder = builder.header(name, value);
-    }
-    if let Some(token) = &args.bearer {
-        builder = builder.bearer(token);
-    }
+    let builder = SseClient::new(url).request_headers(request_headers(args)?);
     let transport = builder.connect().await.map_err(|e| {
         CliError::new(format!(
             "cannot connect to {url}: it refused Streamable HTTP (HTTP {status} to the \
@@ -254,14 +244,8 @@ async fn stateless_transport(
     url: &str,
     args: &ConnectArgs,
 ) -> Result<tidewire_http::client::StatelessHttpTransport, CliError> {
-    let mut builder = StatelessHttpClient::new(url);
-    for (name, value) in headers(args)? {
-        builder = builder.header(name, value);
-    }
-    if let Some(token) = &args.bearer {
-        builder = builder.bearer(token);
-    }
-    builder
+    StatelessHttpClient::new(url)
+        .request_headers(request_headers(args)?)
         .connect()
         .await
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
@@ -275,17 +259,22 @@ fn stateless_refusal(failure: &Failure) -> bool {
         .is_some_and(ClientError::is_stateless_refusal)
 }
 
-/// The `--header NAME:VALUE` options, split.
-fn headers(args: &ConnectArgs) -> Result<Vec<(&str, &str)>, CliError> {
-    args.headers
-        .iter()
-        .map(|header| match header.split_once(':') {
-            Some((name, value)) => Ok((name.trim(), value.trim())),
-            None => Err(CliError::new(format!(
+/// The `--header NAME:VALUE` and `--bearer` options, for any transport's builder (an invalid
+/// header is refused when it connects).
+fn request_headers(args: &ConnectArgs) -> Result<RequestHeaders, CliError> {
+    let mut headers = RequestHeaders::default();
+    for header in &args.headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(CliError::new(format!(
                 "--header {header:?}: write it as NAME:VALUE, e.g. --header 'X-Api-Key: abc'"
-            ))),
-        })
-        .collect()
+            )));
+        };
+        headers.add(name.trim(), value.trim());
+    }
+    if let Some(token) = &args.bearer {
+        headers.bearer(token);
+    }
+    Ok(headers)
 }
 
 /// The HTTP status of a refused `initialize` POST when it means "not a Streamable HTTP endpoint"
@@ -312,14 +301,8 @@ async fn http_transport(
              `--features tls` for https:// targets"
         )));
     }
-    let mut builder = StreamableHttpClient::new(url);
-    for (name, value) in headers(args)? {
-        builder = builder.header(name, value);
-    }
-    if let Some(token) = &args.bearer {
-        builder = builder.bearer(token);
-    }
-    builder
+    StreamableHttpClient::new(url)
+        .request_headers(request_headers(args)?)
         .connect()
         .await
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))

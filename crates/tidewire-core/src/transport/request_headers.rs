@@ -22,6 +22,12 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 /// let map = headers.checked().expect("valid");
 /// assert!(map["authorization"].is_sensitive());
 ///
+/// let mut more = RequestHeaders::default();
+/// more.add("x-trace", "1");
+/// let mut all = RequestHeaders::default();
+/// all.extend(more);
+/// assert!(all.checked().expect("valid").contains_key("x-trace"));
+///
 /// let mut bad = RequestHeaders::default();
 /// bad.add("not a name", "x");
 /// assert!(bad.checked().is_err());
@@ -79,6 +85,14 @@ impl RequestHeaders {
         }
     }
 
+    /// Adds every header of `other` (and remembers its first invalid one, if this has none).
+    pub fn extend(&mut self, other: RequestHeaders) {
+        self.map.extend(other.map);
+        if self.error.is_none() {
+            self.error = other.error;
+        }
+    }
+
     /// The headers, or why the first invalid one was refused.
     ///
     /// # Errors
@@ -106,6 +120,12 @@ macro_rules! __request_header_setters {
             V::Error: ::std::fmt::Display,
         {
             self.$field.add(name, value);
+            self
+        }
+
+        #[doc = concat!("Every header of `headers` with ", $sent, ", as `header` and `bearer` would add them.")]
+        pub fn request_headers(mut self, headers: $crate::transport::RequestHeaders) -> Self {
+            self.$field.extend(headers);
             self
         }
 
