@@ -361,13 +361,6 @@ impl ClientBuilder {
     /// ```
     pub fn connect_with_driver<T: Transport>(self, transport: T) -> (Connecting, Driver) {
         let capabilities = self.capabilities();
-        // A transport built around sessions cannot carry a stateless probe: Auto speaks the
-        // session era over it, and Modern is told so when it tries.
-        let session_only = !transport.carries_stateless();
-        let mut era = self.era;
-        if era == Era::Auto && session_only {
-            era = Era::Legacy;
-        }
         let (tx, first) = broadcast::channel(self.notification_buffer);
         let template = first.resubscribe();
         let answerers = Arc::new(Answerers {
@@ -387,6 +380,13 @@ impl ClientBuilder {
             notifications: tx,
         };
         let (peer, driver) = Session::new(transport, dispatcher, self.options);
+        // A transport built around sessions cannot carry a stateless probe: Auto speaks the
+        // session era over it, and Modern is told so when it tries.
+        let session_only = !peer.carries_stateless();
+        let era = match self.era {
+            Era::Auto if session_only => Era::Legacy,
+            era => era,
+        };
         let offered = if self.version.uses_handshake() {
             self.version
         } else {

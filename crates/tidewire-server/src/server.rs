@@ -19,8 +19,8 @@ use tidewire_core::schema::{
     ServerCapabilities, Tool, ToolListChangedNotification,
 };
 use tidewire_core::session::{CancelPolicy, Driver, Peer, Serve, Session, SessionOptions};
-use tidewire_core::transport::Transport;
 use tidewire_core::transport::text::excerpt;
+use tidewire_core::transport::{Transport, TransportSender};
 
 use crate::bus::{BusEvent, MemoryBus, NotificationBus, Subscription};
 use crate::catch_up::ListKind;
@@ -145,12 +145,13 @@ impl std::fmt::Debug for Server {
 /// sessions only (HTTP+SSE) is served the session era whatever [`ServerBuilder::eras`] says.
 impl<T: Transport> Serve<T> for Server {
     fn serve_connection(&self, transport: T) -> Driver {
-        let eras = if transport.carries_stateless() {
+        let (sender, receiver) = transport.split();
+        let eras = if sender.carries_stateless() {
             self.inner.eras
         } else {
             Eras::Legacy
         };
-        self.serve_eras(transport, eras).1
+        self.serve_eras((sender, receiver), eras).1
     }
 }
 

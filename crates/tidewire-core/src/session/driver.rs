@@ -20,7 +20,7 @@ use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
 use crate::transport::text::excerpt;
 use crate::transport::{
-    Envelope, Route, SessionEvent, Transport, TransportError, TransportReceiver, TransportSender,
+    Envelope, Route, SessionEvent, TransportError, TransportReceiver, TransportSender,
 };
 
 /// The future that runs a connection: it reads messages and dispatches them, and writes what the
@@ -47,22 +47,23 @@ impl std::fmt::Debug for Driver {
     }
 }
 
-pub(crate) fn driver<T: Transport, H: Handler>(
-    transport: T,
+pub(crate) fn driver<S: TransportSender, R: TransportReceiver, H: Handler>(
+    sender: S,
+    receiver: R,
     handler: Arc<H>,
     shared: Arc<Shared>,
 ) -> Driver {
     Driver {
-        future: Box::pin(run(transport, handler, shared)),
+        future: Box::pin(run(sender, receiver, handler, shared)),
     }
 }
 
-async fn run<T: Transport, H: Handler>(
-    transport: T,
+async fn run<S: TransportSender, R: TransportReceiver, H: Handler>(
+    sender: S,
+    receiver: R,
     handler: Arc<H>,
     shared: Arc<Shared>,
 ) -> Result<(), TransportError> {
-    let (sender, receiver) = transport.split();
     let peer = Peer {
         shared: shared.clone(),
         route: Route::Unrelated,

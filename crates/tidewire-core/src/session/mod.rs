@@ -102,16 +102,20 @@ impl Session {
         handler: Arc<H>,
         options: SessionOptions,
     ) -> (Peer, Driver) {
+        use crate::transport::TransportSender;
+        // Split now: what the engine asks of the transport is the sender's to say.
+        let (sender, receiver) = transport.split();
         let wiring = peer::Wiring {
-            tracks_requests: transport.tracks_requests(),
-            cancels_by_closing: transport.cancels_by_closing(),
+            carries_stateless: sender.carries_stateless(),
+            tracks_requests: sender.tracks_requests(),
+            cancels_by_closing: sender.cancels_by_closing(),
         };
         let shared = Arc::new(peer::Shared::new(options, wiring));
         let peer = Peer {
             shared: shared.clone(),
             route: crate::transport::Route::Unrelated,
         };
-        (peer, driver::driver(transport, handler, shared))
+        (peer, driver::driver(sender, receiver, handler, shared))
     }
 
     /// Sets up a connection and spawns its driver on the current tokio runtime.

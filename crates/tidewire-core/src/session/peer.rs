@@ -43,11 +43,14 @@ pub(crate) struct Shared {
     pub(crate) sessions_ended: watch::Sender<u64>,
 }
 
-/// What a transport asks of the engine besides the messages (see
-/// [`Transport::tracks_requests`](crate::transport::Transport::tracks_requests) and
-/// [`Transport::cancels_by_closing`](crate::transport::Transport::cancels_by_closing)).
+/// What the transport's sender says of itself (see
+/// [`TransportSender::carries_stateless`](crate::transport::TransportSender::carries_stateless),
+/// [`tracks_requests`](crate::transport::TransportSender::tracks_requests) and
+/// [`cancels_by_closing`](crate::transport::TransportSender::cancels_by_closing)), read once
+/// when the connection is set up.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Wiring {
+    pub(crate) carries_stateless: bool,
     pub(crate) tracks_requests: bool,
     pub(crate) cancels_by_closing: bool,
 }
@@ -312,6 +315,13 @@ impl Peer {
             .unwrap_or(0);
         let code = u8::try_from(index + 1).unwrap_or(0);
         self.shared.version.store(code, Ordering::Release);
+    }
+
+    /// Whether the transport can carry requests of the stateless revision (2026-07-28): false
+    /// for the session-era Streamable HTTP and HTTP+SSE transports (see
+    /// [`TransportSender::carries_stateless`](crate::transport::TransportSender::carries_stateless)).
+    pub fn carries_stateless(&self) -> bool {
+        self.shared.wiring.carries_stateless
     }
 
     /// Counts the sessions the server ended while the connection went on (Streamable HTTP: a

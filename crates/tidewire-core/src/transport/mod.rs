@@ -109,24 +109,9 @@ pub trait Transport: Send + 'static {
     type Sender: TransportSender;
     /// The receiving half.
     type Receiver: TransportReceiver;
-    /// Splits the connection.
+    /// Splits the connection. What it asks of the engine besides the messages, its sender says
+    /// ([`TransportSender::carries_stateless`] and the like).
     fn split(self) -> (Self::Sender, Self::Receiver);
-
-    /// Whether this connection can carry stateless (2026-07-28) requests (see
-    /// [`TransportSender::carries_stateless`]).
-    fn carries_stateless(&self) -> bool {
-        true
-    }
-
-    /// See [`TransportSender::tracks_requests`].
-    fn tracks_requests(&self) -> bool {
-        false
-    }
-
-    /// See [`TransportSender::cancels_by_closing`].
-    fn cancels_by_closing(&self) -> bool {
-        false
-    }
 }
 
 impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
@@ -134,14 +119,5 @@ impl<S: TransportSender, R: TransportReceiver> Transport for (S, R) {
     type Receiver = R;
     fn split(self) -> (S, R) {
         self
-    }
-    fn carries_stateless(&self) -> bool {
-        self.0.carries_stateless()
-    }
-    fn tracks_requests(&self) -> bool {
-        self.0.tracks_requests()
-    }
-    fn cancels_by_closing(&self) -> bool {
-        self.0.cancels_by_closing()
     }
 }

@@ -64,15 +64,6 @@ impl Transport for HttpClientTransport {
     type Sender = HttpSender;
     type Receiver = HttpReceiver;
 
-    /// Sessions only: a client speaks the session era over it.
-    fn carries_stateless(&self) -> bool {
-        false
-    }
-
-    fn tracks_requests(&self) -> bool {
-        true
-    }
-
     fn split(self) -> (HttpSender, HttpReceiver) {
         (self.sender, self.receiver)
     }

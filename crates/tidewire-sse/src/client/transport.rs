@@ -65,15 +65,6 @@ impl Transport for SseClientTransport {
     type Sender = SseClientSender;
     type Receiver = SseClientReceiver;
 
-    /// Sessions only: a client speaks the session era over it.
-    fn carries_stateless(&self) -> bool {
-        false
-    }
-
-    fn tracks_requests(&self) -> bool {
-        true
-    }
-
     fn split(self) -> (SseClientSender, SseClientReceiver) {
         (self.sender, self.receiver)
     }
