@@ -18,9 +18,22 @@ use tidewire_core::session::{
 };
 use tokio_util::sync::WaitForCancellationFuture;
 
-use crate::Server;
+use tidewire_core::stateless::RequestMeta;
+
 use crate::connection::Connection;
-use crate::stateless::StatelessCall;
+use crate::rounds::Rounds;
+use crate::state::ServerState;
+
+/// The state of a server whose handlers take a [`Context`].
+pub(crate) type Shared = ServerState<Context>;
+
+/// What a stateless request's handler knows of it: its `_meta`, and its rounds of questions
+/// when it may ask any.
+#[derive(Debug)]
+pub(crate) struct StatelessCall {
+    pub(crate) meta: RequestMeta,
+    pub(crate) rounds: Option<Rounds>,
+}
 
 /// The context of one request to the server, handed to tool, resource, prompt and completion
 /// handlers.
@@ -36,29 +49,45 @@ use crate::stateless::StatelessCall;
 #[derive(Clone, Debug)]
 pub struct Context {
     request: RequestContext,
+    server: Arc<Shared>,
     connection: Arc<Connection>,
     stateless: Option<Arc<StatelessCall>>,
 }
 
 impl Context {
-    pub(crate) fn new(request: RequestContext, connection: Arc<Connection>) -> Self {
+    /// The context of a session-era request.
+    pub(crate) fn new(
+        request: RequestContext,
+        server: Arc<Shared>,
+        connection: Arc<Connection>,
+    ) -> Self {
         Self {
             request,
+            server,
             connection,
             stateless: None,
         }
     }
 
+    /// The context of a stateless request.
     pub(crate) fn stateless(
         request: RequestContext,
+        server: Arc<Shared>,
         connection: Arc<Connection>,
         call: Arc<StatelessCall>,
     ) -> Self {
         Self {
             request,
+            server,
             connection,
             stateless: Some(call),
         }
+    }
+
+    /// The state of the server this request reached (`Context::server`, in the server module,
+    /// makes it a `Server`).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.server
     }
 
     /// True for a stateless (2026-07-28) request, false on a session.
@@ -90,11 +119,6 @@ impl Context {
     /// The routed handle to the client.
     pub fn peer(&self) -> &Peer {
         self.request.peer()
-    }
-
-    /// The server this request reached (to announce list changes or resource updates).
-    pub fn server(&self) -> Server {
-        self.connection.server()
     }
 
     /// The revision of this request: the one a stateless request names, or the one negotiated
@@ -385,7 +409,7 @@ impl Context {
         self.rounds().and_then(|r| r.responses())
     }
 
-    fn rounds(&self) -> Option<&crate::stateless::Rounds> {
+    fn rounds(&self) -> Option<&Rounds> {
         self.stateless.as_ref().and_then(|c| c.rounds.as_ref())
     }
 

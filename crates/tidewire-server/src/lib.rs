@@ -45,21 +45,32 @@
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+// The modules, lowest first: each uses only modules listed above it.
+mod broadcast;
+mod builder;
 pub mod bus;
+mod cache;
+mod calls;
 mod catch_up;
 mod connection;
 mod context;
+mod dispatch;
 mod error;
 mod listing;
 mod registry;
+mod rounds;
+mod seal;
 mod server;
+mod state;
 mod stateless;
 mod uri_template;
 
+pub use builder::{NoArgs, ServerBuilder, schema_for};
+pub use cache::{CacheHint, CacheItem, CacheScope};
 pub use context::{Context, KeyedQuestion, ReportProgress};
 pub use error::ToolError;
-pub use server::{NoArgs, Server, ServerBuilder, schema_for};
-pub use stateless::{CacheHint, CacheItem, CacheScope, KeyRing, KeyRingError};
+pub use seal::{KeyRing, KeyRingError};
+pub use server::Server;
 pub use tidewire_core::schema;
 pub use tidewire_core::session::{CancelPolicy, OnCancel};
 pub use tidewire_core::version::Eras;

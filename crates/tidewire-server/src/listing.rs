@@ -7,9 +7,9 @@ use tidewire_core::schema::{
     PaginatedParams, Prompt, Resource, ResourceTemplate, Tool,
 };
 
+use crate::cache::CacheItem;
+use crate::context::{Context, Shared};
 use crate::registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
-use crate::server::Inner;
-use crate::stateless::CacheItem;
 
 /// A list result, and where its items come from.
 pub(crate) trait Listing: serde::Serialize + Sized {
@@ -18,7 +18,7 @@ pub(crate) trait Listing: serde::Serialize + Sized {
     /// One item of the list.
     type Item;
     /// The registry of the list.
-    fn registry(server: &Inner) -> &Registry<Self::Entry>;
+    fn registry(server: &Shared) -> &Registry<Self::Entry>;
     /// The item of an entry.
     fn item(entry: &Self::Entry) -> Self::Item;
     /// What a caching hint of the entry is keyed by (the stateless revision).
@@ -31,22 +31,25 @@ pub(crate) trait Listing: serde::Serialize + Sized {
 ///
 /// # Errors
 /// `-32602` for a cursor this server did not issue.
-pub(crate) fn list<L: Listing>(server: &Inner, params: &PaginatedParams) -> Result<L, ErrorObject> {
+pub(crate) fn list<L: Listing>(
+    server: &Shared,
+    params: &PaginatedParams,
+) -> Result<L, ErrorObject> {
     let (items, next) =
         L::registry(server).page(params.cursor.as_deref(), server.page_size, L::item)?;
     Ok(L::from_page(items, next))
 }
 
 impl Listing for ListToolsResult {
-    type Entry = ToolEntry;
+    type Entry = ToolEntry<Context>;
     type Item = Tool;
-    fn registry(server: &Inner) -> &Registry<ToolEntry> {
+    fn registry(server: &Shared) -> &Registry<ToolEntry<Context>> {
         &server.tools
     }
-    fn item(entry: &ToolEntry) -> Tool {
+    fn item(entry: &ToolEntry<Context>) -> Tool {
         entry.tool.clone()
     }
-    fn cache_item(entry: &ToolEntry) -> CacheItem {
+    fn cache_item(entry: &ToolEntry<Context>) -> CacheItem {
         CacheItem::Tool(entry.tool.name.clone())
     }
     fn from_page(items: Vec<Tool>, next_cursor: Option<String>) -> Self {
@@ -57,15 +60,15 @@ impl Listing for ListToolsResult {
 }
 
 impl Listing for ListResourcesResult {
-    type Entry = ResourceEntry;
+    type Entry = ResourceEntry<Context>;
     type Item = Resource;
-    fn registry(server: &Inner) -> &Registry<ResourceEntry> {
+    fn registry(server: &Shared) -> &Registry<ResourceEntry<Context>> {
         &server.resources
     }
-    fn item(entry: &ResourceEntry) -> Resource {
+    fn item(entry: &ResourceEntry<Context>) -> Resource {
         entry.resource.clone()
     }
-    fn cache_item(entry: &ResourceEntry) -> CacheItem {
+    fn cache_item(entry: &ResourceEntry<Context>) -> CacheItem {
         CacheItem::Resource(entry.resource.uri.clone())
     }
     fn from_page(items: Vec<Resource>, next_cursor: Option<String>) -> Self {
@@ -78,15 +81,15 @@ impl Listing for ListResourcesResult {
 }
 
 impl Listing for ListResourceTemplatesResult {
-    type Entry = TemplateEntry;
+    type Entry = TemplateEntry<Context>;
     type Item = ResourceTemplate;
-    fn registry(server: &Inner) -> &Registry<TemplateEntry> {
+    fn registry(server: &Shared) -> &Registry<TemplateEntry<Context>> {
         &server.templates
     }
-    fn item(entry: &TemplateEntry) -> ResourceTemplate {
+    fn item(entry: &TemplateEntry<Context>) -> ResourceTemplate {
         entry.template.clone()
     }
-    fn cache_item(entry: &TemplateEntry) -> CacheItem {
+    fn cache_item(entry: &TemplateEntry<Context>) -> CacheItem {
         CacheItem::Template(entry.template.uri_template.clone())
     }
     fn from_page(items: Vec<ResourceTemplate>, next_cursor: Option<String>) -> Self {
@@ -99,15 +102,15 @@ impl Listing for ListResourceTemplatesResult {
 }
 
 impl Listing for ListPromptsResult {
-    type Entry = PromptEntry;
+    type Entry = PromptEntry<Context>;
     type Item = Prompt;
-    fn registry(server: &Inner) -> &Registry<PromptEntry> {
+    fn registry(server: &Shared) -> &Registry<PromptEntry<Context>> {
         &server.prompts
     }
-    fn item(entry: &PromptEntry) -> Prompt {
+    fn item(entry: &PromptEntry<Context>) -> Prompt {
         entry.prompt.clone()
     }
-    fn cache_item(entry: &PromptEntry) -> CacheItem {
+    fn cache_item(entry: &PromptEntry<Context>) -> CacheItem {
         CacheItem::Prompt(entry.prompt.name.clone())
     }
     fn from_page(items: Vec<Prompt>, next_cursor: Option<String>) -> Self {

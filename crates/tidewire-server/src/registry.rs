@@ -13,49 +13,57 @@ use tidewire_core::schema::{
 };
 use tidewire_core::transport::text::excerpt;
 
-use crate::context::Context;
 use crate::error::ToolError;
 use crate::uri_template::UriTemplate;
 
-pub(crate) type ToolFn =
-    dyn Fn(Value, Context) -> BoxFuture<'static, Result<CallToolResult, ToolError>> + Send + Sync;
-pub(crate) type ReadFn = dyn Fn(
+// The entries are generic over the context their handlers take (always `crate::Context`), so
+// that the registry, and the server state holding it, do not depend on the context module,
+// which depends on them (a context hands out the server).
+
+/// A tool handler: the arguments as JSON, and the context.
+pub(crate) type ToolFn<C> =
+    dyn Fn(Value, C) -> BoxFuture<'static, Result<CallToolResult, ToolError>> + Send + Sync;
+/// A resource reader: the URI, the template's variables (none for a fixed resource), the
+/// context.
+pub(crate) type ReadFn<C> = dyn Fn(
         String,
         HashMap<String, String>,
-        Context,
+        C,
     ) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
     + Send
     + Sync;
-pub(crate) type PromptFn = dyn Fn(HashMap<String, String>, Context) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
+/// A prompt handler: the arguments, and the context.
+pub(crate) type PromptFn<C> = dyn Fn(HashMap<String, String>, C) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
     + Send
     + Sync;
-pub(crate) type CompleteFn = dyn Fn(CompleteParams, Context) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
+/// The completion handler.
+pub(crate) type CompleteFn<C> = dyn Fn(CompleteParams, C) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
     + Send
     + Sync;
 
 /// A tool and its handler.
-pub(crate) struct ToolEntry {
+pub(crate) struct ToolEntry<C> {
     pub(crate) tool: Tool,
-    pub(crate) handler: Arc<ToolFn>,
+    pub(crate) handler: Arc<ToolFn<C>>,
 }
 
 /// A resource and its reader.
-pub(crate) struct ResourceEntry {
+pub(crate) struct ResourceEntry<C> {
     pub(crate) resource: Resource,
-    pub(crate) handler: Arc<ReadFn>,
+    pub(crate) handler: Arc<ReadFn<C>>,
 }
 
 /// A resource template, its parsed form and its reader.
-pub(crate) struct TemplateEntry {
+pub(crate) struct TemplateEntry<C> {
     pub(crate) template: ResourceTemplate,
     pub(crate) parsed: UriTemplate,
-    pub(crate) handler: Arc<ReadFn>,
+    pub(crate) handler: Arc<ReadFn<C>>,
 }
 
 /// A prompt and its handler.
-pub(crate) struct PromptEntry {
+pub(crate) struct PromptEntry<C> {
     pub(crate) prompt: Prompt,
-    pub(crate) handler: Arc<PromptFn>,
+    pub(crate) handler: Arc<PromptFn<C>>,
 }
 
 /// Something listed by a key, in insertion order; a new entry with a known key replaces the old.
@@ -129,9 +137,9 @@ impl<T> Registry<T> {
     }
 }
 
-pub(crate) fn boxed_tool<F, Fut>(handler: F) -> Arc<ToolFn>
+pub(crate) fn boxed_tool<C, F, Fut>(handler: F) -> Arc<ToolFn<C>>
 where
-    F: Fn(Value, Context) -> Fut + Send + Sync + 'static,
+    F: Fn(Value, C) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
 {
     Arc::new(move |args, ctx| Box::pin(handler(args, ctx)))

@@ -10,13 +10,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{
-    CallTool, CancelTask, CancelledNotification, Complete, CreateMessage, Elicit,
+    CallTool, CancelTask, CancelledNotification, Complete, CreateMessage, Discover, Elicit,
     ElicitationCompleteNotification, GetPrompt, GetTask, GetTaskPayload, Initialize,
     InitializedNotification, JsonObject, ListPrompts, ListResourceTemplates, ListResources,
     ListRoots, ListTasks, ListTools, LoggingMessageNotification, NotificationType, Ping,
     ProgressNotification, PromptListChangedNotification, ReadResource, RequestType,
     ResourceListChangedNotification, ResourceUpdatedNotification, RootsListChangedNotification,
-    SetLevel, Subscribe, TaskStatusNotification, ToolListChangedNotification, Unsubscribe,
+    SetLevel, Subscribe, SubscriptionsListen, TaskStatusNotification, ToolListChangedNotification,
+    Unsubscribe,
 };
 use crate::jsonrpc::ErrorObject;
 
@@ -122,6 +123,25 @@ method_enum! {
         GetTaskPayload(GetTaskPayload) = "tasks/result",
         ListTasks(ListTasks) = "tasks/list",
         CancelTask(CancelTask) = "tasks/cancel",
+    }
+}
+
+method_enum! {
+    /// A request from the client to a server of the stateless revision (2026-07-28): what it
+    /// keeps of the session era, and what it adds (`server/discover`, `subscriptions/listen`).
+    /// The session-era methods it drops (`initialize`, `ping`, `logging/setLevel`,
+    /// `resources/subscribe` and `resources/unsubscribe`) are `Other`, as is every unknown one.
+    pub enum StatelessRequest: RequestType {
+        Discover(Discover) = "server/discover",
+        ListTools(ListTools) = "tools/list",
+        CallTool(CallTool) = "tools/call",
+        ListResources(ListResources) = "resources/list",
+        ListResourceTemplates(ListResourceTemplates) = "resources/templates/list",
+        ReadResource(ReadResource) = "resources/read",
+        ListPrompts(ListPrompts) = "prompts/list",
+        GetPrompt(GetPrompt) = "prompts/get",
+        Complete(Complete) = "completion/complete",
+        Listen(SubscriptionsListen) = "subscriptions/listen",
     }
 }
 
@@ -252,6 +272,33 @@ mod tests {
             ServerNotification::from_parts("notifications/future", None).expect("other"),
             ServerNotification::Other { params: None, .. }
         ));
+    }
+
+    #[test]
+    fn the_stateless_revision_drops_the_session_methods() {
+        assert!(matches!(
+            StatelessRequest::from_parts("server/discover", None).expect("discover"),
+            StatelessRequest::Discover(_)
+        ));
+        assert!(matches!(
+            StatelessRequest::from_parts(
+                "subscriptions/listen",
+                Some(json!({"notifications": {}}))
+            )
+            .expect("listen"),
+            StatelessRequest::Listen(_)
+        ));
+        for dropped in [
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+        ] {
+            assert!(matches!(
+                StatelessRequest::from_parts(dropped, None).expect("other"),
+                StatelessRequest::Other { .. }
+            ));
+        }
     }
 
     #[test]

@@ -38,7 +38,9 @@ pub use elicitation_form::*;
 pub use lifecycle::*;
 pub use logging::*;
 pub use meta::*;
-pub use methods::{ClientNotification, ClientRequest, ServerNotification, ServerRequest};
+pub use methods::{
+    ClientNotification, ClientRequest, ServerNotification, ServerRequest, StatelessRequest,
+};
 pub use modern::*;
 pub use notifications::*;
 pub use pagination::*;

@@ -22,14 +22,14 @@ use tokio::sync::Notify;
 
 use crate::bus::BusEvent;
 use crate::connection::MAX_SUBSCRIBED_URI;
-use crate::server::Inner;
+use crate::context::Shared;
 
 /// Events one listener holds for its stream before it owes list changes instead.
 const QUEUE: usize = 256;
 
 /// Serves one `subscriptions/listen` until it ends.
 pub(crate) async fn listen(
-    server: &Arc<Inner>,
+    server: &Arc<Shared>,
     params: ListenParams,
     ctx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
@@ -79,7 +79,10 @@ pub(crate) async fn listen(
 
 /// The part of `asked` this server honours (what it can ever send), or `-32602` for a
 /// resource list over the limits.
-fn honoured(server: &Inner, asked: &SubscriptionFilter) -> Result<SubscriptionFilter, ErrorObject> {
+fn honoured(
+    server: &Shared,
+    asked: &SubscriptionFilter,
+) -> Result<SubscriptionFilter, ErrorObject> {
     let has_resources = !server.resources.is_empty() || !server.templates.is_empty();
     let yes = |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
     let uris = match &asked.resource_subscriptions {
@@ -125,7 +128,7 @@ fn wire_form(event: &BusEvent) -> (&'static str, Value) {
 struct ListenerSlot(Arc<AtomicUsize>);
 
 impl ListenerSlot {
-    fn take(server: &Inner) -> Result<Self, ErrorObject> {
+    fn take(server: &Shared) -> Result<Self, ErrorObject> {
         let count = server.listeners.clone();
         let before = count.fetch_add(1, Ordering::AcqRel);
         let slot = Self(count);

@@ -2,28 +2,24 @@
 //! in `_meta`, and is served on its own, with no session.
 //!
 //! [`serve`] is the dispatcher of such requests. It shares everything with the session era — the
-//! registry, the handlers, the [`Context`] — and differs only in the wire form: `resultType` and
-//! `serverInfo` on every result, caching hints, `server/discover`, `subscriptions/listen`,
-//! questions to the client as `input_required` rounds ([`rounds`]), and no `initialize`, `ping`,
-//! `logging/setLevel` or `resources/(un)subscribe`.
+//! registries, the handlers ([`calls`](crate::calls)), the [`Context`] — and differs only in the
+//! wire form: `resultType` and `serverInfo` on every result, caching hints, `server/discover`,
+//! `subscriptions/listen` ([`listen`]), questions to the client as `input_required` rounds
+//! ([`rounds`](crate::rounds)), `Mcp-Param-*` headers checked against a tool's arguments
+//! ([`headers`]), and no `initialize`, `ping`, `logging/setLevel` or `resources/(un)subscribe`.
 
-mod cache;
 mod headers;
 mod listen;
-mod rounds;
-mod seal;
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
-    CallToolParams, CompleteParams, CompleteResult, DiscoverResult, GetPromptParams,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    ListenParams, Meta, PaginatedParams, ReadResourceParams, meta_keys, result_type,
+    DiscoverResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, Meta, PaginatedParams, StatelessRequest, meta_keys,
+    result_type,
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
@@ -31,50 +27,32 @@ use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{HttpHeaders, Principal};
 use tidewire_core::version::STATELESS_VERSIONS;
 
-pub(crate) use cache::CacheHints;
-pub use cache::{CacheHint, CacheItem, CacheScope};
-pub(crate) use rounds::Rounds;
-pub(crate) use rounds::StatePolicy;
-use rounds::{Binding, Outcome};
-pub use seal::{KeyRing, KeyRingError};
-
+use crate::cache::{CacheHint, CacheItem};
+use crate::calls::{self, reply};
 use crate::connection::Connection;
-use crate::context::Context;
-use crate::listing::Listing;
-
-/// How long a `requestState` stays valid by default.
-pub(crate) const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
-/// The largest `requestState` payload by default (the answers gathered so far).
-pub(crate) const DEFAULT_STATE_BYTES: usize = 256 * 1024;
-
-/// What a stateless request's handler knows of it: its `_meta`, and its rounds of questions
-/// when it may ask any.
-#[derive(Debug)]
-pub(crate) struct StatelessCall {
-    pub(crate) meta: RequestMeta,
-    pub(crate) rounds: Option<Rounds>,
-}
+use crate::context::{Context, Shared, StatelessCall};
+use crate::listing::{self, Listing};
+use crate::rounds::{Binding, Outcome, Rounds};
 
 /// Serves one stateless request.
 pub(crate) async fn serve(
+    server: &Arc<Shared>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let server = connection.server_inner();
     let meta = RequestMeta::from_params(request.params.as_ref())?;
-    let method = request.method.as_str();
-    let params = request.params;
-    let mut result = match method {
-        "server/discover" => reply(discover(connection))?,
-        "tools/list" => listed::<ListToolsResult>(connection, &parse(method, params)?)?,
-        "resources/list" => listed::<ListResourcesResult>(connection, &parse(method, params)?)?,
-        "resources/templates/list" => {
-            listed::<ListResourceTemplatesResult>(connection, &parse(method, params)?)?
+    let method = request.method;
+    let context = |ctx, call| Context::stateless(ctx, server.clone(), connection.clone(), call);
+    let mut result = match StatelessRequest::from_parts(&method, request.params)? {
+        StatelessRequest::Discover(_) => reply(discover(server))?,
+        StatelessRequest::ListTools(params) => listed::<ListToolsResult>(server, &params)?,
+        StatelessRequest::ListResources(params) => listed::<ListResourcesResult>(server, &params)?,
+        StatelessRequest::ListResourceTemplates(params) => {
+            listed::<ListResourceTemplatesResult>(server, &params)?
         }
-        "prompts/list" => listed::<ListPromptsResult>(connection, &parse(method, params)?)?,
-        "tools/call" => {
-            let mut params: CallToolParams = parse(method, params)?;
+        StatelessRequest::ListPrompts(params) => listed::<ListPromptsResult>(server, &params)?,
+        StatelessRequest::CallTool(mut params) => {
             if let Some(HttpHeaders(headers)) = ctx.extensions().get::<HttpHeaders>()
                 && let Some(entry) = server.tools.get(&params.name)
             {
@@ -82,31 +60,29 @@ pub(crate) async fn serve(
             }
             let arguments = params.arguments.clone().map(Value::Object);
             let call = retryable(
-                connection,
+                server,
                 meta,
-                Binding::new(method, &params.name, arguments.as_ref(), principal(&ctx)),
+                Binding::new(&method, &params.name, arguments.as_ref(), principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
-            let context = Context::stateless(ctx, connection.clone(), call.clone());
-            match round(&call, connection.call_tool(params, context)).await? {
+            let handler = calls::call_tool(params, context(ctx, call.clone()));
+            match round(&call, handler).await? {
                 Some(result) => reply(result)?,
                 None => input_required(&call)?,
             }
         }
-        "resources/read" => {
-            let mut params: ReadResourceParams = parse(method, params)?;
+        StatelessRequest::ReadResource(mut params) => {
             let uri = params.uri.clone();
             let call = retryable(
-                connection,
+                server,
                 meta,
-                Binding::new(method, &uri, None, principal(&ctx)),
+                Binding::new(&method, &uri, None, principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
-            let context = Context::stateless(ctx, connection.clone(), call.clone());
-            let read = connection.read_resource(params.uri, context);
-            match round(&call, read).await {
+            let handler = calls::read_resource(params.uri, context(ctx, call.clone()));
+            match round(&call, handler).await {
                 Ok(Some(result)) => {
                     let mut result = reply(result)?;
                     read_hint(server, &uri).write(&mut result);
@@ -123,48 +99,39 @@ pub(crate) async fn serve(
                 Err(error) => return Err(error),
             }
         }
-        "prompts/get" => {
-            let mut params: GetPromptParams = parse(method, params)?;
+        StatelessRequest::GetPrompt(mut params) => {
             let arguments = serde_json::to_value(&params.arguments).ok();
             let call = retryable(
-                connection,
+                server,
                 meta,
-                Binding::new(method, &params.name, arguments.as_ref(), principal(&ctx)),
+                Binding::new(&method, &params.name, arguments.as_ref(), principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
-            let context = Context::stateless(ctx, connection.clone(), call.clone());
-            match round(&call, connection.get_prompt(params, context)).await? {
+            let handler = calls::get_prompt(params, context(ctx, call.clone()));
+            match round(&call, handler).await? {
                 Some(result) => reply(result)?,
                 None => input_required(&call)?,
             }
         }
-        "completion/complete" => {
-            let params: CompleteParams = parse(method, params)?;
+        StatelessRequest::Complete(params) => {
             let call = Arc::new(StatelessCall { meta, rounds: None });
-            let context = Context::stateless(ctx, connection.clone(), call);
-            let result = match &server.completion {
-                Some(complete) => complete(params, context).await?,
-                None => CompleteResult::new(Vec::new()),
-            };
-            reply(result)?
+            reply(calls::complete(params, context(ctx, call)).await?)?
         }
-        "subscriptions/listen" => {
-            let params: ListenParams = parse(method, params)?;
-            // Its result is already in final form (its `_meta` names the subscription).
-            return listen::listen(server, params, &ctx).await;
-        }
+        // Its result is already in final form (its `_meta` names the subscription).
+        StatelessRequest::Listen(params) => return listen::listen(server, params, &ctx).await,
         // Everything the session era has and this one does not (`initialize`, `ping`,
         // `logging/setLevel`, `resources/subscribe`, …) is an unknown method here.
-        other => return Err(ErrorObject::method_not_found(&excerpt(other))),
+        StatelessRequest::Other { method, .. } => {
+            return Err(ErrorObject::method_not_found(&excerpt(&method)));
+        }
     };
     finish(&mut result, server.info_json());
     Ok(result)
 }
 
 /// The `server/discover` result.
-fn discover(connection: &Connection) -> DiscoverResult {
-    let server = connection.server_inner();
+fn discover(server: &Shared) -> DiscoverResult {
     let hint = server.cache.default;
     DiscoverResult {
         supported_versions: STATELESS_VERSIONS
@@ -183,12 +150,8 @@ fn discover(connection: &Connection) -> DiscoverResult {
 /// One page of a list, with the caching hint of the whole list (taken over every entry of its
 /// registry, not only this page's, so every page has the same scope). Without per-item hints
 /// (the common case) it is the server's default, and the registry is not walked.
-fn listed<L: Listing>(
-    connection: &Connection,
-    params: &PaginatedParams,
-) -> Result<Value, ErrorObject> {
-    let server = connection.server_inner();
-    let mut result = reply(connection.list::<L>(params)?)?;
+fn listed<L: Listing>(server: &Shared, params: &PaginatedParams) -> Result<Value, ErrorObject> {
+    let mut result = reply(listing::list::<L>(server, params)?)?;
     let hint = if server.cache.items.is_empty() {
         server.cache.default
     } else {
@@ -204,7 +167,7 @@ fn listed<L: Listing>(
 }
 
 /// The hint of `resources/read` for `uri`: its resource's, or its template's, or the default.
-fn read_hint(server: &crate::server::Inner, uri: &str) -> CacheHint {
+fn read_hint(server: &Shared, uri: &str) -> CacheHint {
     if server.resources.get(uri).is_some() {
         return server.cache.of(&CacheItem::Resource(uri.to_owned()));
     }
@@ -240,14 +203,14 @@ fn finish(result: &mut Value, info: &Value) {
 
 /// The call state of a request that may ask the client questions.
 fn retryable(
-    connection: &Connection,
+    server: &Shared,
     meta: RequestMeta,
     binding: Binding,
     state: Option<String>,
-    responses: Option<tidewire_core::schema::JsonObject>,
+    responses: Option<JsonObject>,
 ) -> Result<Arc<StatelessCall>, ErrorObject> {
     let rounds = Rounds::begin(
-        connection.server_inner().state_policy.clone(),
+        server.state_policy.clone(),
         binding,
         state.as_deref(),
         responses,
@@ -261,7 +224,7 @@ fn retryable(
 /// Runs a retryable handler for one round: its result, or `None` when it waits for answers.
 async fn round<T>(
     call: &StatelessCall,
-    handler: impl std::future::Future<Output = Result<T, ErrorObject>>,
+    handler: impl Future<Output = Result<T, ErrorObject>>,
 ) -> Result<Option<T>, ErrorObject> {
     let Some(rounds) = &call.rounds else {
         return handler.await.map(Some);
@@ -282,28 +245,4 @@ fn input_required(call: &StatelessCall) -> Result<Value, ErrorObject> {
 
 fn principal(ctx: &RequestContext) -> Option<String> {
     ctx.extensions().get::<Principal>().map(|p| p.0.clone())
-}
-
-fn parse<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
-    crate::connection::parse(method, params)
-}
-
-fn reply<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
-    serde_json::to_value(result).map_err(ErrorObject::internal)
-}
-
-/// Builds the state policy of a server.
-pub(crate) fn state_policy(keys: Option<KeyRing>, ttl: Duration, max_bytes: usize) -> StatePolicy {
-    let keys = keys.unwrap_or_else(|| {
-        KeyRing::random().unwrap_or_else(|error| {
-            // Without randomness, a fixed key would let anyone forge state: refuse all instead.
-            tracing::error!(%error, "no random key for requestState: stateless questions will fail");
-            KeyRing::unusable()
-        })
-    });
-    StatePolicy {
-        keys,
-        ttl,
-        max_bytes,
-    }
 }

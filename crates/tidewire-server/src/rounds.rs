@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{InputRequest, InputRequiredResult, JsonObject};
 
-use super::seal::KeyRing;
+use crate::seal::KeyRing;
 
 /// The version of the state's payload.
 const FORMAT: u8 = 1;
@@ -94,6 +94,22 @@ pub(crate) struct StatePolicy {
     pub(crate) keys: KeyRing,
     pub(crate) ttl: Duration,
     pub(crate) max_bytes: usize,
+}
+
+impl Default for StatePolicy {
+    /// A random key for this process, valid 10 minutes, at most 256 KiB of answers.
+    fn default() -> Self {
+        let keys = KeyRing::random().unwrap_or_else(|error| {
+            // Without randomness, a fixed key would let anyone forge state: refuse all instead.
+            tracing::error!(%error, "no random key for requestState: stateless questions will fail");
+            KeyRing::unusable()
+        });
+        Self {
+            keys,
+            ttl: Duration::from_secs(600),
+            max_bytes: 256 * 1024,
+        }
+    }
 }
 
 /// One run of a retryable request's handler, with the answers it may use.

@@ -1,0 +1,123 @@
+//! The requests both eras serve the same way, from the server's registries: run a tool, read a
+//! resource, get a prompt, complete an argument. The era's dispatcher decodes the request and
+//! shapes the answer; these find the handler and run it.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
+use tidewire_core::schema::{
+    CallToolParams, CallToolResult, CompleteParams, CompleteResult, GetPromptParams,
+    GetPromptResult, ReadResourceResult,
+};
+use tidewire_core::transport::text::excerpt;
+
+use crate::context::Context;
+
+/// Runs tool `params.name`. A [`ToolError`](crate::ToolError) becomes an `isError` result,
+/// unless it asks to be a protocol error.
+///
+/// # Errors
+/// `-32602` for an unknown tool; the handler's protocol errors.
+pub(crate) async fn call_tool(
+    params: CallToolParams,
+    ctx: Context,
+) -> Result<CallToolResult, ErrorObject> {
+    let Some(entry) = ctx.shared().tools.get(&params.name) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "unknown tool: {}",
+            excerpt(&params.name)
+        )));
+    };
+    let args = Value::Object(params.arguments.unwrap_or_default());
+    match (entry.handler)(args, ctx).await {
+        Ok(result) => Ok(result),
+        Err(error) => match error.into_protocol() {
+            Ok(message) => Ok(CallToolResult::error_text(message)),
+            Err(protocol) => Err(protocol),
+        },
+    }
+}
+
+/// Reads the resource at `uri`: a fixed resource first, else the first template it matches.
+///
+/// # Errors
+/// [`resource_not_found`] when nothing matches; the reader's errors.
+pub(crate) async fn read_resource(
+    uri: String,
+    ctx: Context,
+) -> Result<ReadResourceResult, ErrorObject> {
+    let server = ctx.shared().clone();
+    if let Some(entry) = server.resources.get(&uri) {
+        return (entry.handler)(uri, HashMap::new(), ctx).await;
+    }
+    for entry in server.templates.snapshot() {
+        if let Some(vars) = entry.parsed.matches(&uri) {
+            return (entry.handler)(uri, vars, ctx).await;
+        }
+    }
+    Err(resource_not_found(&uri))
+}
+
+/// Gets prompt `params.name`, once its required arguments are there.
+///
+/// # Errors
+/// `-32602` for an unknown prompt or a missing required argument; the handler's errors.
+pub(crate) async fn get_prompt(
+    params: GetPromptParams,
+    ctx: Context,
+) -> Result<GetPromptResult, ErrorObject> {
+    let Some(entry) = ctx.shared().prompts.get(&params.name) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "unknown prompt: {}",
+            excerpt(&params.name)
+        )));
+    };
+    let args: HashMap<String, String> = params.arguments.unwrap_or_default().into_iter().collect();
+    let missing: Vec<&str> = entry
+        .prompt
+        .arguments
+        .iter()
+        .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(ErrorObject::invalid_params(format!(
+            "prompt {} is missing required arguments: {}",
+            excerpt(&params.name),
+            missing.join(", ")
+        )));
+    }
+    (entry.handler)(args, ctx).await
+}
+
+/// Completes an argument with the server's completion handler (none: no suggestions).
+///
+/// # Errors
+/// The handler's.
+pub(crate) async fn complete(
+    params: CompleteParams,
+    ctx: Context,
+) -> Result<CompleteResult, ErrorObject> {
+    match ctx.shared().completion.clone() {
+        Some(complete) => complete(params, ctx).await,
+        None => Ok(CompleteResult::new(Vec::new())),
+    }
+}
+
+/// `-32002`, the error for a resource that does not exist (2024-11-05 … 2025-11-25). The URI,
+/// the client's text, is quoted as an excerpt, in the message and in `data.uri` alike.
+pub(crate) fn resource_not_found(uri: &str) -> ErrorObject {
+    let uri = excerpt(uri);
+    ErrorObject::new(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("Resource not found: {uri}"),
+    )
+    .with_data(serde_json::json!({ "uri": uri }))
+}
+
+/// A result as JSON.
+pub(crate) fn reply<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(result).map_err(ErrorObject::internal)
+}

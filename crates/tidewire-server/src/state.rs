@@ -1,0 +1,167 @@
+//! What one server holds, shared by its handle, its builder and every connection it serves:
+//! what it offers, its settings and limits, its bus, and the table of its live connections.
+//!
+//! Generic over the context its handlers take (always [`Context`](crate::Context), named
+//! [`Shared`](crate::context::Shared) there), so that this module depends on neither the
+//! context nor anything above it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Instant;
+
+use serde_json::Value;
+use tidewire_core::schema::{ClientNotification, Implementation, LoggingLevel, ServerCapabilities};
+use tidewire_core::session::{CancelPolicy, Peer, SessionOptions};
+use tidewire_core::version::Eras;
+
+use crate::bus::{MemoryBus, NotificationBus, Subscription};
+use crate::cache::CacheHints;
+use crate::connection::Connection;
+use crate::registry::{CompleteFn, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+use crate::rounds::StatePolicy;
+
+/// A callback for each notification a client sends.
+pub(crate) type NotificationFn = dyn Fn(ClientNotification, &Peer) + Send + Sync;
+
+/// The state of one server (see the module docs).
+pub(crate) struct ServerState<C> {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) tools: Registry<ToolEntry<C>>,
+    pub(crate) resources: Registry<ResourceEntry<C>>,
+    pub(crate) templates: Registry<TemplateEntry<C>>,
+    pub(crate) prompts: Registry<PromptEntry<C>>,
+    pub(crate) completion: Option<Arc<CompleteFn<C>>>,
+    pub(crate) on_notification: Option<Arc<NotificationFn>>,
+    pub(crate) page_size: usize,
+    pub(crate) max_subscriptions: usize,
+    pub(crate) default_log_level: LoggingLevel,
+    pub(crate) session_options: SessionOptions,
+    /// Tools whose cancellation differs from the connection's policy.
+    pub(crate) tool_cancel_policies: HashMap<String, CancelPolicy>,
+    /// Which eras are served.
+    pub(crate) eras: Eras,
+    /// Caching hints of stateless results.
+    pub(crate) cache: CacheHints,
+    /// How stateless `requestState` is sealed.
+    pub(crate) state_policy: StatePolicy,
+    /// Where list changes and resource updates go, to sessions and listen streams alike.
+    pub(crate) bus: Arc<dyn NotificationBus>,
+    /// Open listen streams, and their limit.
+    pub(crate) listeners: Arc<AtomicUsize>,
+    pub(crate) max_listeners: usize,
+    /// Bumped to end every listen stream.
+    pub(crate) listen_epoch: tokio::sync::watch::Sender<u64>,
+    /// This process's session-era connections hear the bus through this.
+    pub(crate) sessions_subscription: OnceLock<Subscription>,
+    /// `info` as JSON, for the `serverInfo` of every stateless result.
+    info_json: OnceLock<Value>,
+    /// The connections served, held weakly; swept as the table grows.
+    connections: Mutex<Vec<Weak<Connection>>>,
+    /// Broadcast notifications that a client lost because its outbound queue was full.
+    pub(crate) dropped_notifications: AtomicU64,
+    /// When such a loss was last logged at `warn`.
+    pub(crate) last_drop_warning: Mutex<Option<Instant>>,
+}
+
+impl<C> std::fmt::Debug for ServerState<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("name", &self.info.name)
+            .field("eras", &self.eras)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> ServerState<C> {
+    /// A server that offers nothing yet, with the default settings.
+    pub(crate) fn new(info: Implementation) -> Self {
+        Self {
+            info,
+            instructions: None,
+            tools: Registry::new(|e: &ToolEntry<C>| e.tool.name.as_str()),
+            resources: Registry::new(|e: &ResourceEntry<C>| e.resource.uri.as_str()),
+            templates: Registry::new(|e: &TemplateEntry<C>| e.template.uri_template.as_str()),
+            prompts: Registry::new(|e: &PromptEntry<C>| e.prompt.name.as_str()),
+            completion: None,
+            on_notification: None,
+            page_size: 100,
+            max_subscriptions: 1024,
+            default_log_level: LoggingLevel::Info,
+            session_options: SessionOptions::default(),
+            tool_cancel_policies: HashMap::new(),
+            eras: Eras::default(),
+            cache: CacheHints::default(),
+            state_policy: StatePolicy::default(),
+            bus: Arc::new(MemoryBus::new()),
+            listeners: Arc::new(AtomicUsize::new(0)),
+            max_listeners: 10_000,
+            listen_epoch: tokio::sync::watch::Sender::new(0),
+            sessions_subscription: OnceLock::new(),
+            info_json: OnceLock::new(),
+            connections: Mutex::new(Vec::new()),
+            dropped_notifications: AtomicU64::new(0),
+            last_drop_warning: Mutex::new(None),
+        }
+    }
+
+    /// `info` as JSON, serialised once.
+    pub(crate) fn info_json(&self) -> &Value {
+        self.info_json
+            .get_or_init(|| serde_json::to_value(&self.info).unwrap_or(Value::Null))
+    }
+
+    /// What the server offers, as `initialize` and `server/discover` say it.
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let mut caps = ServerCapabilities::default()
+            .with_tools(true)
+            .with_logging()
+            .with_completions();
+        if !self.resources.is_empty() || !self.templates.is_empty() {
+            caps = caps.with_resources(true, true);
+        }
+        if !self.prompts.is_empty() {
+            caps = caps.with_prompts(true);
+        }
+        caps
+    }
+
+    /// A new connection, in the state this server's settings give it.
+    pub(crate) fn connection(&self, eras: Eras) -> Connection {
+        Connection::new(eras, self.default_log_level, self.max_subscriptions)
+    }
+
+    /// Adds a started connection (its peer set) to the table broadcasts go through.
+    pub(crate) fn register(&self, connection: &Arc<Connection>) {
+        let mut connections = self
+            .connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Ended connections are swept when the table has doubled since the last sweep, not on
+        // every connection: a stateless request is a connection of its own on Streamable HTTP,
+        // and sweeping ten thousand open listeners per request would cost each one O(n).
+        if connections.len() >= connections.capacity().max(64) {
+            connections.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
+            let live = connections.len();
+            connections.reserve(live.max(32));
+        }
+        connections.push(Arc::downgrade(connection));
+    }
+
+    /// The live connections that pass `filter`.
+    pub(crate) fn live_connections(
+        &self,
+        filter: impl Fn(&Connection) -> bool,
+    ) -> Vec<Arc<Connection>> {
+        let connections = self
+            .connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        connections
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|c| c.is_live() && filter(c))
+            .collect()
+    }
+}
