@@ -10,7 +10,7 @@ use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
 use tidewire_core::transport::http_reply;
 
-use super::HttpConfig;
+use super::config::HttpConfig;
 
 /// `MCP-Protocol-Version`.
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, ServerLimits};
 use tidewire_core::version::Eras;
 
-use super::EventStoreLimits;
+use super::event_store::{EventStore, EventStoreLimits};
 
 /// How POST requests are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,7 +42,7 @@ pub struct HttpConfig {
     pub(crate) stream_capacity: usize,
     pub(crate) stream_patience: Duration,
     pub(crate) inbound_queue: usize,
-    pub(crate) event_store: Option<std::sync::Arc<dyn super::EventStore>>,
+    pub(crate) event_store: Option<std::sync::Arc<dyn EventStore>>,
     pub(crate) event_store_limits: EventStoreLimits,
     pub(crate) first_event_wait: Duration,
     pub(crate) max_streams_per_session: usize,
@@ -146,11 +146,11 @@ impl HttpConfig {
         self
     }
 
-    /// Keeps stream events in `store` instead of the default [`MemoryEventStore`](super::MemoryEventStore)
+    /// Keeps stream events in `store` instead of the default [`MemoryEventStore`](super::event_store::MemoryEventStore)
     /// (which keeps `stream_buffer` events per stream in this process, within
     /// [`event_store_limits`](Self::event_store_limits)).
     #[must_use]
-    pub fn event_store(mut self, store: std::sync::Arc<dyn super::EventStore>) -> Self {
+    pub fn event_store(mut self, store: std::sync::Arc<dyn EventStore>) -> Self {
         self.event_store = Some(store);
         self
     }

@@ -212,6 +212,10 @@ impl HttpSession {
     }
 }
 
+/// The transport one engine session runs on: what
+/// [`StreamableHttp`](super::StreamableHttp) hands to the function that starts a session.
+pub type HttpTransport = (HttpSender, HttpReceiver);
+
 /// The engine's sending half: routes each message to its stream.
 #[derive(Debug)]
 pub struct HttpSender {

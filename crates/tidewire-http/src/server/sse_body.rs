@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::event_store::{StoredEvent, StreamId};
 use super::session::HttpSession;
-use super::{State, StatelessSlot};
+use super::state::{State, StatelessSlot};
 
 /// Ends a session when dropped: a stateless request's one-shot session, owned by the request
 /// and then by its reply's stream (with its place among the stateless requests, if counted).

@@ -35,9 +35,11 @@ use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{Envelope, HttpHeaders, RequestLimits, header_value};
 
 use super::checks::{PROTOCOL_VERSION, error, error_for};
+use super::config::ResponseMode;
 use super::session::ReplyTarget;
 use super::sse_body::{EndOnDrop, sse_from};
-use super::{HttpRequestInfo, ResponseMode, State, StatelessSlot};
+use super::state::{State, StatelessSlot};
+use tidewire_core::transport::HttpRequestInfo;
 
 const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";

@@ -14,11 +14,35 @@ use tidewire_core::transport::Envelope;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::session::{Session, SseReceiver, SseSender};
-use tidewire_core::transport::http_reply;
-use tidewire_core::transport::sessions::new_session_id;
+use tidewire_core::session::Serve;
+use tidewire_core::transport::sessions::{SessionTable, new_session_id};
+use tidewire_core::transport::{Codec, HttpRequestInfo, http_reply};
 
-use super::{HttpRequestInfo, State};
+use super::config::SseConfig;
+use super::session::{Session, SseReceiver, SseSender, SseTransport};
+
+/// What the two routes share: the settings, the session table, and how a session's engine is
+/// started.
+pub(crate) struct State {
+    config: SseConfig,
+    codec: Codec,
+    make_driver: Box<dyn Serve<SseTransport>>,
+    pub(crate) sessions: Arc<SessionTable<Session>>,
+}
+
+impl State {
+    pub(crate) fn new(config: SseConfig, make_driver: Box<dyn Serve<SseTransport>>) -> Self {
+        Self {
+            codec: Codec::new(config.limits.max_message_size),
+            make_driver,
+            sessions: Arc::new(SessionTable::new(
+                config.limits.max_sessions,
+                config.limits.idle_timeout,
+            )),
+            config,
+        }
+    }
+}
 
 type Shared = Arc<State>;
 

@@ -39,20 +39,12 @@ mod session;
 use std::sync::Arc;
 
 use tidewire_core::session::Serve;
-use tidewire_core::transport::Codec;
-use tidewire_core::transport::sessions::SessionTable;
 
 pub use config::SseConfig;
-pub use session::{SseReceiver, SseSender};
+pub use session::{SseReceiver, SseSender, SseTransport};
 pub use tidewire_core::transport::HttpRequestInfo;
 
-use session::Session;
-
-/// The transport one engine session runs on: what [`LegacySse`] gives the function that starts
-/// a session.
-pub type SseTransport = (SseSender, SseReceiver);
-
-type MakeDriver = dyn Serve<SseTransport>;
+use handlers::State;
 
 /// A legacy HTTP+SSE endpoint pair. Cheap to clone; clones share the session table.
 #[derive(Clone)]
@@ -68,29 +60,13 @@ impl std::fmt::Debug for LegacySse {
     }
 }
 
-pub(crate) struct State {
-    config: SseConfig,
-    codec: Codec,
-    make_driver: Box<MakeDriver>,
-    sessions: Arc<SessionTable<Session>>,
-}
-
 impl LegacySse {
     /// A server with `config`; `make_driver` starts the engine of each new session (a
     /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). Drivers are spawned on the
     /// current tokio runtime.
     pub fn new(config: SseConfig, make_driver: impl Serve<SseTransport>) -> Self {
-        let codec = Codec::new(config.limits.max_message_size);
         Self {
-            state: Arc::new(State {
-                codec,
-                make_driver: Box::new(make_driver),
-                sessions: Arc::new(SessionTable::new(
-                    config.limits.max_sessions,
-                    config.limits.idle_timeout,
-                )),
-                config,
-            }),
+            state: Arc::new(State::new(config, Box::new(make_driver))),
         }
     }
 

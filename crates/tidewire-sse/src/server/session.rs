@@ -111,6 +111,10 @@ impl std::fmt::Display for StreamGone {
 
 impl std::error::Error for StreamGone {}
 
+/// The transport one engine session runs on: what [`LegacySse`](super::LegacySse) gives the
+/// function that starts a session.
+pub type SseTransport = (SseSender, SseReceiver);
+
 /// The engine's sending half: each message becomes a `message` event on the session's stream.
 #[derive(Debug)]
 pub struct SseSender {

@@ -1,0 +1,118 @@
+//! What the endpoint's handlers share: the settings, the session table, the event store, the
+//! budgets, and how a session's engine is started.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use tidewire_core::session::Serve;
+use tidewire_core::transport::Codec;
+use tidewire_core::transport::sessions::SessionTable;
+
+use super::body::BodyBudget;
+use super::config::HttpConfig;
+use super::event_store::{EventStore, MemoryEventStore};
+use super::session::{HttpReceiver, HttpSender, HttpSession, HttpTransport};
+
+/// Starts the engine of each new session.
+pub(crate) type MakeDriver = dyn Serve<HttpTransport>;
+
+/// The endpoint's shared state.
+pub(crate) struct State {
+    pub(crate) config: HttpConfig,
+    pub(crate) codec: Codec,
+    pub(crate) make_driver: Box<MakeDriver>,
+    pub(crate) store: Arc<dyn EventStore>,
+    pub(crate) sessions: Arc<SessionTable<HttpSession>>,
+    /// Numbers the one-shot sessions of stateless mode (their key in the event store).
+    pub(crate) stateless_seq: AtomicU64,
+    /// Stateless (2026-07-28) requests running now.
+    pub(crate) stateless_running: AtomicUsize,
+    /// Bytes of POST bodies being read at once, over the endpoint.
+    pub(crate) body_budget: BodyBudget,
+    /// Refused bodies being read and thrown away now.
+    pub(crate) drains: Arc<AtomicUsize>,
+}
+
+impl State {
+    /// The state of an endpoint with `config`, whose sessions `make_driver` serves.
+    pub(crate) fn new(config: HttpConfig, make_driver: Box<MakeDriver>) -> Self {
+        let store: Arc<dyn EventStore> = match &config.event_store {
+            Some(store) => store.clone(),
+            None => Arc::new(MemoryEventStore::with_limits(
+                config
+                    .event_store_limits
+                    .events_per_stream(config.stream_capacity),
+            )),
+        };
+        Self {
+            codec: Codec::new(config.limits.max_message_size),
+            make_driver,
+            store,
+            sessions: Arc::new(SessionTable::new(
+                config.limits.max_sessions,
+                config.limits.idle_timeout,
+            )),
+            stateless_seq: AtomicU64::new(0),
+            stateless_running: AtomicUsize::new(0),
+            body_budget: BodyBudget::new(config.body_bytes_total),
+            drains: Arc::default(),
+            config,
+        }
+    }
+
+    /// Starts a session's engine on a fresh transport; the session is removed when it stops.
+    pub(crate) fn start_session(self: &Arc<Self>, id: Arc<str>) -> Arc<HttpSession> {
+        let session = Arc::new(HttpSession::new(
+            id,
+            self.config.inbound_queue,
+            self.store.clone(),
+            self.config.stream_capacity,
+            self.config.stream_patience,
+            self.config.max_streams_per_session,
+            self.config.body_bytes_per_session,
+        ));
+        let transport = (
+            HttpSender {
+                session: session.clone(),
+                codec: self.codec,
+            },
+            HttpReceiver {
+                session: session.clone(),
+            },
+        );
+        let driver = self.make_driver.serve_connection(transport);
+        let weak: Weak<State> = Arc::downgrade(self);
+        let ended = session.clone();
+        tokio::spawn(async move {
+            // A session the server ended reaches its engine as a closed transport: no error.
+            if let Err(error) = driver.await
+                && !error.is_closed()
+            {
+                tracing::debug!(%error, "an HTTP session's engine stopped with an error");
+            }
+            ended.close();
+            if let Some(state) = weak.upgrade() {
+                state.sessions.remove(&ended.id);
+            }
+        });
+        session
+    }
+}
+
+/// A place among the stateless requests running at once, bounded by
+/// [`HttpConfig::max_stateless_requests`](HttpConfig::max_stateless_requests).
+pub(crate) struct StatelessSlot(Arc<State>);
+
+impl StatelessSlot {
+    pub(crate) fn take(state: &Arc<State>) -> Option<Self> {
+        let before = state.stateless_running.fetch_add(1, Ordering::AcqRel);
+        let slot = Self(state.clone());
+        (before < state.config.max_stateless_requests).then_some(slot)
+    }
+}
+
+impl Drop for StatelessSlot {
+    fn drop(&mut self) {
+        self.0.stateless_running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
