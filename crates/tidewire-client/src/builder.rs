@@ -10,9 +10,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::schema::{
-    ClientCapabilities, Discover, DiscoverResult, ElicitationCapability, EmptyParams,
-    Implementation, Initialize, InitializeParams, InitializeResult, InitializedNotification,
-    JsonObject, Root, RootsCapability, SamplingCapability, ServerNotification, meta_keys,
+    ClientCapabilities, Discover, DiscoverResult, EmptyParams, Implementation, Initialize,
+    InitializeParams, InitializeResult, InitializedNotification, JsonObject, Root, RootsCapability,
+    SamplingCapability, ServerNotification, meta_keys,
 };
 use tidewire_core::session::{Driver, Peer, Session, SessionError, SessionOptions};
 use tidewire_core::transport::Transport;
@@ -23,8 +23,8 @@ use crate::dispatch::{Answerers, Dispatcher};
 use crate::era::{self, Era, Spoken};
 use crate::error::ClientError;
 use crate::handlers::{
-    DynElicitation, DynRoots, DynSampling, ElicitationHandler, RootsHandler, SamplingHandler,
-    StaticRoots,
+    DynElicitation, DynRoots, DynSampling, ElicitationHandler, ElicitationModes, RootsHandler,
+    SamplingHandler, StaticRoots,
 };
 use crate::notifications::NotificationCallback;
 
@@ -40,63 +40,6 @@ pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
 /// How long [`Era::Auto`] waits for the `server/discover` probe when no handshake timeout is
 /// set: a server that ignores it is taken for a session-era one.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The elicitation modes a client accepts (`elicitation.form` / `elicitation.url`).
-///
-/// A client supports at least one mode: an empty set is read as [`FORM`](Self::FORM).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ElicitationModes {
-    /// Form mode: the server sends a flat schema and the client shows a form.
-    pub form: bool,
-    /// URL mode (2025-11-25): the client sends the user to a URL the server gives.
-    pub url: bool,
-}
-
-impl ElicitationModes {
-    /// Form mode only (the default).
-    pub const FORM: Self = Self {
-        form: true,
-        url: false,
-    };
-    /// URL mode only.
-    pub const URL: Self = Self {
-        form: false,
-        url: true,
-    };
-    /// Both modes.
-    pub const FORM_AND_URL: Self = Self {
-        form: true,
-        url: true,
-    };
-
-    fn normalised(self) -> Self {
-        if self.form || self.url {
-            self
-        } else {
-            Self::FORM
-        }
-    }
-
-    /// The capability object declaring these modes. Form only is sent as `{}`, which every
-    /// revision with elicitation reads as form mode.
-    fn capability(self) -> ElicitationCapability {
-        let modes = self.normalised();
-        let mut capability = ElicitationCapability::default();
-        if modes.url {
-            capability.url = Some(JsonObject::new());
-            if modes.form {
-                capability.form = Some(JsonObject::new());
-            }
-        }
-        capability
-    }
-}
-
-impl Default for ElicitationModes {
-    fn default() -> Self {
-        Self::FORM
-    }
-}
 
 /// Configures a client and connects it.
 ///

@@ -21,7 +21,6 @@ use tidewire_core::stateless::request_headers;
 use tidewire_core::transport::HttpHeaders;
 use tokio::sync::broadcast;
 
-use crate::call::CallToolBuilder;
 use crate::dispatch::Answerers;
 use crate::era::Spoken;
 use crate::error::ClientError;
@@ -269,7 +268,10 @@ impl Client {
         Ok(self.inner.peer.notify::<N>(params).await?)
     }
 
-    async fn call<M: RequestType>(&self, params: M::Params) -> Result<M::Result, ClientError> {
+    pub(crate) async fn call<M: RequestType>(
+        &self,
+        params: M::Params,
+    ) -> Result<M::Result, ClientError> {
         if self.inner.envelope.is_none() || self.fresh {
             return Ok(self.request::<M>(params).await?);
         }
@@ -444,41 +446,6 @@ impl Client {
             .await
     }
 
-    /// A request that may take rounds of questions on the stateless revision; a plain request
-    /// on a session.
-    async fn call_in_rounds<M: RequestType>(
-        &self,
-        params: M::Params,
-    ) -> Result<M::Result, ClientError> {
-        if self.inner.envelope.is_none() {
-            return self.call::<M>(params).await;
-        }
-        let invalid = |reason: String| ClientError::InvalidResponse {
-            method: M::METHOD.to_owned(),
-            reason,
-        };
-        let params = serde_json::to_value(params).map_err(|e| {
-            ClientError::Session(SessionError::InvalidParams {
-                method: M::METHOD.to_owned(),
-                reason: e.to_string(),
-            })
-        })?;
-        let key = if self.fresh {
-            None
-        } else {
-            crate::cache::ResultCache::key(M::METHOD, &params)
-        };
-        if let Some(hit) = key.as_ref().and_then(|k| self.inner.cache.get(k)) {
-            return serde_json::from_value(hit).map_err(|e| invalid(e.to_string()));
-        }
-        let result =
-            crate::rounds::run(self, M::METHOD, params, crate::rounds::Options::plain()).await?;
-        if let Some(key) = key {
-            self.inner.cache.put(key, &result);
-        }
-        serde_json::from_value(result).map_err(|e| invalid(e.to_string()))
-    }
-
     /// Asks for `notifications/resources/updated` when the resource at `uri` changes (needs the
     /// server's `resources.subscribe`).
     ///
@@ -550,25 +517,6 @@ impl Client {
         self.call::<SetLevel>(SetLevelParams::new(level))
             .await
             .map(drop)
-    }
-
-    /// Starts a call of the tool `name` with `arguments` (anything that serialises to a JSON
-    /// object, or `()` for none). Set options on the builder, then `.await` it, or
-    /// [`send`](CallToolBuilder::send) it for a handle with the request id and a cancel handle.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: tidewire_client::Client) -> Result<(), tidewire_client::ClientError> {
-    /// use std::time::Duration;
-    ///
-    /// let result = client
-    ///     .call_tool("crawl", serde_json::json!({ "url": "https://example.com" }))
-    ///     .timeout(Duration::from_secs(30))
-    ///     .on_progress(|p| println!("{} / {:?}", p.progress, p.total))
-    ///     .await?;
-    /// # let _ = result; Ok(()) }
-    /// ```
-    pub fn call_tool(&self, name: impl Into<String>, arguments: impl Serialize) -> CallToolBuilder {
-        CallToolBuilder::new(self.clone(), name.into(), &arguments)
     }
 
     /// Tells the server that the client's roots changed

@@ -14,8 +14,7 @@ use tidewire_core::schema::{
 use tidewire_core::session::{Handler, Peer, RequestContext};
 use tokio::sync::broadcast;
 
-use crate::builder::ElicitationModes;
-use crate::handlers::{DynElicitation, DynRoots, DynSampling};
+use crate::handlers::{DynElicitation, DynRoots, DynSampling, ElicitationModes};
 use crate::notifications::NotificationCallback;
 
 pub(crate) struct Dispatcher {

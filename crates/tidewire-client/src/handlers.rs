@@ -24,7 +24,8 @@ use std::sync::{Arc, RwLock};
 use futures::future::BoxFuture;
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
-    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ListRootsResult, Root,
+    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ElicitationCapability,
+    JsonObject, ListRootsResult, Root,
 };
 use tidewire_core::session::RequestContext;
 
@@ -203,5 +204,62 @@ pub(crate) trait DynRoots: Send + Sync {
 impl<H: RootsHandler> DynRoots for H {
     fn call(&self, ctx: RequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
         Box::pin(self.list_roots(ctx))
+    }
+}
+
+/// The elicitation modes a client accepts (`elicitation.form` / `elicitation.url`).
+///
+/// A client supports at least one mode: an empty set is read as [`FORM`](Self::FORM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ElicitationModes {
+    /// Form mode: the server sends a flat schema and the client shows a form.
+    pub form: bool,
+    /// URL mode (2025-11-25): the client sends the user to a URL the server gives.
+    pub url: bool,
+}
+
+impl ElicitationModes {
+    /// Form mode only (the default).
+    pub const FORM: Self = Self {
+        form: true,
+        url: false,
+    };
+    /// URL mode only.
+    pub const URL: Self = Self {
+        form: false,
+        url: true,
+    };
+    /// Both modes.
+    pub const FORM_AND_URL: Self = Self {
+        form: true,
+        url: true,
+    };
+
+    pub(crate) fn normalised(self) -> Self {
+        if self.form || self.url {
+            self
+        } else {
+            Self::FORM
+        }
+    }
+
+    /// The capability object declaring these modes. Form only is sent as `{}`, which every
+    /// revision with elicitation reads as form mode.
+    pub(crate) fn capability(self) -> ElicitationCapability {
+        let modes = self.normalised();
+        let mut capability = ElicitationCapability::default();
+        if modes.url {
+            capability.url = Some(JsonObject::new());
+            if modes.form {
+                capability.form = Some(JsonObject::new());
+            }
+        }
+        capability
+    }
+}
+
+impl Default for ElicitationModes {
+    fn default() -> Self {
+        Self::FORM
     }
 }

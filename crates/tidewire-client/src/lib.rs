@@ -147,13 +147,15 @@ mod tool_headers;
 
 pub use builder::{
     ClientBuilder, Connecting, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_MAX_LIST_PAGES,
-    DEFAULT_NOTIFICATION_BUFFER, ElicitationModes, PROBE_TIMEOUT,
+    DEFAULT_NOTIFICATION_BUFFER, PROBE_TIMEOUT,
 };
 pub use call::{CallToolBuilder, ToolCall, ToolProgress};
 pub use client::Client;
 pub use era::{Era, Spoken};
 pub use error::ClientError;
-pub use handlers::{ElicitationHandler, RootsHandler, SamplingHandler, StaticRoots};
+pub use handlers::{
+    ElicitationHandler, ElicitationModes, RootsHandler, SamplingHandler, StaticRoots,
+};
 pub use listen::Listen;
 pub use notifications::{Lagged, NotificationStream};
 

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tidewire_core::jsonrpc::{Request, RequestId};
-use tidewire_core::progress::Progress;
-use tidewire_core::schema::{JsonObject, result_type};
-use tidewire_core::session::{CancelHandle, InFlight, RequestContext, SessionError};
+use tidewire_core::schema::{JsonObject, RequestType, result_type};
+use tidewire_core::session::{
+    CancelHandle, InFlight, ProgressCallback, RequestContext, SessionError,
+};
 
 use crate::client::Client;
 use crate::error::ClientError;
@@ -24,11 +25,9 @@ use crate::error::ClientError;
 /// not that many handler calls.
 const MAX_QUESTIONS: usize = 64;
 
-/// A progress callback shared by the rounds of one call.
+/// A progress callback shared by the rounds of one call; the handle it gets cancels the running
+/// round.
 pub(crate) type ProgressSink = Arc<Mutex<ProgressCallback>>;
-
-/// A progress callback, with the handle that cancels the running round.
-pub(crate) type ProgressCallback = Box<dyn FnMut(Progress, &CancelHandle) + Send>;
 
 /// How each round of one call is sent.
 pub(crate) struct Options {
@@ -145,6 +144,42 @@ pub(crate) async fn send_round(
         });
     }
     Ok(request.send().await?)
+}
+
+impl Client {
+    /// A request that may take rounds of questions on the stateless revision; a plain request
+    /// on a session.
+    pub(crate) async fn call_in_rounds<M: RequestType>(
+        &self,
+        params: M::Params,
+    ) -> Result<M::Result, ClientError> {
+        if self.inner.envelope.is_none() {
+            return self.call::<M>(params).await;
+        }
+        let invalid = |reason: String| ClientError::InvalidResponse {
+            method: M::METHOD.to_owned(),
+            reason,
+        };
+        let params = serde_json::to_value(params).map_err(|e| {
+            ClientError::Session(SessionError::InvalidParams {
+                method: M::METHOD.to_owned(),
+                reason: e.to_string(),
+            })
+        })?;
+        let key = if self.fresh {
+            None
+        } else {
+            crate::cache::ResultCache::key(M::METHOD, &params)
+        };
+        if let Some(hit) = key.as_ref().and_then(|k| self.inner.cache.get(k)) {
+            return serde_json::from_value(hit).map_err(|e| invalid(e.to_string()));
+        }
+        let result = run(self, M::METHOD, params, Options::plain()).await?;
+        if let Some(key) = key {
+            self.inner.cache.put(key, &result);
+        }
+        serde_json::from_value(result).map_err(|e| invalid(e.to_string()))
+    }
 }
 
 /// Runs a whole call: every round until the result is complete.

@@ -30,55 +30,27 @@
 mod context;
 mod driver;
 mod error;
+mod handler;
 mod options;
 mod peer;
 mod request;
 mod serve;
 mod state;
 
-use std::future::Future;
 use std::sync::Arc;
-
-use serde_json::Value;
 
 pub use context::{OnCancel, ProgressTracker, RequestContext};
 pub use driver::Driver;
 pub use error::SessionError;
+pub use handler::{Handler, NoHandler};
 pub use options::{CancelPolicy, SessionOptions};
 pub use peer::Peer;
-pub use request::{CancelHandle, InFlight, ProgressStream, RequestBuilder};
+pub use request::{
+    CancelHandle, InFlight, ProgressCallback, ProgressStream, RequestBuilder, RequestSettings,
+};
 pub use serve::Serve;
 
-use crate::jsonrpc::{ErrorObject, Notification, Request};
 use crate::transport::Transport;
-
-/// What serves the requests and notifications a peer sends us.
-///
-/// The server and client APIs implement it; implement it yourself to speak raw JSON-RPC.
-pub trait Handler: Send + Sync + 'static {
-    /// Serves one inbound request, in its own task. Return the `result` value or the error to
-    /// answer with. If the request is cancelled meanwhile, whatever this returns is discarded.
-    fn handle_request(
-        &self,
-        request: Request,
-        ctx: RequestContext,
-    ) -> impl Future<Output = Result<Value, ErrorObject>> + Send;
-
-    /// Receives one inbound notification, in the order they arrived, on the connection's reader:
-    /// keep it short (hand long work to a task). `notifications/cancelled` and
-    /// `notifications/progress` are also acted on by the engine itself before this is called.
-    fn handle_notification(&self, notification: Notification, peer: &Peer) {
-        let _ = (notification, peer);
-    }
-
-    /// What a cancellation does to this request's handler, when it differs from the
-    /// connection's [`SessionOptions::cancel_policy`] (`None`: the connection's). Asked once, as
-    /// the request starts; the server API answers with the policy set for the tool called.
-    fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
-        let _ = request;
-        None
-    }
-}
 
 /// Builds connections.
 #[derive(Debug)]
@@ -134,21 +106,5 @@ impl Session {
             }
         });
         peer
-    }
-}
-
-/// A handler that answers every request with `-32601` and ignores notifications: for a side
-/// that only sends. The answer quotes at most an [`excerpt`](crate::transport::text::excerpt)
-/// of the method name.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoHandler;
-
-impl Handler for NoHandler {
-    async fn handle_request(
-        &self,
-        request: Request,
-        _ctx: RequestContext,
-    ) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::method_not_found(&request.method))
     }
 }

@@ -71,7 +71,40 @@ enum ProgressMode {
 }
 
 /// A progress callback, with the handle that cancels its call.
-type ProgressCallback = Box<dyn FnMut(Progress, &CancelHandle) + Send>;
+pub type ProgressCallback = Box<dyn FnMut(Progress, &CancelHandle) + Send>;
+
+/// What a [`RequestBuilder`] was told, taken apart by [`RequestBuilder::into_settings`]: for a
+/// caller that sends the request its own way. The client does, for a stateless call that takes
+/// several rounds: each round is a request of its own, with these settings.
+#[non_exhaustive]
+pub struct RequestSettings {
+    /// The method.
+    pub method: Cow<'static, str>,
+    /// The params, or why they cannot be sent.
+    pub params: Result<Option<Value>, SessionError>,
+    /// `Some(None)`: no timeout; `None`: the session's default.
+    pub timeout: Option<Option<Duration>>,
+    /// The hard maximum of a timeout that restarts on progress (progress is then asked for).
+    pub reset_max: Option<Duration>,
+    /// Who hears progress: the callback, or the feed of the builder's
+    /// [`progress_stream`](RequestBuilder::progress_stream), which ends when this is dropped.
+    /// `None`: nobody asked.
+    pub progress: Option<ProgressCallback>,
+    /// The envelope extensions, for the transport.
+    pub extensions: http::Extensions,
+}
+
+impl std::fmt::Debug for RequestSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestSettings")
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .field("timeout", &self.timeout)
+            .field("reset_max", &self.reset_max)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
+}
 
 /// An outbound request being prepared. Await it to send and wait for the result, or call
 /// [`send`](Self::send) to get an [`InFlight`] handle with the id and a cancel handle.
@@ -242,6 +275,31 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         let lagged = Arc::new(AtomicU64::new(0));
         self.progress = ProgressMode::Stream(tx, lagged.clone());
         (self, ProgressStream { rx, lagged })
+    }
+
+    /// Takes the builder apart, to send the request another way (see [`RequestSettings`]). A
+    /// [`progress_stream`](Self::progress_stream) asked for becomes a callback that feeds it.
+    pub fn into_settings(self) -> RequestSettings {
+        let progress = match self.progress {
+            ProgressMode::None | ProgressMode::Ask => None,
+            ProgressMode::Callback(callback) => Some(callback),
+            ProgressMode::Stream(tx, lagged) => {
+                let feed: ProgressCallback = Box::new(move |progress, _| {
+                    if tx.try_send(progress).is_err() {
+                        lagged.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+                Some(feed)
+            }
+        };
+        RequestSettings {
+            method: self.method,
+            params: self.params,
+            timeout: self.timeout,
+            reset_max: self.reset_max,
+            progress,
+            extensions: self.extensions,
+        }
     }
 
     /// Sends the request and returns a handle to its response.

@@ -18,7 +18,6 @@ use tokio::process::{Child, ChildStdout};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::ShutdownTimeouts;
 use super::error::{ProcessError, ServerExited};
 use super::stdin::{StdinSlot, StdinWriter};
 
@@ -31,13 +30,49 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// `Arc`.
 type Exit = Result<ExitStatus, Arc<io::Error>>;
 
+/// How long each step of the shutdown sequence waits for the server to exit before escalating.
+///
+/// The default waits 2 seconds after closing stdin and 2 seconds after `SIGTERM`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownTimeouts {
+    stdin_close: Duration,
+    terminate: Duration,
+}
+
+impl ShutdownTimeouts {
+    /// Waits `stdin_close` after closing stdin, then `terminate` after `SIGTERM`, before
+    /// `SIGKILL`.
+    pub const fn new(stdin_close: Duration, terminate: Duration) -> Self {
+        Self {
+            stdin_close,
+            terminate,
+        }
+    }
+
+    /// How long to wait after closing stdin before sending `SIGTERM`.
+    pub const fn stdin_close(&self) -> Duration {
+        self.stdin_close
+    }
+
+    /// How long to wait after `SIGTERM` before sending `SIGKILL`.
+    pub const fn terminate(&self) -> Duration {
+        self.terminate
+    }
+}
+
+impl Default for ShutdownTimeouts {
+    fn default() -> Self {
+        Self::new(Duration::from_secs(2), Duration::from_secs(2))
+    }
+}
+
 /// State shared by the sender, the receiver and every handle of one process.
 pub(crate) struct Shared {
     pid: u32,
     /// The process group: the server's pid, since it leads its own group.
     group: Pid,
     program: String,
-    pub(crate) stdin: StdinSlot,
+    pub(crate) stdin: Arc<StdinSlot>,
     /// `None` while the server runs; set once by the reaper task.
     exit: watch::Receiver<Option<Exit>>,
     timeouts: ShutdownTimeouts,
@@ -149,7 +184,7 @@ pub(crate) fn start(
         pid,
         group,
         program: parts.program,
-        stdin: StdinSlot::new(parts.stdin),
+        stdin: Arc::new(StdinSlot::new(parts.stdin)),
         exit: exit_rx.clone(),
         timeouts: parts.timeouts,
         kill_on_drop: parts.kill_on_drop,
@@ -158,7 +193,7 @@ pub(crate) fn start(
     let (sender, receiver) = tidewire_core::transport::framed::transport(
         parts.stdout,
         StdinWriter {
-            shared: Arc::clone(&shared),
+            slot: Arc::clone(&shared.stdin),
         },
         parts.codec,
     );

@@ -17,51 +17,14 @@ mod stdin;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tidewire_core::transport::Codec;
 
-pub use child::{ChildHandle, ChildReceiver, ChildSender, ChildTransport};
+pub use child::{ChildHandle, ChildReceiver, ChildSender, ChildTransport, ShutdownTimeouts};
 pub use error::{ProcessError, ServerExited, SpawnError};
 pub use stderr::{LineSink, StderrMode};
-
-/// How long each step of the shutdown sequence waits for the server to exit before escalating.
-///
-/// The default waits 2 seconds after closing stdin and 2 seconds after `SIGTERM`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShutdownTimeouts {
-    stdin_close: Duration,
-    terminate: Duration,
-}
-
-impl ShutdownTimeouts {
-    /// Waits `stdin_close` after closing stdin, then `terminate` after `SIGTERM`, before
-    /// `SIGKILL`.
-    pub const fn new(stdin_close: Duration, terminate: Duration) -> Self {
-        Self {
-            stdin_close,
-            terminate,
-        }
-    }
-
-    /// How long to wait after closing stdin before sending `SIGTERM`.
-    pub const fn stdin_close(&self) -> Duration {
-        self.stdin_close
-    }
-
-    /// How long to wait after `SIGTERM` before sending `SIGKILL`.
-    pub const fn terminate(&self) -> Duration {
-        self.terminate
-    }
-}
-
-impl Default for ShutdownTimeouts {
-    fn default() -> Self {
-        Self::new(Duration::from_secs(2), Duration::from_secs(2))
-    }
-}
 
 /// Builds and spawns a server process.
 ///

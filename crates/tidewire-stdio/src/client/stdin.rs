@@ -13,8 +13,6 @@ use std::task::{Context, Poll, Waker};
 use tokio::io::AsyncWrite;
 use tokio::process::ChildStdin;
 
-use super::child::Shared;
-
 #[derive(Debug)]
 struct SlotState {
     stdin: Option<ChildStdin>,
@@ -88,7 +86,7 @@ fn closed() -> io::Error {
 /// The `AsyncWrite` the framed sender writes to.
 #[derive(Debug)]
 pub(crate) struct StdinWriter {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) slot: Arc<StdinSlot>,
 }
 
 impl AsyncWrite for StdinWriter {
@@ -97,28 +95,22 @@ impl AsyncWrite for StdinWriter {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.shared
-            .stdin
+        self.slot
             .poll_with(cx, |stdin, cx| stdin.poll_write(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.shared
-            .stdin
-            .poll_with(cx, |stdin, cx| stdin.poll_flush(cx))
+        self.slot.poll_with(cx, |stdin, cx| stdin.poll_flush(cx))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // A pipe has nothing to shut down but itself: flush, then drop our end so the child sees
         // end-of-file. Already closed counts as done.
-        let flushed = self
-            .shared
-            .stdin
-            .poll_with(cx, |stdin, cx| stdin.poll_flush(cx));
+        let flushed = self.slot.poll_with(cx, |stdin, cx| stdin.poll_flush(cx));
         match flushed {
             Poll::Pending => Poll::Pending,
             Poll::Ready(result) => {
-                self.shared.stdin.close();
+                self.slot.close();
                 match result {
                     Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Poll::Ready(Ok(())),
                     other => Poll::Ready(other),

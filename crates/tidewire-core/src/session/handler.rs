@@ -1,0 +1,54 @@
+//! [`Handler`]: what serves the requests and notifications a peer sends.
+
+use std::future::Future;
+
+use serde_json::Value;
+
+use super::context::RequestContext;
+use super::options::CancelPolicy;
+use super::peer::Peer;
+use crate::jsonrpc::{ErrorObject, Notification, Request};
+
+/// What serves the requests and notifications a peer sends us.
+///
+/// The server and client APIs implement it; implement it yourself to speak raw JSON-RPC.
+pub trait Handler: Send + Sync + 'static {
+    /// Serves one inbound request, in its own task. Return the `result` value or the error to
+    /// answer with. If the request is cancelled meanwhile, whatever this returns is discarded.
+    fn handle_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> impl Future<Output = Result<Value, ErrorObject>> + Send;
+
+    /// Receives one inbound notification, in the order they arrived, on the connection's reader:
+    /// keep it short (hand long work to a task). `notifications/cancelled` and
+    /// `notifications/progress` are also acted on by the engine itself before this is called.
+    fn handle_notification(&self, notification: Notification, peer: &Peer) {
+        let _ = (notification, peer);
+    }
+
+    /// What a cancellation does to this request's handler, when it differs from the
+    /// connection's [`SessionOptions::cancel_policy`] (`None`: the connection's). Asked once, as
+    /// the request starts; the server API answers with the policy set for the tool called.
+    fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
+        let _ = request;
+        None
+    }
+}
+
+/// A handler that answers every request with `-32601` and ignores notifications: for a side
+/// that only sends. The answer quotes at most an [`excerpt`](crate::transport::text::excerpt)
+/// of the method name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHandler;
+
+impl Handler for NoHandler {
+    async fn handle_request(
+        &self,
+        request: Request,
+        _ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::method_not_found(&request.method))
+    }
+}
