@@ -18,3 +18,7 @@ pub mod scenarios;
 mod suite_server;
 
 pub use suite_server::suite_server;
+
+/// How long any one test step may take before the test fails instead of hanging: generous,
+/// since CI runs on two cores with everything else, and never reached by a passing test.
+pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);

@@ -21,7 +21,7 @@ use tidewire_tests::harness::{self, Counters, TransportUnderTest, connect_with, 
 use tidewire_tests::scenarios::{self, text_of};
 use tokio::time::timeout;
 
-const LIMIT: Duration = Duration::from_secs(60);
+use tidewire_tests::LIMIT;
 
 /// The peer scenarios that need nothing but requests.
 const SCENARIOS: [&str; 6] = [

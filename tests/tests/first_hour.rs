@@ -3,12 +3,11 @@
 //! `?` on an ordinary error, and a client that reads the text of a result.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tidewire::core::transport::memory;
 use tidewire::prelude::*;
 
-const LIMIT: Duration = Duration::from_secs(10);
+use tidewire_tests::LIMIT;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "tidewire::serde")]

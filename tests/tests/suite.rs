@@ -16,7 +16,7 @@ use tidewire_tests::harness::{
 use tidewire_tests::scenarios::{self, text_of};
 
 /// Every scenario gets this long, start to finish.
-const LIMIT: Duration = Duration::from_secs(60);
+use tidewire_tests::LIMIT;
 
 fn stdio() -> TransportUnderTest {
     TransportUnderTest::Stdio {

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
@@ -25,7 +24,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::time::timeout;
 
 /// Every scenario gets this long, start to finish.
-const LIMIT: Duration = Duration::from_secs(60);
+use tidewire_tests::LIMIT;
 
 /// The transports of the stateless wire.
 #[derive(Debug, Clone, Copy)]

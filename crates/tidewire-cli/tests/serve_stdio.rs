@@ -1,6 +1,8 @@
 //! The `tidewire` binary: `serve --stdio` over real pipes, and the command line itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -9,8 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::timeout;
 
-const LIMIT: Duration = Duration::from_secs(30);
-const BIN: &str = env!("CARGO_BIN_EXE_tidewire");
+use support::{BIN, LIMIT};
 
 struct Server {
     child: Child,

@@ -16,7 +16,7 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::*;
+use support::fake_server::*;
 use tidewire_client::ClientError;
 use tidewire_core::jsonrpc::{Message, Notification};
 use tidewire_core::schema::ServerNotification;

@@ -19,9 +19,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 use tokio::time::timeout;
 
-mod raw;
+mod support;
 
-use raw::{LIMIT, Raw, json_of, read_messages, tool_call};
+use support::raw::{LIMIT, Raw, json_of, read_messages, tool_call};
 
 #[derive(Deserialize, JsonSchema)]
 struct Nothing {}
@@ -110,7 +110,7 @@ fn server(gauge: Arc<Gauge>) -> tidewire_server::Server {
 
 async fn start(config: HttpConfig) -> (String, StreamableHttp, Arc<Gauge>) {
     let gauge = Arc::new(Gauge::default());
-    let (url, mcp) = raw::start_with(config, server(gauge.clone())).await;
+    let (url, mcp) = support::raw::start_with(config, server(gauge.clone())).await;
     (url, mcp, gauge)
 }
 

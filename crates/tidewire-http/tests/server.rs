@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use tidewire_http::server::{HttpConfig, ResponseMode};
 use tokio::time::timeout;
 
-mod raw;
+mod support;
 
-use raw::*;
+use support::raw::*;
 
 #[tokio::test]
 async fn a_session_is_issued_at_initialize_and_required_after() {

@@ -2,14 +2,14 @@
 //! checks with their statuses, answers as JSON or id-less SSE, questions in rounds, listen
 //! streams, close = cancel, the per-request log level, and the era settings.
 
-mod raw;
+mod support;
 
 use std::sync::Arc;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use raw::{LIMIT, Raw, json_of, read_messages, start, start_with};
 use serde_json::{Value, json};
+use support::raw::{LIMIT, Raw, json_of, read_messages, start, start_with};
 use tidewire_core::schema::CallToolResult;
 use tidewire_core::version::Eras;
 use tidewire_http::server::HttpConfig;
@@ -427,7 +427,7 @@ async fn a_modern_only_endpoint_refuses_sessions() {
     let (url, _mcp) = start(HttpConfig::default().eras(Eras::Modern)).await;
     let mut raw = Raw::new(&url);
     let response = raw
-        .post(&raw::init_body(1))
+        .post(&support::raw::init_body(1))
         .send()
         .await
         .expect("initialize");

@@ -1,6 +1,8 @@
 //! The server API over the in-memory transport, driven with raw JSON-RPC from the core engine.
 
-use std::time::Duration;
+mod support;
+
+use support::LIMIT;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,8 +18,6 @@ use tidewire_core::transport::{Envelope, TransportError, TransportReceiver, Tran
 use tidewire_server::{Context, NoArgs, Server};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
-
-const LIMIT: Duration = Duration::from_secs(10);
 
 #[derive(Deserialize, JsonSchema)]
 struct Add {

@@ -1,6 +1,10 @@
 //! The stateless revision (2026-07-28) over the in-memory transport, where the era is chosen
 //! per message as on stdio and WebSocket: raw JSON-RPC from the core engine, with `_meta`.
 
+mod support;
+
+use support::LIMIT;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -17,8 +21,6 @@ use tidewire_core::transport::memory;
 use tidewire_server::{CacheHint, CacheItem, Context, Eras, NoArgs, Server};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
-
-const LIMIT: Duration = Duration::from_secs(10);
 
 fn builder() -> tidewire_server::ServerBuilder {
     Server::builder(Implementation::new("stateless-test", "2.0.0"))

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::time::Duration;
-
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -16,7 +14,7 @@ use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_server::Context;
 use tokio::time::timeout;
 
-pub const LIMIT: Duration = Duration::from_secs(20);
+pub use super::LIMIT;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct Burst {

@@ -1,13 +1,11 @@
 //! The WebSocket upgrade's checks, and the client's handshake refusals.
 
-use std::time::Duration;
-
 use tidewire_tests::harness::start_ws;
 use tidewire_ws::client::{WsClient, WsClientError};
 use tidewire_ws::server::WsConfig;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-const LIMIT: Duration = Duration::from_secs(30);
+use tidewire_tests::LIMIT;
 
 /// Tries an upgrade with these headers; the HTTP status of a refusal, or 101.
 async fn upgrade_status(url: &str, headers: &[(&'static str, &str)]) -> u16 {

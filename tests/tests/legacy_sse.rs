@@ -16,7 +16,7 @@ use tidewire_sse::client::{SseClient, SseClientError};
 use tidewire_sse::server::SseConfig;
 use tidewire_tests::harness::start_sse;
 
-const LIMIT: Duration = Duration::from_secs(30);
+use tidewire_tests::LIMIT;
 
 /// An open stream, read as text.
 struct RawStream {
