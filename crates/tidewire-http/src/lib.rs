@@ -18,7 +18,7 @@ pub mod server;
 #[cfg(feature = "client")]
 pub mod client;
 
-/// reqwest, for the setters `__reqwest_setters!` writes in other crates.
+/// reqwest, for the setters `__http_client_setters!` writes in other crates.
 #[cfg(feature = "client")]
 #[doc(hidden)]
 pub use reqwest as __reqwest;

@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use http::{HeaderValue, header};
-use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders};
+use tidewire_core::transport::{
+    ClientTimeouts, Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders,
+};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
@@ -77,11 +79,12 @@ pub struct WsClient {
     max_message_size: usize,
     ping_interval: Duration,
     pong_timeout: Duration,
-    connect_timeout: Duration,
+    timeouts: ClientTimeouts,
 }
 
 impl WsClient {
     tidewire_core::__request_header_setters!(headers, "the upgrade request");
+    tidewire_core::__client_timeout_setters!(timeouts, connect_only);
 
     /// A client for the endpoint at `url` (conventionally `ws://host:port/ws`).
     pub fn new(url: impl Into<String>) -> Self {
@@ -91,7 +94,7 @@ impl WsClient {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             ping_interval: Duration::from_secs(20),
             pong_timeout: Duration::from_secs(20),
-            connect_timeout: Duration::from_secs(30),
+            timeouts: ClientTimeouts::DEFAULT,
         }
     }
 
@@ -107,12 +110,6 @@ impl WsClient {
     pub fn keep_alive(mut self, ping_interval: Duration, pong_timeout: Duration) -> Self {
         self.ping_interval = ping_interval.max(Duration::from_millis(1));
         self.pong_timeout = pong_timeout.max(Duration::from_millis(1));
-        self
-    }
-
-    /// How long the TCP connection and the upgrade may take (default 30 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
         self
     }
 
@@ -149,11 +146,11 @@ impl WsClient {
             .max_message_size(Some(limit))
             .max_frame_size(Some(limit));
         let handshake = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
-        let (socket, _response) = tokio::time::timeout(self.connect_timeout, handshake)
+        let (socket, _response) = tokio::time::timeout(self.timeouts.connect, handshake)
             .await
             .map_err(|_| WsClientError::Timeout {
                 url: url.clone(),
-                timeout: self.connect_timeout,
+                timeout: self.timeouts.connect,
             })?
             .map_err(|e| WsClientError::Handshake {
                 url: url.clone(),

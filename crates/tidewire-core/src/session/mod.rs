@@ -48,7 +48,7 @@ pub use peer::Peer;
 pub use request::{
     CancelHandle, InFlight, ProgressCallback, ProgressStream, RequestBuilder, RequestSettings,
 };
-pub use serve::Serve;
+pub use serve::{BoxedServe, Serve};
 
 use crate::transport::Transport;
 

@@ -20,3 +20,25 @@ where
         self(transport)
     }
 }
+
+/// A [`Serve`] in a box, as a server transport keeps it. Its `Debug` shows nothing of it (a
+/// closure has nothing to show), so the state holding it can derive `Debug`.
+pub struct BoxedServe<T>(Box<dyn Serve<T>>);
+
+impl<T: Transport> BoxedServe<T> {
+    /// Boxes `serve`.
+    pub fn new(serve: impl Serve<T>) -> Self {
+        Self(Box::new(serve))
+    }
+
+    /// Sets up the connection over `transport` (see [`Serve::serve_connection`]).
+    pub fn serve_connection(&self, transport: T) -> Driver {
+        self.0.serve_connection(transport)
+    }
+}
+
+impl<T> std::fmt::Debug for BoxedServe<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BoxedServe")
+    }
+}

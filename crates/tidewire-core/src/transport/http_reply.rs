@@ -5,6 +5,7 @@
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
 
+use super::sessions::NoNewSession;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
 
 /// An HTTP answer whose body is the JSON-RPC error `error` for `id` (none: `null`).
@@ -44,6 +45,19 @@ pub fn sessions_full(max: usize) -> Response<String> {
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from_static("5"));
     response
+}
+
+/// The answer when no session can be opened: [`sessions_full`], or a 500 when no session id
+/// can be drawn.
+pub fn no_new_session(refusal: NoNewSession) -> Response<String> {
+    match refusal {
+        NoNewSession::Full(full) => sessions_full(full.max),
+        NoNewSession::NoRandomness => json_rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            ErrorObject::new(ErrorCode::INTERNAL_ERROR, "cannot draw a session id"),
+        ),
+    }
 }
 
 #[cfg(test)]

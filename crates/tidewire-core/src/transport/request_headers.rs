@@ -110,7 +110,7 @@ impl RequestHeaders {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __request_header_setters {
-    ($field:ident, $sent:literal) => {
+    ($($field:ident).+, $sent:literal) => {
         #[doc = concat!("A header sent with ", $sent, " (a name may repeat); an invalid one is refused when connecting.")]
         pub fn header<K, V>(mut self, name: K, value: V) -> Self
         where
@@ -119,19 +119,19 @@ macro_rules! __request_header_setters {
             V: TryInto<$crate::__http::HeaderValue>,
             V::Error: ::std::fmt::Display,
         {
-            self.$field.add(name, value);
+            self.$($field).+.add(name, value);
             self
         }
 
         #[doc = concat!("Every header of `headers` with ", $sent, ", as `header` and `bearer` would add them.")]
         pub fn request_headers(mut self, headers: $crate::transport::RequestHeaders) -> Self {
-            self.$field.extend(headers);
+            self.$($field).+.extend(headers);
             self
         }
 
         #[doc = concat!("`Authorization: Bearer <token>` with ", $sent, ", marked sensitive (kept out of logs).")]
         pub fn bearer(mut self, token: impl ::std::fmt::Display) -> Self {
-            self.$field.bearer(token);
+            self.$($field).+.bearer(token);
             self
         }
     };

@@ -50,6 +50,17 @@ pub struct TableFull {
     pub max: usize,
 }
 
+/// Why no session can be opened now (see [`SessionTable::fresh_id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoNewSession {
+    /// The table holds its maximum of sessions.
+    #[error("the server holds its maximum of {} sessions", .0.max)]
+    Full(TableFull),
+    /// The system has no randomness to draw a session id from.
+    #[error("no randomness to draw a session id from")]
+    NoRandomness,
+}
+
 impl<S: TableEntry> SessionTable<S> {
     /// A table of at most `max` sessions (at least one), ending those idle for `idle_timeout`.
     pub fn new(max: usize, idle_timeout: Duration) -> Self {
@@ -64,6 +75,22 @@ impl<S: TableEntry> SessionTable<S> {
     fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<S>>> {
         // Every critical section leaves the map consistent, so a poisoned lock is still usable.
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A fresh id for a session about to be opened: refused when the table is full (checked
+    /// again by [`admit`](Self::admit), for two openings racing for the last place) or when no
+    /// id can be drawn ([`new_session_id`]).
+    ///
+    /// # Errors
+    /// [`NoNewSession`], which [`http_reply::no_new_session`](super::http_reply::no_new_session)
+    /// answers.
+    pub fn fresh_id(&self) -> Result<Arc<str>, NoNewSession> {
+        if self.is_full() {
+            return Err(NoNewSession::Full(TableFull { max: self.max }));
+        }
+        new_session_id()
+            .map(Arc::from)
+            .ok_or(NoNewSession::NoRandomness)
     }
 
     /// Sessions now.

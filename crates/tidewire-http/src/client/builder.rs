@@ -4,20 +4,17 @@ use std::fmt;
 use std::time::Duration;
 
 use http::header::HeaderMap;
-use tidewire_core::transport::Codec;
+use tidewire_core::transport::ClientTimeouts;
 
-use tidewire_core::transport::RequestHeaders;
-
-use super::endpoint::{checked, endpoint};
+use super::base::HttpClientBase;
 use super::error::HttpClientError;
 use super::reconnect::ReconnectPolicy;
-use super::redirect::same_origin_policy;
 use super::shared::{Config, Shared};
 use super::transport::HttpClientTransport;
 
 /// The default limit on how long one HTTP exchange may take to get its answer (see
 /// [`StreamableHttpClient::request_timeout`]).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = ClientTimeouts::DEFAULT.request;
 
 /// Builds a Streamable HTTP client transport (MCP 2025-03-26 and later).
 ///
@@ -41,50 +38,38 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// ```
 #[must_use = "a builder does nothing until it connects"]
 pub struct StreamableHttpClient {
-    url: String,
-    headers: RequestHeaders,
-    http: Option<reqwest::Client>,
-    codec: Codec,
+    base: HttpClientBase,
     reconnect: ReconnectPolicy,
     get_stream: bool,
-    request_timeout: Duration,
 }
 
 impl fmt::Debug for StreamableHttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values may be credentials: print only their names.
         f.debug_struct("StreamableHttpClient")
-            .field("url", &self.url)
-            .field("headers", &self.headers)
-            .field("codec", &self.codec)
+            .field("base", &self.base)
             .field("reconnect", &self.reconnect)
             .field("get_stream", &self.get_stream)
-            .field("request_timeout", &self.request_timeout)
             .finish_non_exhaustive()
     }
 }
 
 impl StreamableHttpClient {
-    tidewire_core::__request_header_setters!(headers, "every HTTP request (POST, GET, DELETE)");
-    crate::__reqwest_setters!();
+    crate::__http_client_setters!(base, "every HTTP request (POST, GET, DELETE)");
 
     /// A transport for the MCP endpoint at `url` (for example `http://127.0.0.1:8080/mcp`).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
-            headers: RequestHeaders::default(),
-            http: None,
-            codec: Codec::default(),
+            base: HttpClientBase::new(url),
             reconnect: ReconnectPolicy::default(),
             get_stream: true,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 
     /// Adds every header of `headers` to every HTTP request.
     pub fn headers(mut self, headers: HeaderMap) -> Self {
         for (name, value) in &headers {
-            self.headers.add(name.clone(), value.clone());
+            self.base.headers.add(name.clone(), value.clone());
         }
         self
     }
@@ -102,16 +87,6 @@ impl StreamableHttpClient {
         self
     }
 
-    /// How long one HTTP exchange may take to answer (default 30 s): the whole POST of a
-    /// notification or a response, the response headers of a GET, a DELETE. The POST that carries
-    /// a request is not bounded here, since the server may hold it open while a tool runs: the
-    /// MCP request's own timeout (set on the session or the call) bounds it, and cancelling the
-    /// request drops it.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
     /// Checks the configuration and returns the transport: `connect().await`, as every client
     /// transport of tidewire. No I/O happens yet: the first request (the engine's
     /// `initialize`) is the first POST.
@@ -125,24 +100,15 @@ impl StreamableHttpClient {
     /// [`HttpClientError::InvalidHeader`] for a bad header, [`HttpClientError::HttpClient`] when
     /// the default `reqwest::Client` cannot be built.
     pub async fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
-        let headers = checked(self.headers)?;
-        let url = endpoint(&self.url, self.http.is_some())?;
-        let http = match self.http {
-            Some(client) => client,
-            None => reqwest::Client::builder()
-                .connect_timeout(self.request_timeout)
-                .redirect(same_origin_policy())
-                .build()
-                .map_err(HttpClientError::HttpClient)?,
-        };
+        let checked = self.base.check()?;
         let config = Config {
-            http,
-            url,
-            headers,
-            codec: self.codec,
+            http: checked.http,
+            url: checked.url,
+            headers: checked.headers,
+            codec: checked.codec,
             reconnect: self.reconnect,
             get_stream: self.get_stream,
-            request_timeout: self.request_timeout,
+            request_timeout: checked.timeouts.request,
         };
         Ok(HttpClientTransport::new(Shared::new(config)))
     }

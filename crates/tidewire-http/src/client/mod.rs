@@ -110,42 +110,8 @@
 //! `data` line at all is not seen (the SSE parser drops such events); servers send priming
 //! events with an empty `data` line, as the specification describes.
 
-/// The `http_client`, `codec` and `max_message_size` setters every reqwest-based client builder
-/// has (Streamable HTTP, stateless HTTP, HTTP+SSE), over its `http` and `codec` fields.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __reqwest_setters {
-    () => {
-        /// Uses `client` for every HTTP request, so connections (and its settings: proxies,
-        /// TLS, pools) are shared with the rest of the program; it must have no total request
-        /// timeout, which would cut streams. By default the transport builds its own.
-        ///
-        /// Its redirect policy is then yours too. The client the transport builds follows
-        /// redirects only within the URL's origin (scheme, host and port) and fails a request
-        /// redirected elsewhere, because reqwest's default policy would re-send your headers
-        /// (API keys), any session id and the body to whatever host the server names. Build
-        /// yours with `reqwest::redirect::Policy::none()` or a policy of the same kind unless
-        /// you trust every place the server may send you.
-        pub fn http_client(mut self, client: $crate::__reqwest::Client) -> Self {
-            self.http = Some(client);
-            self
-        }
-
-        /// The codec, hence the size limit of one message either way (8 MiB by default).
-        pub fn codec(mut self, codec: ::tidewire_core::transport::Codec) -> Self {
-            self.codec = codec;
-            self
-        }
-
-        /// Shorthand for `codec(Codec::new(bytes))`: the largest message either way.
-        pub fn max_message_size(self, bytes: usize) -> Self {
-            self.codec(::tidewire_core::transport::Codec::new(bytes))
-        }
-    };
-}
-
+mod base;
 mod builder;
-mod endpoint;
 mod error;
 mod get_stream;
 mod reconnect;
@@ -159,6 +125,8 @@ mod stateless;
 mod task;
 mod transport;
 
+#[doc(hidden)]
+pub use base::{Checked, HttpClientBase};
 pub use builder::{DEFAULT_REQUEST_TIMEOUT, StreamableHttpClient};
 pub use error::HttpClientError;
 pub use reconnect::ReconnectPolicy;

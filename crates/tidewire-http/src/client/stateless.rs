@@ -15,15 +15,13 @@ use http::HeaderMap;
 use tidewire_core::jsonrpc::{ErrorObject, Message};
 use tidewire_core::stateless::request_headers;
 use tidewire_core::transport::{
-    Codec, Envelope, Exchange, HttpHeaders, RequestHeaders, TransportError, TransportReceiver,
-    TransportSender,
+    Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::endpoint::{checked, endpoint};
+use super::base::{Checked, HttpClientBase};
 use super::error::{HttpClientError, chain, transport_error};
-use super::redirect::same_origin_policy;
 use super::reply::{Body, answers, body_kind, decode_json, read_limited};
 use super::sse;
 
@@ -42,23 +40,16 @@ const INBOUND: usize = 64;
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it connects"]
 pub struct StatelessHttpClient {
-    url: String,
-    http: Option<reqwest::Client>,
-    codec: Codec,
-    extra: RequestHeaders,
+    base: HttpClientBase,
 }
 
 impl StatelessHttpClient {
-    tidewire_core::__request_header_setters!(extra, "every POST");
-    crate::__reqwest_setters!();
+    crate::__http_client_setters!(base, "every POST");
 
     /// A client of the endpoint at `url`.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
-            http: None,
-            codec: Codec::default(),
-            extra: RequestHeaders::default(),
+            base: HttpClientBase::new(url),
         }
     }
 
@@ -69,21 +60,20 @@ impl StatelessHttpClient {
     /// When the URL is not an `http` one (or `https` without a TLS-enabled client), or the HTTP
     /// client cannot be built.
     pub async fn connect(self) -> Result<StatelessHttpTransport, HttpClientError> {
-        let extra = checked(self.extra)?;
-        let url = endpoint(&self.url, self.http.is_some())?;
-        let http = match self.http {
-            Some(client) => client,
-            None => reqwest::Client::builder()
-                .redirect(same_origin_policy())
-                .build()
-                .map_err(HttpClientError::HttpClient)?,
-        };
+        let Checked {
+            url,
+            headers: extra,
+            http,
+            codec,
+            timeouts,
+        } = self.base.check()?;
         let (tx, rx) = mpsc::channel(INBOUND);
         let shared = Arc::new(Shared {
             http,
             url,
-            codec: self.codec,
+            codec,
             extra,
+            request_timeout: timeouts.request,
             inbound: tx,
             shutdown: CancellationToken::new(),
         });
@@ -108,6 +98,8 @@ struct Shared {
     codec: Codec,
     /// Headers every POST carries.
     extra: HeaderMap,
+    /// How long the POST of a notification may take (a request's is bounded by the request).
+    request_timeout: std::time::Duration,
     inbound: mpsc::Sender<Result<Envelope, TransportError>>,
     /// Cancelled when the transport closes or is dropped: every POST still running ends.
     shutdown: CancellationToken,
@@ -197,8 +189,16 @@ impl TransportSender for StatelessSender {
                     .encode(&Message::Notification(notification))?;
                 let shared = self.shared.clone();
                 tokio::spawn(async move {
-                    if let Err(error) = shared.post(headers, body).send().await {
-                        tracing::debug!(error = %chain(&error), "a notification POST failed");
+                    let post = shared.post(headers, body).send();
+                    tokio::select! {
+                        () = shared.shutdown.cancelled() => {}
+                        sent = tokio::time::timeout(shared.request_timeout, post) => match sent {
+                            Ok(Ok(_)) => {}
+                            Ok(Err(error)) => {
+                                tracing::debug!(error = %chain(&error), "a notification POST failed");
+                            }
+                            Err(_) => tracing::debug!("a notification POST timed out"),
+                        },
                     }
                 });
                 Ok(())

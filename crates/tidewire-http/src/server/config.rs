@@ -54,6 +54,20 @@ pub struct HttpConfig {
     pub(crate) max_stateless_requests: usize,
 }
 
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("response_mode", &self.response_mode)
+            .field("stateless", &self.stateless)
+            .field("limits", &self.limits)
+            .field("stream_capacity", &self.stream_capacity)
+            .field("max_streams_per_session", &self.max_streams_per_session)
+            .field("event_store_limits", &self.event_store_limits)
+            .field("eras", &self.eras)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
@@ -75,20 +89,6 @@ impl Default for HttpConfig {
             json_wait: Duration::from_secs(10),
             max_stateless_requests: 10_000,
         }
-    }
-}
-
-impl std::fmt::Debug for HttpConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpConfig")
-            .field("response_mode", &self.response_mode)
-            .field("stateless", &self.stateless)
-            .field("limits", &self.limits)
-            .field("stream_capacity", &self.stream_capacity)
-            .field("max_streams_per_session", &self.max_streams_per_session)
-            .field("event_store_limits", &self.event_store_limits)
-            .field("eras", &self.eras)
-            .finish_non_exhaustive()
     }
 }
 

@@ -50,7 +50,7 @@ mod streams;
 
 use std::sync::Arc;
 
-use tidewire_core::session::Serve;
+use tidewire_core::session::{BoxedServe, Serve};
 
 /// The axum this server is built on, so an app can be put together without matching versions.
 pub use axum;
@@ -63,17 +63,9 @@ pub use tidewire_core::transport::HttpRequestInfo;
 use state::State;
 
 /// A Streamable HTTP endpoint. Cheap to clone; clones share the session table.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct StreamableHttp {
     state: Arc<State>,
-}
-
-impl std::fmt::Debug for StreamableHttp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamableHttp")
-            .field("sessions", &self.session_count())
-            .finish_non_exhaustive()
-    }
 }
 
 impl StreamableHttp {
@@ -82,7 +74,7 @@ impl StreamableHttp {
     /// current tokio runtime.
     pub fn new(config: HttpConfig, make_driver: impl Serve<HttpTransport>) -> Self {
         Self {
-            state: Arc::new(State::new(config, Box::new(make_driver))),
+            state: Arc::new(State::new(config, BoxedServe::new(make_driver))),
         }
     }
 

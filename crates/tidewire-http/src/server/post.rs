@@ -13,8 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
-use tidewire_core::transport::sessions::new_session_id;
-use tidewire_core::transport::{HttpRequestInfo, RequestLimits};
+use tidewire_core::transport::{HttpRequestInfo, RequestLimits, http_reply};
 
 use super::body::{self, BodyBudget};
 use super::checks::{self, SESSION_ID, check_accept, check_content_type, error, error_for};
@@ -143,17 +142,11 @@ pub(crate) async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Resp
         // Ended while the body was read: its inbox is closed, and delivery says 404.
         Some(session) => (session, false),
         None if is_initialize => {
-            if state.sessions.is_full() {
-                return sessions_full(state.config.limits.max_sessions);
-            }
-            let Some(id) = new_session_id() else {
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    ErrorCode::INTERNAL_ERROR,
-                    "cannot draw a session id",
-                );
+            let id = match state.sessions.fresh_id() {
+                Ok(id) => id,
+                Err(refused) => return http_reply::no_new_session(refused).into_response(),
             };
-            let session = state.start_session(id.into());
+            let session = state.start_session(id);
             // Checked again as it is admitted: two initializes racing for the last slot.
             if let Err(full) = state.sessions.admit(session.id.clone(), session.clone()) {
                 session.close();

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use tidewire_core::session::Serve;
+use tidewire_core::session::BoxedServe;
 use tidewire_core::transport::Codec;
 use tidewire_core::transport::sessions::SessionTable;
 
@@ -13,14 +13,11 @@ use super::config::HttpConfig;
 use super::event_store::{EventStore, MemoryEventStore};
 use super::session::{HttpReceiver, HttpSender, HttpSession, HttpTransport};
 
-/// Starts the engine of each new session.
-pub(crate) type MakeDriver = dyn Serve<HttpTransport>;
-
 /// The endpoint's shared state.
 pub(crate) struct State {
     pub(crate) config: HttpConfig,
     pub(crate) codec: Codec,
-    pub(crate) make_driver: Box<MakeDriver>,
+    pub(crate) make_driver: BoxedServe<HttpTransport>,
     pub(crate) store: Arc<dyn EventStore>,
     pub(crate) sessions: Arc<SessionTable<HttpSession>>,
     /// Numbers the one-shot sessions of stateless mode (their key in the event store).
@@ -33,9 +30,21 @@ pub(crate) struct State {
     pub(crate) drains: Arc<AtomicUsize>,
 }
 
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The event store is the user's, and may have nothing to show.
+        f.debug_struct("State")
+            .field("config", &self.config)
+            .field("sessions", &self.sessions)
+            .field("body_bytes_reading", &self.body_budget.in_use())
+            .field("stateless_running", &self.stateless_running)
+            .finish_non_exhaustive()
+    }
+}
+
 impl State {
     /// The state of an endpoint with `config`, whose sessions `make_driver` serves.
-    pub(crate) fn new(config: HttpConfig, make_driver: Box<MakeDriver>) -> Self {
+    pub(crate) fn new(config: HttpConfig, make_driver: BoxedServe<HttpTransport>) -> Self {
         let store: Arc<dyn EventStore> = match &config.event_store {
             Some(store) => store.clone(),
             None => Arc::new(MemoryEventStore::with_limits(

@@ -8,20 +8,12 @@ pub(crate) use tidewire_core::transport::text::{chain, excerpt};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseClientError {
-    /// The stream URL is not a valid http(s) URL.
-    #[error("{url:?} is not a valid SSE stream URL: {reason}")]
-    InvalidUrl {
-        /// The URL as given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A header set on the builder has an invalid name or value (the reason; never the value).
-    #[error("invalid header: {0}")]
-    InvalidHeader(String),
-    /// The default `reqwest::Client` could not be built.
-    #[error("could not build the HTTP client")]
-    HttpClient(#[source] reqwest::Error),
+    /// The builder's settings were refused before any I/O: a URL that is not http(s) (or
+    /// https without TLS support), an invalid header (the reason; never the value), or a
+    /// default `reqwest::Client` that could not be built. The same checks as every HTTP client
+    /// transport of tidewire.
+    #[error(transparent)]
+    Setup(#[from] tidewire_http::client::HttpClientError),
     /// The GET failed at the HTTP level.
     #[error("could not open the SSE stream: {0}")]
     Connect(String),

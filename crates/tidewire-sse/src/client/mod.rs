@@ -50,9 +50,7 @@
 mod error;
 mod transport;
 
-use std::time::Duration;
-
-use tidewire_core::transport::{Codec, InvalidHeader, RequestHeaders};
+use tidewire_http::client::HttpClientBase;
 
 pub use error::SseClientError;
 pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
@@ -62,41 +60,17 @@ pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it connects"]
 pub struct SseClient {
-    url: String,
-    headers: RequestHeaders,
-    http: Option<reqwest::Client>,
-    codec: Codec,
-    connect_timeout: Duration,
-    post_timeout: Duration,
+    base: HttpClientBase,
 }
 
 impl SseClient {
-    tidewire_core::__request_header_setters!(headers, "the GET and every POST");
-    tidewire_http::__reqwest_setters!();
+    tidewire_http::__http_client_setters!(base, "the GET and every POST");
 
     /// A client for the stream at `url` (conventionally `http://host:port/sse`).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
-            headers: RequestHeaders::default(),
-            http: None,
-            codec: Codec::default(),
-            connect_timeout: Duration::from_secs(30),
-            post_timeout: Duration::from_secs(30),
+            base: HttpClientBase::new(url),
         }
-    }
-
-    /// How long [`connect`](Self::connect) waits for the stream and its `endpoint` event
-    /// (default 30 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How long one POST may take (default 30 s).
-    pub fn post_timeout(mut self, timeout: Duration) -> Self {
-        self.post_timeout = timeout;
-        self
     }
 
     /// Opens the stream and waits for its `endpoint` event.
@@ -105,38 +79,19 @@ impl SseClient {
     /// A bad URL or header, a connection that fails, an answer that is not an event stream,
     /// a stream without `endpoint` in time, or an endpoint on another origin.
     pub async fn connect(self) -> Result<SseClientTransport, SseClientError> {
-        let headers = self
-            .headers
-            .checked()
-            .map_err(|InvalidHeader(reason)| SseClientError::InvalidHeader(reason))?;
-        let url = reqwest::Url::parse(&self.url).map_err(|e| SseClientError::InvalidUrl {
-            url: self.url.clone(),
-            reason: e.to_string(),
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(SseClientError::InvalidUrl {
-                url: self.url,
-                reason: "the scheme must be http or https".to_owned(),
-            });
-        }
-        let http = match self.http {
-            Some(client) => client,
-            None => reqwest::Client::builder()
-                .redirect(tidewire_http::client::same_origin_policy())
-                .build()
-                .map_err(SseClientError::HttpClient)?,
-        };
+        let checked = self.base.check()?;
+        let limit = checked.timeouts.connect;
         let settings = transport::Settings {
-            url,
-            headers,
-            http,
-            codec: self.codec,
-            post_timeout: self.post_timeout,
+            url: checked.url,
+            headers: checked.headers,
+            http: checked.http,
+            codec: checked.codec,
+            post_timeout: checked.timeouts.request,
         };
-        tokio::time::timeout(self.connect_timeout, transport::open(settings))
+        tokio::time::timeout(limit, transport::open(settings))
             .await
             .map_err(|_| SseClientError::NoEndpoint {
-                reason: format!("no endpoint event within {:?}", self.connect_timeout),
+                reason: format!("no endpoint event within {limit:?}"),
             })?
     }
 }

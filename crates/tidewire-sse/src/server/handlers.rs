@@ -14,8 +14,8 @@ use tidewire_core::transport::Envelope;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use tidewire_core::session::Serve;
-use tidewire_core::transport::sessions::{SessionTable, new_session_id};
+use tidewire_core::session::BoxedServe;
+use tidewire_core::transport::sessions::SessionTable;
 use tidewire_core::transport::{Codec, HttpRequestInfo, http_reply};
 
 use super::config::SseConfig;
@@ -23,15 +23,16 @@ use super::session::{Session, SseReceiver, SseSender, SseTransport};
 
 /// What the two routes share: the settings, the session table, and how a session's engine is
 /// started.
+#[derive(Debug)]
 pub(crate) struct State {
     config: SseConfig,
     codec: Codec,
-    make_driver: Box<dyn Serve<SseTransport>>,
+    make_driver: BoxedServe<SseTransport>,
     pub(crate) sessions: Arc<SessionTable<Session>>,
 }
 
 impl State {
-    pub(crate) fn new(config: SseConfig, make_driver: Box<dyn Serve<SseTransport>>) -> Self {
+    pub(crate) fn new(config: SseConfig, make_driver: BoxedServe<SseTransport>) -> Self {
         Self {
             codec: Codec::new(config.limits.max_message_size),
             make_driver,
@@ -73,15 +74,9 @@ pub(crate) async fn open_stream(
     if let Err(refused) = state.config.limits.hosts.check(&headers) {
         return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
     }
-    if state.sessions.is_full() {
-        return sessions_full(state.config.limits.max_sessions);
-    }
-    let Some(id) = new_session_id() else {
-        return refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::INTERNAL_ERROR,
-            "cannot draw a session id",
-        );
+    let id = match state.sessions.fresh_id() {
+        Ok(id) => id,
+        Err(refused) => return http_reply::no_new_session(refused).into_response(),
     };
     let (outbound_tx, outbound_rx) = mpsc::channel(state.config.outbound_queue);
     let session = Arc::new(Session::new(state.config.inbound_queue));
@@ -97,7 +92,7 @@ pub(crate) async fn open_stream(
         },
     );
     // Checked again as it is admitted: two streams racing for the last place.
-    if let Err(full) = state.sessions.admit(id.as_str().into(), session.clone()) {
+    if let Err(full) = state.sessions.admit(id.clone(), session.clone()) {
         return sessions_full(full.max);
     }
     let driver = state.make_driver.serve_connection(transport);
@@ -177,7 +172,7 @@ impl EventStream {
 /// body when a write fails or the connection closes), or the stream ended.
 struct EndOnDrop {
     state: Weak<State>,
-    id: String,
+    id: Arc<str>,
     closed: CancellationToken,
 }
 

@@ -38,7 +38,7 @@ mod session;
 
 use std::sync::Arc;
 
-use tidewire_core::session::Serve;
+use tidewire_core::session::{BoxedServe, Serve};
 
 pub use config::SseConfig;
 pub use session::{SseReceiver, SseSender, SseTransport};
@@ -47,17 +47,9 @@ pub use tidewire_core::transport::HttpRequestInfo;
 use handlers::State;
 
 /// A legacy HTTP+SSE endpoint pair. Cheap to clone; clones share the session table.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct LegacySse {
     state: Arc<State>,
-}
-
-impl std::fmt::Debug for LegacySse {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LegacySse")
-            .field("sessions", &self.session_count())
-            .finish_non_exhaustive()
-    }
 }
 
 impl LegacySse {
@@ -66,7 +58,7 @@ impl LegacySse {
     /// current tokio runtime.
     pub fn new(config: SseConfig, make_driver: impl Serve<SseTransport>) -> Self {
         Self {
-            state: Arc::new(State::new(config, Box::new(make_driver))),
+            state: Arc::new(State::new(config, BoxedServe::new(make_driver))),
         }
     }
 
