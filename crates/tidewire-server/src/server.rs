@@ -56,7 +56,7 @@ impl std::fmt::Debug for Server {
 
 /// A server serves every connection a transport's server accepts: give it (cloned) to
 /// `StreamableHttp::new`, `LegacySse::new` or `WebSocketServer::new`. A transport that carries
-/// sessions only (HTTP+SSE) is served the session era whatever [`ServerBuilder::eras`] says.
+/// sessions only (HTTP+SSE) is served the session era whatever [`ServerBuilder::eras`](crate::ServerBuilder::eras) says.
 impl<T: Transport> Serve<T> for Server {
     fn serve_connection(&self, transport: T) -> Driver {
         let (sender, receiver) = transport.split();

@@ -33,7 +33,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use tidewire_core::session::Serve;
-use tidewire_core::transport::{Codec, HostPolicy, ServerLimits};
+use tidewire_core::transport::{Codec, HostLayer, HostPolicy, ServerLimits};
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
@@ -134,6 +134,7 @@ impl WebSocketServer {
         axum::Router::new()
             .route(path, axum::routing::get(upgrade))
             .with_state(self.state.clone())
+            .layer(HostLayer::new(self.state.config.limits.hosts.clone()))
     }
 
     /// Connections open now.
@@ -175,9 +176,6 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if let Err(refused) = state.config.limits.hosts.check(&headers) {
-        return refuse(StatusCode::FORBIDDEN, refused.0);
-    }
     let (offered_any, offered_mcp) = offers(&headers);
     if offered_any && !offered_mcp {
         return refuse(

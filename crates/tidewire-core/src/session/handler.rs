@@ -29,7 +29,7 @@ pub trait Handler: Send + Sync + 'static {
     }
 
     /// What a cancellation does to this request's handler, when it differs from the
-    /// connection's [`SessionOptions::cancel_policy`] (`None`: the connection's). Asked once, as
+    /// connection's [`SessionOptions::cancel_policy`](super::options::SessionOptions::cancel_policy) (`None`: the connection's). Asked once, as
     /// the request starts; the server API answers with the policy set for the tool called.
     fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
         let _ = request;

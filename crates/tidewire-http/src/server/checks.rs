@@ -10,8 +10,6 @@ use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
 use tidewire_core::transport::http_reply;
 
-use super::config::HttpConfig;
-
 /// `MCP-Protocol-Version`.
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Session-Id`.
@@ -27,19 +25,6 @@ pub(crate) fn error(status: StatusCode, code: ErrorCode, message: impl Into<Stri
 /// An HTTP error answer with a JSON-RPC error body for `id`.
 pub(crate) fn error_for(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
     http_reply::json_rpc_error(status, id, error).into_response()
-}
-
-/// DNS-rebinding protection (H2): `Host` must be allowed, and `Origin`, when present, too;
-/// the rule is the one every tidewire HTTP transport shares (`HostPolicy`).
-pub(crate) fn check_origin_and_host(
-    headers: &HeaderMap,
-    config: &HttpConfig,
-) -> Result<(), Response> {
-    config
-        .limits
-        .hosts
-        .check(headers)
-        .map_err(|refused| error(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0))
 }
 
 /// Whether one `Accept` item (parameters already cut off) covers `media`. Media types are
@@ -155,6 +140,7 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Option<String> {
 mod tests {
     use axum::http::HeaderValue;
 
+    use super::super::config::HttpConfig;
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -163,6 +149,15 @@ mod tests {
             map.append(*k, HeaderValue::from_str(v).expect("header"));
         }
         map
+    }
+
+    /// The endpoint's `Host`/`Origin` rule, which its `HostLayer` applies.
+    fn check_origin_and_host(headers: &HeaderMap, config: &HttpConfig) -> Result<(), String> {
+        config
+            .limits
+            .hosts
+            .check(headers)
+            .map_err(|refused| refused.0)
     }
 
     #[test]

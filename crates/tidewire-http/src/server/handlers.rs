@@ -1,4 +1,4 @@
-//! The endpoint: `Host`/`Origin` first, then POST ([`post`](super::post)), GET (the
+//! The endpoint (its router checks `Host`/`Origin` first, with a `HostLayer`): POST ([`post`](super::post)), GET (the
 //! standalone stream, or a resumed one) and DELETE (the end of a session).
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use tidewire_core::jsonrpc::ErrorCode;
 use tidewire_core::transport::text::excerpt;
 
-use super::checks::{self, LAST_EVENT_ID, check_accept, check_origin_and_host, error};
+use super::checks::{self, LAST_EVENT_ID, check_accept, error};
 use super::post::post;
 use super::refusals::{method_not_allowed, session_not_found};
 use super::sse_body::sse;
@@ -19,16 +19,13 @@ use super::streams::{STANDALONE, parse_event_id};
 
 type Shared = Arc<State>;
 
-/// The endpoint: checks `Host`/`Origin`, then dispatches on the method.
+/// The endpoint (behind the router's `HostLayer`): dispatches on the method.
 pub(crate) async fn endpoint(
     Extract(state): Extract<Shared>,
     method: Method,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refused) = check_origin_and_host(&headers, &state.config) {
-        return refused;
-    }
     match method {
         Method::POST => post(&state, headers, body).await,
         Method::GET | Method::DELETE if !state.config.eras.legacy() => method_not_allowed(

@@ -51,6 +51,7 @@ mod streams;
 use std::sync::Arc;
 
 use tidewire_core::session::{BoxedServe, Serve};
+use tidewire_core::transport::HostLayer;
 
 /// The axum this server is built on, so an app can be put together without matching versions.
 pub use axum;
@@ -84,6 +85,7 @@ impl StreamableHttp {
         axum::Router::new()
             .route(path, axum::routing::any(handlers::endpoint))
             .with_state(self.state.clone())
+            .layer(HostLayer::new(self.state.config.limits.hosts.clone()))
     }
 
     /// Sessions open now.

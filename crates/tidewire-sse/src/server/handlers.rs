@@ -25,7 +25,7 @@ use super::session::{Session, SseReceiver, SseSender, SseTransport};
 /// started.
 #[derive(Debug)]
 pub(crate) struct State {
-    config: SseConfig,
+    pub(crate) config: SseConfig,
     codec: Codec,
     make_driver: BoxedServe<SseTransport>,
     pub(crate) sessions: Arc<SessionTable<Session>>,
@@ -66,14 +66,7 @@ fn sessions_full(max: usize) -> Response {
 }
 
 /// `GET <sse path>`: a new session, its engine, and its stream.
-pub(crate) async fn open_stream(
-    Extract(state): Extract<Shared>,
-    headers: HeaderMap,
-    post_path: Arc<str>,
-) -> Response {
-    if let Err(refused) = state.config.limits.hosts.check(&headers) {
-        return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
-    }
+pub(crate) async fn open_stream(Extract(state): Extract<Shared>, post_path: Arc<str>) -> Response {
     let id = match state.sessions.fresh_id() {
         Ok(id) => id,
         Err(refused) => return http_reply::no_new_session(refused).into_response(),
@@ -209,9 +202,6 @@ pub(crate) async fn post_message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refused) = state.config.limits.hosts.check(&headers) {
-        return refuse(StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, refused.0);
-    }
     let Some(id) = session_param(&uri).map(str::to_owned) else {
         return refuse(
             StatusCode::BAD_REQUEST,

@@ -39,6 +39,7 @@ mod session;
 use std::sync::Arc;
 
 use tidewire_core::session::{BoxedServe, Serve};
+use tidewire_core::transport::HostLayer;
 
 pub use config::SseConfig;
 pub use session::{SseReceiver, SseSender, SseTransport};
@@ -72,7 +73,7 @@ impl LegacySse {
                 sse_path,
                 axum::routing::get({
                     let post_path = post_path.clone();
-                    move |state, headers| handlers::open_stream(state, headers, post_path.clone())
+                    move |state| handlers::open_stream(state, post_path.clone())
                 }),
             )
             .route(
@@ -80,6 +81,7 @@ impl LegacySse {
                 axum::routing::post(handlers::post_message),
             )
             .with_state(self.state.clone())
+            .layer(HostLayer::new(self.state.config.limits.hosts.clone()))
     }
 
     /// Sessions open now.
