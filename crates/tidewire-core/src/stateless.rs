@@ -179,11 +179,14 @@ pub fn requested_version(params: Option<&Value>) -> Option<&str> {
 }
 
 /// Which member of a request's `params` the `Mcp-Name` header repeats: `name` for `tools/call`
-/// and `prompts/get`, `uri` for `resources/read`; none for other methods.
+/// and `prompts/get`, `uri` for `resources/read`, `taskId` for the tasks extension's
+/// `tasks/get`, `tasks/update` and `tasks/cancel`; none for other methods.
 pub fn name_member(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The tasks extension names the task.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -31,8 +31,9 @@
 mod conformance;
 mod conformance_2026;
 mod peer;
+mod tasks;
 
-use tidewire_core::schema::Implementation;
+use tidewire_core::schema::{Implementation, TaskSupport};
 use tidewire_server::{Server, ServerBuilder};
 
 pub use peer::CrawlStatus;
@@ -52,7 +53,7 @@ pub const SERVER_NAME: &str = "tidewire-demo";
 /// Builds the demo server: the interop peer tools and the conformance contract in one server.
 ///
 /// Capabilities: `tools` (listChanged), `resources` (subscribe, listChanged), `prompts`
-/// (listChanged), `logging` and `completions`.
+/// (listChanged), `logging`, `completions`, and tasks (`crawl` and the task fixtures).
 pub fn demo_server() -> Server {
     demo_builder().build()
 }
@@ -67,5 +68,7 @@ pub fn demo_builder() -> ServerBuilder {
     );
     let builder = peer::register(builder);
     let builder = conformance::register(builder);
-    conformance_2026::register(builder)
+    let builder = conformance_2026::register(builder);
+    // `crawl` runs as a task when the client allows it.
+    tasks::register(builder).task_support("crawl", TaskSupport::Optional)
 }

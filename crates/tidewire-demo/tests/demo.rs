@@ -359,6 +359,17 @@ const CONFORMANCE_2026_TOOLS: [&str; 14] = [
     "test_input_required_result_capabilities",
 ];
 
+/// The task fixtures (the tasks extension), with the task support each declares.
+const TASK_TOOLS: [(&str, &str); 7] = [
+    ("greet", "forbidden"),
+    ("slow_compute", "optional"),
+    ("failing_job", "required"),
+    ("protocol_error_job", "required"),
+    ("confirm_delete", "optional"),
+    ("multi_input", "optional"),
+    ("test_tool_with_task", "required"),
+];
+
 // ----- lifecycle and listing -----
 
 #[tokio::test]
@@ -429,14 +440,27 @@ async fn tools_list_has_every_tool_with_a_description_and_an_object_schema() {
         let every = PEER_TOOLS
             .iter()
             .chain(&CONFORMANCE_TOOLS)
-            .chain(&CONFORMANCE_2026_TOOLS);
+            .chain(&CONFORMANCE_2026_TOOLS)
+            .chain(TASK_TOOLS.iter().map(|(name, _)| name));
         for wanted in every {
             assert!(names.contains(wanted), "{wanted} missing from {names:?}");
         }
         assert_eq!(
             names.len(),
-            PEER_TOOLS.len() + CONFORMANCE_TOOLS.len() + CONFORMANCE_2026_TOOLS.len()
+            PEER_TOOLS.len()
+                + CONFORMANCE_TOOLS.len()
+                + CONFORMANCE_2026_TOOLS.len()
+                + TASK_TOOLS.len()
         );
+        for (name, support) in TASK_TOOLS {
+            let tool = tools.iter().find(|t| t["name"] == name).expect("listed");
+            let declared = tool["execution"]["taskSupport"]
+                .as_str()
+                .unwrap_or("forbidden");
+            assert_eq!(declared, support, "{name}");
+        }
+        let crawl = tools.iter().find(|t| t["name"] == "crawl").expect("crawl");
+        assert_eq!(crawl["execution"]["taskSupport"], "optional");
         assert!(list.get("nextCursor").is_none());
         for tool in tools {
             let name = tool["name"].as_str().expect("name");

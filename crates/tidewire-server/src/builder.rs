@@ -13,7 +13,7 @@ use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
     CallToolResult, ClientNotification, CompleteParams, CompleteResult, ContentBlock,
     GetPromptResult, Implementation, LoggingLevel, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Tool,
+    ResourceTemplate, TaskSupport, Tool, ToolExecution,
 };
 use tidewire_core::session::{CancelPolicy, Peer, SessionOptions};
 use tidewire_core::transport::text::excerpt;
@@ -29,6 +29,7 @@ use crate::registry::{
 use crate::seal::KeyRing;
 use crate::server::Server;
 use crate::state::ServerState;
+use crate::tasks::{TaskStore, Tasks};
 use crate::uri_template::UriTemplate;
 
 impl Server {
@@ -44,6 +45,8 @@ impl Server {
 #[must_use]
 pub struct ServerBuilder {
     inner: Shared,
+    /// Task support by tool, written into the tools as the server is built.
+    task_support: HashMap<String, TaskSupport>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -81,6 +84,7 @@ impl ServerBuilder {
     fn new(info: Implementation) -> Self {
         Self {
             inner: ServerState::new(info),
+            task_support: HashMap::new(),
         }
     }
 
@@ -328,8 +332,57 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether tool `name` may run as a task (default [`TaskSupport::Forbidden`]): it is
+    /// written into the tool's `execution.taskSupport`. With `Optional`, a call runs as a task
+    /// when the client allows it (it declares the tasks extension on 2026-07-28, sends
+    /// `params.task` on 2025-11-25) and directly otherwise; with `Required`, a call that cannot
+    /// be a task is refused. See [`tasks`](crate::tasks).
+    pub fn task_support(mut self, name: &str, support: TaskSupport) -> Self {
+        self.task_support.insert(name.to_owned(), support);
+        self
+    }
+
+    /// Tool `name`'s handler starts its task itself, with
+    /// [`Context::continue_as_task`](crate::Context::continue_as_task): until then the call is
+    /// a plain one, so it may ask the client what it needs first. Its task support is
+    /// `optional` unless [`task_support`](Self::task_support) says otherwise.
+    pub fn deferred_task(mut self, name: &str) -> Self {
+        self.inner.deferred_tasks.insert(name.to_owned());
+        self.task_support
+            .entry(name.to_owned())
+            .or_insert(TaskSupport::Optional);
+        self
+    }
+
+    /// Where task records live (default: a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)
+    /// with the default [`TaskLimits`](crate::tasks::TaskLimits)).
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        let poll = self.inner.tasks.poll_interval;
+        self.inner.tasks = Arc::new(Tasks::new(store, poll));
+        self
+    }
+
+    /// How often clients are told to poll a task (default 500 ms).
+    pub fn task_poll_interval(mut self, every: Duration) -> Self {
+        let store = self.inner.tasks.store();
+        self.inner.tasks = Arc::new(Tasks::new(store, every.max(Duration::from_millis(1))));
+        self
+    }
+
     /// The server.
-    pub fn build(self) -> Server {
+    pub fn build(mut self) -> Server {
+        for (name, support) in std::mem::take(&mut self.task_support) {
+            if let Some(entry) = self.inner.tools.get(&name) {
+                let mut tool = entry.tool.clone();
+                tool.execution = Some(ToolExecution {
+                    task_support: Some(support),
+                });
+                self.inner.tools.insert(ToolEntry {
+                    tool,
+                    handler: entry.handler.clone(),
+                });
+            }
+        }
         let server = Server {
             inner: Arc::new(self.inner),
         };

@@ -3,35 +3,106 @@
 //! shapes the answer; these find the handler and run it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 use tidewire_core::schema::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, GetPromptParams,
-    GetPromptResult, ReadResourceResult,
+    GetPromptResult, ReadResourceResult, TaskSupport,
 };
 use tidewire_core::transport::text::excerpt;
 
 use crate::context::Context;
+use crate::error::ToolError;
+use crate::tasks::{TaskCall, TaskOptIn, TaskRecord};
+
+/// What a tool call came to: its result, or a task that goes on without the request.
+#[derive(Debug)]
+pub(crate) enum Called {
+    /// The call's result.
+    Result(CallToolResult),
+    /// The task the call became (its record as created).
+    Task(Box<TaskRecord>),
+}
 
 /// Runs tool `params.name`. A [`ToolError`](crate::ToolError) becomes an `isError` result,
-/// unless it asks to be a protocol error.
+/// unless it asks to be a protocol error. A tool with task support runs as a task when the era
+/// (`opt_in`) allows it (see [`tasks`](crate::tasks)).
 ///
 /// # Errors
-/// `-32602` for an unknown tool; the handler's protocol errors.
+/// `-32602` for an unknown tool; the handler's protocol errors; a task refused by a tool that
+/// requires one.
 pub(crate) async fn call_tool(
     params: CallToolParams,
     ctx: Context,
-) -> Result<CallToolResult, ErrorObject> {
-    let Some(entry) = ctx.shared().tools.get(&params.name) else {
+    opt_in: TaskOptIn,
+) -> Result<Called, ErrorObject> {
+    let server = ctx.shared().clone();
+    let Some(entry) = server.tools.get(&params.name) else {
         return Err(ErrorObject::invalid_params(format!(
             "unknown tool: {}",
             excerpt(&params.name)
         )));
     };
     let args = Value::Object(params.arguments.unwrap_or_default());
-    match (entry.handler)(args, ctx).await {
+    let support = entry.tool.task_support();
+    let deferred = server.deferred_tasks.contains(&params.name);
+    if support == TaskSupport::Forbidden && !deferred {
+        return settle((entry.handler)(args, ctx).await).map(Called::Result);
+    }
+    let call = Arc::new(TaskCall::new(
+        server.tasks.clone(),
+        &params.name,
+        ctx.cancel_policy(),
+        opt_in,
+    ));
+    let ctx = ctx.with_task(call.clone());
+    if !deferred {
+        match call.start().await {
+            Ok(()) => {}
+            Err(refused) if support == TaskSupport::Required => return Err(refused.into_error()),
+            // Optional, and not allowed here: the call is answered directly.
+            Err(_) => return settle((entry.handler)(args, ctx).await).map(Called::Result),
+        }
+    }
+    let mut handler = (entry.handler)(args, ctx);
+    if deferred {
+        // The handler starts its task itself, if it does: until then, this is a plain call.
+        tokio::select! {
+            biased;
+            () = call.became_task() => {}
+            outcome = &mut handler => {
+                if call.running().is_none() {
+                    return settle(outcome).map(Called::Result);
+                }
+                // It became a task and finished at once: the task ends with that outcome.
+                let finished = settle(outcome);
+                return detach(&call, futures::future::ready(finished));
+            }
+        }
+    }
+    detach(&call, async move { settle(handler.await) })
+}
+
+/// Runs `handler` as the task `call` became, and answers the call with the task.
+fn detach(
+    call: &TaskCall,
+    handler: impl std::future::Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
+) -> Result<Called, ErrorObject> {
+    let (Some(live), Some(record)) = (call.running(), call.record()) else {
+        return Err(ErrorObject::internal("the call did not become a task"));
+    };
+    call.tasks
+        .run(live.clone(), call.policy, call.tool_errors_fail(), handler);
+    Ok(Called::Task(Box::new(record.clone())))
+}
+
+/// A handler's outcome as the call's: a tool error is an `isError` result, unless it asks to be
+/// a protocol error.
+fn settle(outcome: Result<CallToolResult, ToolError>) -> Result<CallToolResult, ErrorObject> {
+    match outcome {
         Ok(result) => Ok(result),
         Err(error) => match error.into_protocol() {
             Ok(message) => Ok(CallToolResult::error_text(message)),

@@ -11,7 +11,7 @@ use tidewire_core::schema::{
     ClientCapabilities, CreateMessage, CreateMessageParams, CreateMessageResult, Elicit,
     ElicitParams, ElicitResult, EmptyParams, Implementation, InputRequest, InputRequiredResult,
     JsonObject, ListRoots, ListRootsResult, LoggingLevel, LoggingMessageNotification,
-    LoggingMessageParams, meta_keys,
+    LoggingMessageParams, Meta, meta_keys,
 };
 use tidewire_core::session::{
     CancelPolicy, OnCancel, Peer, ProgressTracker, RequestBuilder, RequestContext, SessionError,
@@ -23,6 +23,7 @@ use tidewire_core::stateless::RequestMeta;
 use crate::connection::Connection;
 use crate::rounds::Rounds;
 use crate::state::ServerState;
+use crate::tasks::{Live, TaskCall, TaskRefused};
 
 /// The state of a server whose handlers take a [`Context`].
 pub(crate) type Shared = ServerState<Context>;
@@ -52,6 +53,8 @@ pub struct Context {
     server: Arc<Shared>,
     connection: Arc<Connection>,
     stateless: Option<Arc<StatelessCall>>,
+    /// Set when the call may run as a task (its tool supports tasks).
+    task: Option<Arc<TaskCall>>,
 }
 
 impl Context {
@@ -66,6 +69,7 @@ impl Context {
             server,
             connection,
             stateless: None,
+            task: None,
         }
     }
 
@@ -81,7 +85,51 @@ impl Context {
             server,
             connection,
             stateless: Some(call),
+            task: None,
         }
+    }
+
+    /// This context, for a call that may run as a task.
+    pub(crate) fn with_task(mut self, task: Arc<TaskCall>) -> Self {
+        self.task = Some(task);
+        self
+    }
+
+    /// The task this handler runs as, once it does.
+    fn running_task(&self) -> Option<&Arc<Live>> {
+        self.task.as_ref().and_then(|task| task.running())
+    }
+
+    /// The id of the task this handler runs as (see [`continue_as_task`](Self::continue_as_task));
+    /// `None` while it answers its call directly.
+    pub fn task_id(&self) -> Option<&str> {
+        self.running_task().map(|live| live.id.as_str())
+    }
+
+    /// Answers the call with a task now and goes on as that task: what the handler returns
+    /// becomes the task's result, its progress the task's status message, its questions the
+    /// task's `input_required`, and `tasks/cancel` its cancellation. Questions asked before
+    /// this are asked in the call itself (`input_required` rounds on the stateless wire), so a
+    /// tool may gather what it needs first and then go on for as long as it takes.
+    ///
+    /// A tool with task support `optional` or `required` runs as a task from its first line
+    /// when the client allows it; one named in `ServerBuilder::deferred_task` starts its task
+    /// here. Once a task, a second call does nothing.
+    ///
+    /// # Errors
+    /// [`TaskRefused`] when this call cannot become a task: its tool does not support tasks,
+    /// or the client did not declare the tasks extension (2026-07-28) or ask for a task
+    /// (2025-11-25). Returned from the handler with `?`, it answers `-32021` naming the
+    /// extension (or `-32601` on the session era); a tool that can also work directly may go
+    /// on instead.
+    pub async fn continue_as_task(&self) -> Result<(), TaskRefused> {
+        let Some(task) = &self.task else {
+            return Err(TaskRefused::unsupported(self.stateless.is_some()));
+        };
+        task.start().await?;
+        // Let the dispatcher answer the call before this handler goes on.
+        tokio::task::yield_now().await;
+        Ok(())
     }
 
     /// The state of the server this request reached (`Context::server`, in the server module,
@@ -165,6 +213,19 @@ impl Context {
         total: Option<f64>,
         message: Option<String>,
     ) -> Result<(), ProgressError> {
+        if let (Some(task), Some(live)) = (&self.task, self.running_task()) {
+            return task
+                .tasks
+                .progress(live, progress, total, message)
+                .await
+                .map_err(|e| {
+                    if e.is_cancelled() {
+                        ProgressError::Cancelled
+                    } else {
+                        ProgressError::Closed
+                    }
+                });
+        }
         self.request.report_progress(progress, total, message).await
     }
 
@@ -193,24 +254,36 @@ impl Context {
     /// ([`CancelPolicy::Cooperative`]). Set by `ServerBuilder::cancel_policy` and
     /// `ServerBuilder::cancel_policy_for`.
     pub fn cancel_policy(&self) -> CancelPolicy {
-        self.request.cancel_policy()
+        match (&self.task, self.running_task()) {
+            (Some(task), Some(_)) => task.policy,
+            _ => self.request.cancel_policy(),
+        }
     }
 
     /// Runs `cleanup` if this request is cancelled, under either policy: keep the guard
     /// (`let _cleanup = ctx.on_cancel(..)`) for as long as the work it undoes. See
     /// [`RequestContext::on_cancel`].
     pub fn on_cancel(&self, cleanup: impl FnOnce() + Send + 'static) -> OnCancel {
-        self.request.on_cancel(cleanup)
+        match self.running_task() {
+            Some(live) => OnCancel::new(live.cancel.clone(), cleanup),
+            None => self.request.on_cancel(cleanup),
+        }
     }
 
     /// Resolves when the client cancels this request.
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
-        self.request.cancelled()
+        match self.running_task() {
+            Some(live) => live.cancel.cancelled(),
+            None => self.request.cancelled(),
+        }
     }
 
     /// True once the client has cancelled this request.
     pub fn is_cancelled(&self) -> bool {
-        self.request.is_cancelled()
+        match self.running_task() {
+            Some(live) => live.cancel.is_cancelled(),
+            None => self.request.is_cancelled(),
+        }
     }
 
     /// Sends `notifications/message` to the client if `level` passes the level it set: with
@@ -237,6 +310,10 @@ impl Context {
         logger: Option<&str>,
         data: impl Into<Value>,
     ) -> Result<(), SessionError> {
+        if self.running_task().is_some() {
+            // Its call has been answered: a task's logs have nowhere to go.
+            return Ok(());
+        }
         let passes = match &self.stateless {
             Some(call) => call
                 .meta
@@ -430,6 +507,9 @@ impl Context {
         question: InputRequest,
     ) -> Result<T, SessionError> {
         let Some(call) = &self.stateless else {
+            if let Some(live) = self.running_task() {
+                return self.ask_session_task(live, question).await;
+            }
             return self.ask_session(question).await;
         };
         let caps = &call.meta.capabilities;
@@ -461,6 +541,13 @@ impl Context {
                 required,
             });
         }
+        if let (Some(task), Some(live)) = (&self.task, self.running_task()) {
+            let answer = task.tasks.ask(live, key, question).await?;
+            return serde_json::from_value(answer).map_err(|e| SessionError::InvalidResult {
+                method: "tasks/update".to_owned(),
+                reason: e.to_string(),
+            });
+        }
         let Some(rounds) = &call.rounds else {
             return Err(SessionError::NotSupported(format!(
                 "{what}: on the 2026-07-28 wire only tools/call, resources/read and prompts/get \
@@ -472,6 +559,40 @@ impl Context {
             // Asked: this run ends here, and the request answers `input_required`.
             None => std::future::pending().await,
         }
+    }
+
+    /// The session-era form of a task's question: a request to the client on the connection,
+    /// tied to the task (its call's stream is over).
+    async fn ask_session_task<T: DeserializeOwned>(
+        &self,
+        live: &Live,
+        question: InputRequest,
+    ) -> Result<T, SessionError> {
+        let peer = self
+            .connection
+            .peer()
+            .ok_or_else(|| SessionError::Closed("the connection is gone".to_owned()))?;
+        let (method, params) = match question {
+            InputRequest::CreateMessage(params) => {
+                ("sampling/createMessage", serde_json::to_value(params))
+            }
+            InputRequest::Elicit(params) => ("elicitation/create", serde_json::to_value(params)),
+            InputRequest::ListRoots => ("roots/list", Ok(Value::Object(JsonObject::new()))),
+        };
+        let params = params.map_err(|e| SessionError::InvalidParams {
+            method: method.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let mut related = Meta::new();
+        related.set_related_task(live.id.clone());
+        let answer = peer
+            .request_raw(method, Some(params))
+            .merge_meta(related.into_inner())
+            .await?;
+        serde_json::from_value(answer).map_err(|e| SessionError::InvalidResult {
+            method: method.to_owned(),
+            reason: e.to_string(),
+        })
     }
 
     /// The session-era form of a question: a request to the client.

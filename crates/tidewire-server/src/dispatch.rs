@@ -2,22 +2,25 @@
 //! era here, and hands stateless requests to [`stateless`](crate::stateless).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tidewire_core::ProtocolVersion;
-use tidewire_core::jsonrpc::{ErrorObject, Notification, Request};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Notification, Request};
 use tidewire_core::schema::{
-    ClientNotification, ClientRequest, EmptyResult, InitializeParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    meta_keys,
+    ClientNotification, ClientRequest, CreateTaskResult, EmptyResult, InitializeParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListTasksResult, ListToolsResult, Meta, TaskResult, meta_keys,
 };
 use tidewire_core::session::{CancelPolicy, Handler, Peer, RequestContext};
+use tidewire_core::transport::Principal;
 use tidewire_core::transport::text::excerpt;
 
-use crate::calls::{self, reply};
+use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
 use crate::context::{Context, Shared};
 use crate::listing;
+use crate::tasks::{TaskOptIn, TaskRecord, TaskRefused};
 
 /// The engine handler of one connection.
 #[derive(Debug, Clone)]
@@ -58,7 +61,68 @@ impl ConnectionHandler {
                 reply(listing::list::<ListPromptsResult>(server, &params)?)
             }
             ClientRequest::CallTool(params) => {
-                reply(calls::call_tool(params, self.context(ctx)).await?)
+                let opt_in = TaskOptIn {
+                    allowed: match &params.task {
+                        Some(_) => Ok(()),
+                        None => Err(TaskRefused::not_requested(&params.name)),
+                    },
+                    ttl: params
+                        .task
+                        .as_ref()
+                        .and_then(|t| t.ttl)
+                        .map(Duration::from_millis),
+                    owner: principal(&ctx),
+                    tool_errors_fail: true,
+                };
+                match calls::call_tool(params, self.context(ctx), opt_in).await? {
+                    Called::Result(result) => reply(result),
+                    Called::Task(record) => reply(CreateTaskResult::from(record.task())),
+                }
+            }
+            ClientRequest::GetTask(params) => {
+                let owner = principal(&ctx);
+                let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
+                reply(TaskResult::from(record.task()))
+            }
+            ClientRequest::GetTaskPayload(params) => {
+                let owner = principal(&ctx);
+                let record = server
+                    .tasks
+                    .ended(&params.task_id, owner.as_deref())
+                    .await?;
+                task_payload(&record)
+            }
+            ClientRequest::ListTasks(params) => {
+                let owner = principal(&ctx);
+                let page = server.page_size;
+                let after = params.cursor.as_deref();
+                let mut records = server.tasks.list(owner.as_deref(), after, page + 1).await?;
+                let more = records.len() > page;
+                records.truncate(page);
+                let mut result = ListTasksResult {
+                    tasks: records.iter().map(TaskRecord::task).collect(),
+                    ..ListTasksResult::default()
+                };
+                if more {
+                    result.next_cursor = records.last().map(|r| r.id.clone());
+                }
+                reply(result)
+            }
+            ClientRequest::CancelTask(params) => {
+                let owner = principal(&ctx);
+                let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
+                if record.is_terminal() {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "task {} has already ended ({})",
+                        excerpt(&record.id),
+                        record.status.as_str()
+                    )));
+                }
+                let record = server
+                    .tasks
+                    .cancel(&params.task_id, owner.as_deref())
+                    .await?;
+                reply(TaskResult::from(record.task()))
             }
             ClientRequest::ReadResource(params) => {
                 reply(calls::read_resource(params.uri, self.context(ctx)).await?)
@@ -81,8 +145,9 @@ impl ConnectionHandler {
                 self.connection.set_log_level(params.level);
                 reply(EmptyResult::new())
             }
-            // Tasks are not served yet; every other method is unknown.
-            other => Err(ErrorObject::method_not_found(&excerpt(other.method()))),
+            other @ ClientRequest::Other { .. } => {
+                Err(ErrorObject::method_not_found(&excerpt(other.method())))
+            }
         }
     }
 
@@ -138,6 +203,41 @@ impl Handler for ConnectionHandler {
             }
         }
     }
+}
+
+/// What `tasks/result` answers for an ended task (2025-11-25): the call's result or the error it
+/// failed with, exactly, tied to the task.
+fn task_payload(record: &TaskRecord) -> Result<Value, ErrorObject> {
+    if let Some(result) = &record.result {
+        let mut result = result.clone();
+        result
+            .meta
+            .get_or_insert_with(Meta::new)
+            .set_related_task(record.id.clone());
+        return reply(result);
+    }
+    let mut error = record.error.clone().unwrap_or_else(|| {
+        ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the task was {}", record.status.as_str()),
+        )
+    });
+    let mut related = Meta::new();
+    related.set_related_task(record.id.clone());
+    error.data = Some(match error.data.take() {
+        Some(Value::Object(mut data)) => {
+            data.insert("_meta".to_owned(), Value::Object(related.into_inner()));
+            Value::Object(data)
+        }
+        Some(other) => other,
+        None => serde_json::json!({ "_meta": related.into_inner() }),
+    });
+    Err(error)
+}
+
+/// The authenticated principal of a request, when the transport knows one.
+fn principal(ctx: &RequestContext) -> Option<String> {
+    ctx.extensions().get::<Principal>().map(|p| p.0.clone())
 }
 
 /// The answer of a server that serves only the stateless revision to a session-era request:

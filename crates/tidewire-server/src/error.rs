@@ -9,6 +9,8 @@ use tidewire_core::progress::ProgressError;
 use tidewire_core::session::SessionError;
 use tidewire_core::transport::text::{chain, excerpt};
 
+use crate::tasks::TaskRefused;
+
 /// A tool failure.
 ///
 /// By default it becomes a *tool execution error*: a result with `isError: true` and the message
@@ -90,6 +92,10 @@ impl ToolError {
         };
         let error = match error.downcast::<SessionError>() {
             Ok(error) => return Self::from_session(*error),
+            Err(other) => other,
+        };
+        let error = match error.downcast::<TaskRefused>() {
+            Ok(refused) => return Self::protocol(refused.into_error()),
             Err(other) => other,
         };
         let error = match error.downcast::<ProgressError>() {

@@ -45,7 +45,7 @@
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
-// The modules, lowest first: each uses only modules listed above it.
+// The modules and their layers: see `docs/architecture.md` ("Inside a crate").
 mod broadcast;
 mod builder;
 pub mod bus;
@@ -63,6 +63,7 @@ mod seal;
 mod server;
 mod state;
 mod stateless;
+pub mod tasks;
 mod uri_template;
 
 pub use builder::{NoArgs, ServerBuilder, schema_for};

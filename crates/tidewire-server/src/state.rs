@@ -5,13 +5,17 @@
 //! [`Shared`](crate::context::Shared) there), so that this module depends on neither the
 //! context nor anything above it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tidewire_core::schema::{ClientNotification, Implementation, LoggingLevel, ServerCapabilities};
+use serde_json::json;
+use tidewire_core::schema::{
+    ClientNotification, Implementation, LoggingLevel, ServerCapabilities, ServerTaskRequests,
+    ServerTasksCapability, TASKS_EXTENSION, TaskSupport, TaskToolsRequests,
+};
 use tidewire_core::session::{CancelPolicy, Peer, SessionOptions};
 use tidewire_core::version::Eras;
 
@@ -20,6 +24,7 @@ use crate::cache::CacheHints;
 use crate::connection::Connection;
 use crate::registry::{CompleteFn, PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
 use crate::rounds::StatePolicy;
+use crate::tasks::{MemoryTaskStore, Tasks};
 
 /// A callback for each notification a client sends.
 pub(crate) type NotificationFn = dyn Fn(ClientNotification, &Peer) + Send + Sync;
@@ -63,6 +68,10 @@ pub(crate) struct ServerState<C> {
     pub(crate) dropped_notifications: AtomicU64,
     /// When such a loss was last logged at `warn`.
     pub(crate) last_drop_warning: Mutex<Option<Instant>>,
+    /// The tasks of this server: their store, and the ones running in this process.
+    pub(crate) tasks: Arc<Tasks>,
+    /// Tools whose handler starts its task itself (`Context::continue_as_task`).
+    pub(crate) deferred_tasks: HashSet<String>,
 }
 
 impl<C> std::fmt::Debug for ServerState<C> {
@@ -103,6 +112,11 @@ impl<C> ServerState<C> {
             connections: Mutex::new(Vec::new()),
             dropped_notifications: AtomicU64::new(0),
             last_drop_warning: Mutex::new(None),
+            tasks: Arc::new(Tasks::new(
+                Arc::new(MemoryTaskStore::default()),
+                Duration::from_millis(500),
+            )),
+            deferred_tasks: HashSet::new(),
         }
     }
 
@@ -112,8 +126,47 @@ impl<C> ServerState<C> {
             .get_or_init(|| serde_json::to_value(&self.info).unwrap_or(Value::Null))
     }
 
-    /// What the server offers, as `initialize` and `server/discover` say it.
+    /// Whether any tool may run as a task.
+    pub(crate) fn has_tasks(&self) -> bool {
+        !self.deferred_tasks.is_empty()
+            || self
+                .tools
+                .snapshot()
+                .iter()
+                .any(|e| e.tool.task_support() != TaskSupport::Forbidden)
+    }
+
+    /// What the server offers, as `server/discover` says it (2026-07-28): tasks are the
+    /// extension, never the session era's `tasks` capability.
+    pub(crate) fn modern_capabilities(&self) -> ServerCapabilities {
+        let caps = self.base_capabilities();
+        if self.has_tasks() {
+            return caps.with_extension(TASKS_EXTENSION, json!({}));
+        }
+        caps
+    }
+
+    /// What the server offers, as `initialize` says it (the session era: tasks of 2025-11-25).
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let mut caps = self.base_capabilities();
+        if self.has_tasks() {
+            caps.tasks = Some(ServerTasksCapability {
+                list: Some(Default::default()),
+                cancel: Some(Default::default()),
+                requests: Some(ServerTaskRequests {
+                    tools: Some(TaskToolsRequests {
+                        call: Some(Default::default()),
+                        extra: Default::default(),
+                    }),
+                    extra: Default::default(),
+                }),
+                extra: Default::default(),
+            });
+        }
+        caps
+    }
+
+    fn base_capabilities(&self) -> ServerCapabilities {
         let mut caps = ServerCapabilities::default()
             .with_tools(true)
             .with_logging()

@@ -17,7 +17,7 @@ use super::{
     ProgressNotification, PromptListChangedNotification, ReadResource, RequestType,
     ResourceListChangedNotification, ResourceUpdatedNotification, RootsListChangedNotification,
     SetLevel, Subscribe, SubscriptionsListen, TaskStatusNotification, ToolListChangedNotification,
-    Unsubscribe,
+    Unsubscribe, UpdateTask,
 };
 use crate::jsonrpc::ErrorObject;
 
@@ -128,7 +128,9 @@ method_enum! {
 
 method_enum! {
     /// A request from the client to a server of the stateless revision (2026-07-28): what it
-    /// keeps of the session era, and what it adds (`server/discover`, `subscriptions/listen`).
+    /// keeps of the session era, and what it adds (`server/discover`, `subscriptions/listen`,
+    /// and the tasks extension's `tasks/get`, `tasks/update` and `tasks/cancel`; its removed
+    /// `tasks/result` and `tasks/list` are `Other`).
     /// The session-era methods it drops (`initialize`, `ping`, `logging/setLevel`,
     /// `resources/subscribe` and `resources/unsubscribe`) are `Other`, as is every unknown one.
     pub enum StatelessRequest: RequestType {
@@ -142,6 +144,9 @@ method_enum! {
         GetPrompt(GetPrompt) = "prompts/get",
         Complete(Complete) = "completion/complete",
         Listen(SubscriptionsListen) = "subscriptions/listen",
+        GetTask(GetTask) = "tasks/get",
+        UpdateTask(UpdateTask) = "tasks/update",
+        CancelTask(CancelTask) = "tasks/cancel",
     }
 }
 

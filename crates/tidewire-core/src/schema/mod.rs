@@ -25,6 +25,7 @@ mod prompts;
 mod resources;
 mod roots;
 mod sampling;
+mod task_ext;
 mod tasks;
 mod tools;
 
@@ -48,6 +49,7 @@ pub use prompts::*;
 pub use resources::*;
 pub use roots::*;
 pub use sampling::*;
+pub use task_ext::*;
 pub use tasks::*;
 pub use tools::*;
 

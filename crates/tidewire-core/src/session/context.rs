@@ -361,6 +361,17 @@ impl std::fmt::Debug for OnCancel {
     }
 }
 
+impl OnCancel {
+    /// A guard that runs `cleanup` when dropped after `cancel` has fired: for work that is
+    /// cancelled by a token of its own (a task's, say).
+    pub fn new(cancel: CancellationToken, cleanup: impl FnOnce() + Send + 'static) -> Self {
+        Self {
+            cancel,
+            cleanup: Some(Box::new(cleanup)),
+        }
+    }
+}
+
 impl Drop for OnCancel {
     fn drop(&mut self) {
         if self.cancel.is_cancelled()

@@ -18,8 +18,8 @@ use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
     DiscoverResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, Meta, PaginatedParams, StatelessRequest, meta_keys,
-    result_type,
+    ListResourcesResult, ListToolsResult, Meta, PaginatedParams, StartedTask, StatelessRequest,
+    TASKS_EXTENSION, TaskAck, meta_keys, result_type,
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
@@ -28,11 +28,12 @@ use tidewire_core::transport::{HttpHeaders, Principal};
 use tidewire_core::version::STATELESS_VERSIONS;
 
 use crate::cache::{CacheHint, CacheItem};
-use crate::calls::{self, reply};
+use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
 use crate::context::{Context, Shared, StatelessCall};
 use crate::listing::{self, Listing};
 use crate::rounds::{Binding, Outcome, Rounds};
+use crate::tasks::{TaskOptIn, TaskRefused};
 
 /// Serves one stateless request.
 pub(crate) async fn serve(
@@ -66,9 +67,20 @@ pub(crate) async fn serve(
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
-            let handler = calls::call_tool(params, context(ctx, call.clone()));
+            let opt_in = TaskOptIn {
+                allowed: if call.meta.capabilities.has_extension(TASKS_EXTENSION) {
+                    Ok(())
+                } else {
+                    Err(TaskRefused::missing_extension())
+                },
+                ttl: None,
+                owner: principal(&ctx),
+                tool_errors_fail: false,
+            };
+            let handler = calls::call_tool(params, context(ctx, call.clone()), opt_in);
             match round(&call, handler).await? {
-                Some(result) => reply(result)?,
+                Some(Called::Result(result)) => reply(result)?,
+                Some(Called::Task(record)) => reply(StartedTask::from(record.state()))?,
                 None => input_required(&call)?,
             }
         }
@@ -120,6 +132,30 @@ pub(crate) async fn serve(
         }
         // Its result is already in final form (its `_meta` names the subscription).
         StatelessRequest::Listen(params) => return listen::listen(server, params, &ctx).await,
+        StatelessRequest::GetTask(params) => {
+            tasks_declared(&meta)?;
+            let owner = principal(&ctx);
+            let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
+            reply(record.details())?
+        }
+        StatelessRequest::UpdateTask(params) => {
+            tasks_declared(&meta)?;
+            let owner = principal(&ctx);
+            let tasks = &server.tasks;
+            tasks
+                .answer(&params.task_id, owner.as_deref(), params.input_responses)
+                .await?;
+            reply(TaskAck::default())?
+        }
+        StatelessRequest::CancelTask(params) => {
+            tasks_declared(&meta)?;
+            let owner = principal(&ctx);
+            server
+                .tasks
+                .cancel(&params.task_id, owner.as_deref())
+                .await?;
+            reply(TaskAck::default())?
+        }
         // Everything the session era has and this one does not (`initialize`, `ping`,
         // `logging/setLevel`, `resources/subscribe`, …) is an unknown method here.
         StatelessRequest::Other { method, .. } => {
@@ -138,7 +174,7 @@ fn discover(server: &Shared) -> DiscoverResult {
             .iter()
             .map(|v| v.as_str().to_owned())
             .collect(),
-        capabilities: server.capabilities(),
+        capabilities: server.modern_capabilities(),
         instructions: server.instructions.clone(),
         ttl_ms: u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX),
         cache_scope: hint.scope,
@@ -241,6 +277,15 @@ fn input_required(call: &StatelessCall) -> Result<Value, ErrorObject> {
         .as_ref()
         .ok_or_else(|| ErrorObject::internal("no rounds for this request"))?;
     reply(rounds.input_required()?)
+}
+
+/// `-32021` unless the request declares the tasks extension: `tasks/*` answer only those that
+/// do, before looking the task up.
+fn tasks_declared(meta: &RequestMeta) -> Result<(), ErrorObject> {
+    if meta.capabilities.has_extension(TASKS_EXTENSION) {
+        return Ok(());
+    }
+    Err(TaskRefused::missing_extension().into_error())
 }
 
 fn principal(ctx: &RequestContext) -> Option<String> {

@@ -1,0 +1,396 @@
+//! The tasks this process runs: starting one (its record in the store, its handler on a tokio
+//! task of its own), its questions and their answers, its progress, its cancellation, its end.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
+use tidewire_core::schema::{CallToolResult, InputRequest, JsonObject, TaskStatus};
+use tidewire_core::session::{CancelPolicy, SessionError};
+use tidewire_core::transport::text::excerpt;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::record::TaskRecord;
+use super::store::{TaskStore, TaskStoreError};
+
+/// The tasks of one server: its store, and the ones running in this process.
+#[derive(Debug)]
+pub(crate) struct Tasks {
+    store: Arc<dyn TaskStore>,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    /// The poll interval suggested to clients.
+    pub(crate) poll_interval: Duration,
+}
+
+/// A task running in this process: what reaches its handler.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) id: String,
+    /// Fired by `tasks/cancel`.
+    pub(crate) cancel: CancellationToken,
+    /// Serialises the changes this process makes to the record (read, change, write).
+    edit: tokio::sync::Mutex<()>,
+    /// The questions asked and not answered yet.
+    waiters: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    /// Numbers the questions asked without a key.
+    next_key: AtomicU64,
+    /// Fired once the task has ended here (for `tasks/result` waiting on it).
+    pub(crate) done: CancellationToken,
+}
+
+impl Tasks {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, poll_interval: Duration) -> Self {
+        Self {
+            store,
+            live: Mutex::new(HashMap::new()),
+            poll_interval,
+        }
+    }
+
+    /// The store.
+    pub(crate) fn store(&self) -> Arc<dyn TaskStore> {
+        self.store.clone()
+    }
+
+    fn live_tasks(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts a task of `tool` for `owner`, kept `ttl` (the store's default when `None`): its
+    /// record is in the store before this returns, so a `tasks/get` right after finds it.
+    ///
+    /// # Errors
+    /// `-32001` when the store is full; `-32603` when it fails or no id can be drawn.
+    pub(crate) async fn start(
+        &self,
+        tool: &str,
+        ttl: Option<Duration>,
+        owner: Option<String>,
+    ) -> Result<(TaskRecord, Arc<Live>), ErrorObject> {
+        let id = tidewire_core::transport::sessions::new_session_id()
+            .ok_or_else(|| ErrorObject::internal("no randomness to draw a task id from"))?;
+        let mut record = TaskRecord::new(id.clone(), tool.to_owned(), ttl, owner);
+        record.poll_interval = Some(self.poll_interval);
+        self.store
+            .insert(record.clone())
+            .await
+            .map_err(store_error)?;
+        let kept = self
+            .store
+            .get(&id)
+            .await
+            .map_err(store_error)?
+            .unwrap_or(record);
+        let live = Arc::new(Live {
+            id: id.clone(),
+            cancel: CancellationToken::new(),
+            edit: tokio::sync::Mutex::new(()),
+            waiters: Mutex::new(HashMap::new()),
+            next_key: AtomicU64::new(1),
+            done: CancellationToken::new(),
+        });
+        self.live_tasks().insert(id, live.clone());
+        Ok((kept, live))
+    }
+
+    /// Runs `handler` as task `live` to its end, on a tokio task of its own: its result
+    /// completes the task (a tool error too), a protocol error fails it. Under
+    /// [`CancelPolicy::Abort`] a cancellation drops the handler at its next `.await`; under
+    /// [`CancelPolicy::Cooperative`] it only fires the handler's `cancelled()`.
+    pub(crate) fn run(
+        self: &Arc<Self>,
+        live: Arc<Live>,
+        policy: CancelPolicy,
+        tool_errors_fail: bool,
+        handler: impl Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
+    ) {
+        let tasks = self.clone();
+        tokio::spawn(async move {
+            let outcome = match policy {
+                CancelPolicy::Cooperative => Some(handler.await),
+                _ => tokio::select! {
+                    outcome = handler => Some(outcome),
+                    () = live.cancel.cancelled() => None,
+                },
+            };
+            if let Some(outcome) = outcome {
+                tasks.finish(&live, outcome, tool_errors_fail).await;
+            }
+            tasks.live_tasks().remove(&live.id);
+            live.done.cancel();
+        });
+    }
+
+    /// Records how task `live` ended, unless it had ended already (cancelled meanwhile). A tool
+    /// error completes it, or fails it with the result kept when `tool_errors_fail` (the
+    /// session era's rule).
+    async fn finish(
+        &self,
+        live: &Live,
+        outcome: Result<CallToolResult, ErrorObject>,
+        tool_errors_fail: bool,
+    ) {
+        let _edit = live.edit.lock().await;
+        let Ok(Some(mut record)) = self.store.get(&live.id).await else {
+            return;
+        };
+        let status = match &outcome {
+            Ok(result) if tool_errors_fail && result.is_error == Some(true) => TaskStatus::Failed,
+            Ok(_) => TaskStatus::Completed,
+            Err(_) => TaskStatus::Failed,
+        };
+        if !record.set_status(status) {
+            return;
+        }
+        record.input_requests.clear();
+        match outcome {
+            Ok(result) => record.result = Some(result),
+            Err(error) => {
+                record.status_message = Some(excerpt(&error.message));
+                record.error = Some(error);
+            }
+        }
+        if let Err(error) = self.store.update(record.clone()).await {
+            // A result over the store's limit fails the task, saying so.
+            record.result = None;
+            record.status = TaskStatus::Failed;
+            record.status_message = Some(error.to_string());
+            record.error = Some(ErrorObject::internal(error.to_string()));
+            if let Err(error) = self.store.update(record).await {
+                tracing::warn!(%error, "a task's end could not be recorded");
+            }
+        }
+    }
+
+    /// The task `id`, as `principal` may see it.
+    ///
+    /// # Errors
+    /// `-32602` for a task that is unknown, expired, or someone else's (they read the same);
+    /// `-32603` when the store fails.
+    pub(crate) async fn find(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<TaskRecord, ErrorObject> {
+        match self.store.get(id).await.map_err(store_error)? {
+            Some(record) if record.visible_to(principal) => Ok(record),
+            _ => Err(unknown_task(id)),
+        }
+    }
+
+    /// The tasks `principal` may see, a page of `limit` after the task `after`.
+    pub(crate) async fn list(
+        &self,
+        principal: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, ErrorObject> {
+        self.store
+            .list(principal, after, limit)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Asks the client `question` for task `live` under `key` (the next number when `None`):
+    /// the task waits on it in `input_required` until `tasks/update` answers it.
+    ///
+    /// # Errors
+    /// `Cancelled` when the task is cancelled first; `Closed` when its record is gone.
+    pub(crate) async fn ask(
+        &self,
+        live: &Live,
+        key: Option<&str>,
+        question: InputRequest,
+    ) -> Result<Value, SessionError> {
+        let key = match key {
+            Some(key) => key.to_owned(),
+            None => live.next_key.fetch_add(1, Ordering::Relaxed).to_string(),
+        };
+        let (tx, rx) = oneshot::channel();
+        {
+            let _edit = live.edit.lock().await;
+            let mut record = self.current(live).await?;
+            record.input_requests.insert(key.clone(), question);
+            record.set_status(TaskStatus::InputRequired);
+            self.store
+                .update(record)
+                .await
+                .map_err(|e| SessionError::Closed(e.to_string()))?;
+            live.waiters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key, tx);
+        }
+        tokio::select! {
+            answer = rx => answer.map_err(|_| SessionError::Closed("the task ended".to_owned())),
+            () = live.cancel.cancelled() => {
+                Err(SessionError::Cancelled("the task was cancelled".to_owned()))
+            }
+        }
+    }
+
+    /// Answers the questions of task `id` that `responses` names; other keys are ignored. The
+    /// record has changed (answered questions gone, back to `working` when none is left)
+    /// before this returns.
+    ///
+    /// # Errors
+    /// As [`find`](Self::find).
+    pub(crate) async fn answer(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+        responses: JsonObject,
+    ) -> Result<(), ErrorObject> {
+        let record = self.find(id, principal).await?;
+        let Some(live) = self.live_tasks().get(id).cloned() else {
+            // Not running here (ended, or run by another process): nothing waits on answers.
+            tracing::debug!(task = %excerpt(&record.id), "answers for a task not running here");
+            return Ok(());
+        };
+        let _edit = live.edit.lock().await;
+        let mut record = self
+            .current(&live)
+            .await
+            .map_err(|e| ErrorObject::internal(e.to_string()))?;
+        let mut wake = Vec::new();
+        {
+            let mut waiters = live.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+            for (key, answer) in responses {
+                if let Some(waiter) = waiters.remove(&key) {
+                    record.input_requests.remove(&key);
+                    wake.push((waiter, answer));
+                }
+            }
+        }
+        if wake.is_empty() {
+            return Ok(());
+        }
+        if record.input_requests.is_empty() {
+            record.set_status(TaskStatus::Working);
+        } else {
+            record.updated_at = std::time::SystemTime::now();
+        }
+        self.store.update(record).await.map_err(store_error)?;
+        for (waiter, answer) in wake {
+            let _ = waiter.send(answer);
+        }
+        Ok(())
+    }
+
+    /// Cancels task `id`: `cancelled` from now on (an ended task stays as it ended), and its
+    /// handler, when it runs here, is told.
+    ///
+    /// # Errors
+    /// As [`find`](Self::find).
+    pub(crate) async fn cancel(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<TaskRecord, ErrorObject> {
+        let record = self.find(id, principal).await?;
+        if record.is_terminal() {
+            return Ok(record);
+        }
+        let live = self.live_tasks().get(id).cloned();
+        let record = {
+            let _edit = match &live {
+                Some(live) => Some(live.edit.lock().await),
+                None => None,
+            };
+            let mut record = self.find(id, principal).await?;
+            if record.set_status(TaskStatus::Cancelled) {
+                record.input_requests.clear();
+                record.status_message = Some("cancelled by the client".to_owned());
+                self.store
+                    .update(record.clone())
+                    .await
+                    .map_err(store_error)?;
+            }
+            record
+        };
+        if let Some(live) = live {
+            live.cancel.cancel();
+            live.done.cancel();
+        }
+        Ok(record)
+    }
+
+    /// Records a progress report of task `live` (its status message says it in words).
+    pub(crate) async fn progress(
+        &self,
+        live: &Live,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), SessionError> {
+        let _edit = live.edit.lock().await;
+        let mut record = self.current(live).await?;
+        if record.is_terminal() {
+            return Err(SessionError::Cancelled("the task has ended".to_owned()));
+        }
+        let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+        let text = match message {
+            Some(message) => format!("{progress}{of}: {message}"),
+            None => format!("{progress}{of}"),
+        };
+        record.progress = Some((progress, total));
+        record.status_message = Some(text);
+        record.updated_at = std::time::SystemTime::now();
+        self.store
+            .update(record)
+            .await
+            .map(drop)
+            .map_err(|e| SessionError::Closed(e.to_string()))
+    }
+
+    /// Waits until task `id` has ended (`tasks/result`, 2025-11-25): at once for one running
+    /// here, polling the store every poll interval for one run elsewhere.
+    ///
+    /// # Errors
+    /// As [`find`](Self::find).
+    pub(crate) async fn ended(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<TaskRecord, ErrorObject> {
+        loop {
+            let record = self.find(id, principal).await?;
+            if record.is_terminal() {
+                return Ok(record);
+            }
+            let live = self.live_tasks().get(id).cloned();
+            match live {
+                Some(live) => live.done.cancelled().await,
+                None => tokio::time::sleep(self.poll_interval).await,
+            }
+        }
+    }
+
+    async fn current(&self, live: &Live) -> Result<TaskRecord, SessionError> {
+        self.store
+            .get(&live.id)
+            .await
+            .map_err(|e| SessionError::Closed(e.to_string()))?
+            .ok_or_else(|| SessionError::Closed("the task expired".to_owned()))
+    }
+}
+
+/// `-32602` for a task nobody may see.
+pub(crate) fn unknown_task(id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "unknown task {:?} (it never existed, has expired, or is not yours)",
+        excerpt(id)
+    ))
+}
+
+fn store_error(error: TaskStoreError) -> ErrorObject {
+    match error {
+        TaskStoreError::Full(_) => ErrorObject::new(ErrorCode::SERVER_BUSY, error.to_string()),
+        other => ErrorObject::internal(other.to_string()),
+    }
+}

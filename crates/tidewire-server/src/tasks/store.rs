@@ -1,0 +1,296 @@
+//! Where task records live: the [`TaskStore`] trait, and the bounded in-memory store every
+//! server has by default ([`MemoryTaskStore`]).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use futures::future::{BoxFuture, FutureExt};
+
+use super::record::TaskRecord;
+
+/// Why a store refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskStoreError {
+    /// The store holds its most tasks that have not expired.
+    #[error("the task store holds its most tasks ({0}); retry when some have ended")]
+    Full(usize),
+    /// A task's record (its result, questions and messages) is over the store's limit.
+    #[error("the task's record is {size} bytes; the store keeps at most {limit} per task")]
+    TooLarge {
+        /// The record's size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The store itself failed (a shared store that cannot be reached, say).
+    #[error("the task store failed: {0}")]
+    Unavailable(String),
+}
+
+/// Where task records live. The default is a [`MemoryTaskStore`]; a store shared by several
+/// processes lets any of them answer `tasks/get` for a task another one runs (a task's
+/// cancellation and answers still reach the process that runs it).
+///
+/// A store forgets a task once its ttl has run out, and never replaces a record that has ended.
+pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Keeps a new task.
+    ///
+    /// # Errors
+    /// [`TaskStoreError::Full`] when there is no room; [`TaskStoreError::Unavailable`].
+    fn insert(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>>;
+
+    /// The task `id`; `None` when unknown or expired.
+    ///
+    /// # Errors
+    /// [`TaskStoreError::Unavailable`].
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>>;
+
+    /// Replaces the record of a task it keeps; a record that has ended, or a task it no longer
+    /// keeps, is left as it is (and `Ok(false)` says so).
+    ///
+    /// # Errors
+    /// [`TaskStoreError::TooLarge`] (the record stays as it was); [`TaskStoreError::Unavailable`].
+    fn update(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>>;
+
+    /// The tasks `owner` may see, oldest first, at most `limit` of them after the task
+    /// `after` (the cursor of the 2025-11-25 `tasks/list`).
+    ///
+    /// # Errors
+    /// [`TaskStoreError::Unavailable`].
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<TaskRecord>, TaskStoreError>>;
+}
+
+/// The limits of a [`MemoryTaskStore`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// The most tasks kept at once (default 10,000); past it, starting a task is refused.
+    pub max_tasks: usize,
+    /// The largest record, its result included, in bytes (default 1 MiB); a task whose result
+    /// is larger fails, saying so.
+    pub max_record_bytes: usize,
+    /// How long a task is kept after its creation when nothing else says (default 1 hour).
+    pub default_ttl: Duration,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        Self {
+            max_tasks: 10_000,
+            max_record_bytes: 1024 * 1024,
+            default_ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// The default store: this process's memory, bounded by [`TaskLimits`] in tasks and bytes.
+/// Expired tasks are swept as new ones come.
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    limits: TaskLimits,
+    tasks: Mutex<HashMap<String, TaskRecord>>,
+}
+
+impl MemoryTaskStore {
+    /// An empty store with `limits`.
+    pub fn new(limits: TaskLimits) -> Self {
+        Self {
+            limits,
+            tasks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Tasks kept now (expired ones not yet swept included).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether it keeps no task.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskRecord>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn check_size(&self, record: &TaskRecord) -> Result<(), TaskStoreError> {
+        let size = record.weight();
+        if size > self.limits.max_record_bytes {
+            return Err(TaskStoreError::TooLarge {
+                size,
+                limit: self.limits.max_record_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn insert(&self, mut record: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>> {
+        let outcome = (|| {
+            self.check_size(&record)?;
+            record.ttl = record.ttl.or(Some(self.limits.default_ttl));
+            let mut tasks = self.lock();
+            if tasks.len() >= self.limits.max_tasks {
+                let now = SystemTime::now();
+                tasks.retain(|_, task| !task.is_expired(now));
+            }
+            if tasks.len() >= self.limits.max_tasks {
+                return Err(TaskStoreError::Full(self.limits.max_tasks));
+            }
+            tasks.insert(record.id.clone(), record);
+            Ok(())
+        })();
+        futures::future::ready(outcome).boxed()
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>> {
+        let now = SystemTime::now();
+        let mut tasks = self.lock();
+        let found = match tasks.get(id) {
+            Some(task) if task.is_expired(now) => {
+                tasks.remove(id);
+                None
+            }
+            other => other.cloned(),
+        };
+        futures::future::ready(Ok(found)).boxed()
+    }
+
+    fn update(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
+        let outcome = self.check_size(&record).map(|()| {
+            let mut tasks = self.lock();
+            match tasks.get_mut(&record.id) {
+                Some(kept) if !kept.is_terminal() => {
+                    *kept = record;
+                    true
+                }
+                _ => false,
+            }
+        });
+        futures::future::ready(outcome).boxed()
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<TaskRecord>, TaskStoreError>> {
+        let now = SystemTime::now();
+        let tasks = self.lock();
+        let mut visible: Vec<&TaskRecord> = tasks
+            .values()
+            .filter(|t| !t.is_expired(now) && t.visible_to(owner))
+            .collect();
+        visible.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        let start = after
+            .and_then(|after| visible.iter().position(|t| t.id == after))
+            .map_or(0, |i| i + 1);
+        let page = visible
+            .into_iter()
+            .skip(start)
+            .take(limit)
+            .cloned()
+            .collect();
+        futures::future::ready(Ok(page)).boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str) -> TaskRecord {
+        TaskRecord::new(id.to_owned(), "tool".to_owned(), None, None)
+    }
+
+    #[tokio::test]
+    async fn a_full_store_refuses_and_an_ended_record_never_changes() {
+        let store = MemoryTaskStore::new(TaskLimits {
+            max_tasks: 2,
+            ..TaskLimits::default()
+        });
+        store.insert(record("a")).await.expect("a");
+        store.insert(record("b")).await.expect("b");
+        assert_eq!(
+            store.insert(record("c")).await,
+            Err(TaskStoreError::Full(2))
+        );
+
+        let mut done = store.get("a").await.expect("get").expect("kept");
+        done.set_status(tidewire_core::schema::TaskStatus::Completed);
+        assert_eq!(store.update(done.clone()).await, Ok(true));
+        let mut again = done;
+        again.status = tidewire_core::schema::TaskStatus::Working;
+        assert_eq!(store.update(again).await, Ok(false));
+        let kept = store.get("a").await.expect("get").expect("kept");
+        assert_eq!(kept.status, tidewire_core::schema::TaskStatus::Completed);
+    }
+
+    #[tokio::test]
+    async fn expired_tasks_are_forgotten_and_their_room_is_given_back() {
+        let store = MemoryTaskStore::new(TaskLimits {
+            max_tasks: 1,
+            ..TaskLimits::default()
+        });
+        let mut old = record("old");
+        old.ttl = Some(Duration::from_millis(1));
+        old.created_at = SystemTime::now() - Duration::from_secs(1);
+        store.insert(old).await.expect("old");
+        assert_eq!(store.get("old").await, Ok(None));
+        store.insert(record("new")).await.expect("room again");
+    }
+
+    #[tokio::test]
+    async fn a_record_over_the_byte_limit_is_refused() {
+        let store = MemoryTaskStore::new(TaskLimits {
+            max_record_bytes: 64,
+            ..TaskLimits::default()
+        });
+        store.insert(record("t")).await.expect("small");
+        let mut big = record("t");
+        big.result = Some(tidewire_core::schema::CallToolResult::text("x".repeat(100)));
+        assert!(matches!(
+            store.update(big).await,
+            Err(TaskStoreError::TooLarge { limit: 64, .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn owners_see_only_their_tasks_in_pages() {
+        let store = MemoryTaskStore::default();
+        for (id, owner) in [
+            ("1", Some("ann")),
+            ("2", Some("bob")),
+            ("3", Some("ann")),
+            ("4", None),
+        ] {
+            let mut r = record(id);
+            r.owner = owner.map(str::to_owned);
+            store.insert(r).await.expect("insert");
+        }
+        let ann: Vec<String> = store
+            .list(Some("ann"), None, 10)
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert!(ann.contains(&"1".to_owned()) && ann.contains(&"3".to_owned()));
+        assert!(!ann.contains(&"2".to_owned()));
+        let first = store.list(Some("ann"), None, 1).await.expect("page");
+        let next = store
+            .list(Some("ann"), Some(&first[0].id), 10)
+            .await
+            .expect("page");
+        assert!(next.iter().all(|t| t.id != first[0].id));
+    }
+}
