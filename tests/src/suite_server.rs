@@ -25,6 +25,8 @@ struct Slow {
 /// - `elicit_with_progress`: the same for an elicitation.
 pub fn suite_server() -> Server {
     tidewire_demo::demo_builder()
+        // Tasks are watched by polling: tests poll often, so they see each progress report.
+        .task_poll_interval(std::time::Duration::from_millis(50))
         .tool(
             "progress_rules",
             "Checks the monotonic progress guard",

@@ -22,6 +22,7 @@ use tidewire_core::session::{
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::rounds::{self, Cancel};
+use crate::task::TaskStart;
 
 /// The progress reports of one tool call, in order; made by
 /// [`CallToolBuilder::progress_stream`]. It holds every report that arrived before the result
@@ -151,6 +152,17 @@ impl CallToolBuilder {
         self.with(|r| r.merge_meta(meta.into_inner()))
     }
 
+    /// Asks for the call to run as a task (see [`task`](crate::task)): on the stateless
+    /// revision by declaring the tasks extension in this request's capabilities, on a session
+    /// with `params.task` where the server offers tasks. The server decides: the answer is
+    /// the task, or the call's result.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send), and the call's own errors when the server answers directly.
+    pub async fn as_task(self) -> Result<TaskStart, ClientError> {
+        crate::task::start(self.client, self.request.into_settings()).await
+    }
+
     /// Sends the call and returns a handle to its result.
     ///
     /// # Errors
@@ -185,6 +197,7 @@ async fn send_stateless(
             .progress
             .map(|callback| Arc::new(Mutex::new(callback))),
         started: Instant::now(),
+        meta: None,
     };
     let first = rounds::send_round(&client, CallTool::METHOD, &params, &options).await?;
     let id = first.id().clone();

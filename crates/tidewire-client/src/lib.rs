@@ -143,6 +143,7 @@ mod listen;
 mod notifications;
 mod reinit;
 mod rounds;
+pub mod task;
 mod tool_headers;
 
 pub use builder::{
@@ -158,6 +159,7 @@ pub use handlers::{
 };
 pub use listen::Listen;
 pub use notifications::{Lagged, NotificationStream};
+pub use task::{TaskHandle, TaskStart};
 
 pub use tidewire_core::ProtocolVersion;
 pub use tidewire_core::progress::Progress;

@@ -11,9 +11,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tidewire_core::jsonrpc::{Request, RequestId};
-use tidewire_core::schema::{JsonObject, RequestType, result_type};
+use tidewire_core::schema::{JsonObject, RESULT_TYPE_TASK, RequestType, result_type};
 use tidewire_core::session::{
     CancelHandle, InFlight, ProgressCallback, RequestContext, SessionError,
 };
@@ -37,6 +37,9 @@ pub(crate) struct Options {
     pub(crate) progress: Option<ProgressSink>,
     /// When the call began: the timeout counts from here, across rounds.
     pub(crate) started: Instant,
+    /// `_meta` entries every round carries over the client's own (the tasks extension
+    /// declared in the request's capabilities, say).
+    pub(crate) meta: Option<Map<String, Value>>,
 }
 
 impl Options {
@@ -46,6 +49,7 @@ impl Options {
             reset_max: None,
             progress: None,
             started: Instant::now(),
+            meta: None,
         }
     }
 }
@@ -124,6 +128,9 @@ pub(crate) async fn send_round(
     options: &Options,
 ) -> Result<InFlight<Value>, ClientError> {
     let mut request = client.request_raw(method, params.clone());
+    if let Some(meta) = &options.meta {
+        request = request.merge_meta(meta.clone());
+    }
     let elapsed = options.started.elapsed();
     match options.timeout {
         Some(Some(total)) => request = request.timeout(total.saturating_sub(elapsed)),
@@ -212,6 +219,10 @@ pub(crate) async fn finish(
             Some(Value::String(kind)) if kind == result_type::COMPLETE => {
                 return cancel.complete(result);
             }
+            // A task (the tasks extension): the caller follows it.
+            Some(Value::String(kind)) if kind == RESULT_TYPE_TASK => {
+                return cancel.complete(result);
+            }
             Some(Value::String(kind)) if kind == result_type::INPUT_REQUIRED => {}
             Some(other) => {
                 return Err(ClientError::InvalidResponse {
@@ -251,7 +262,7 @@ pub(crate) async fn finish(
 }
 
 /// Answers every question of an `input_required` result, at once, with the client's handlers.
-async fn answer_all(client: &Client, result: &Value) -> Result<JsonObject, ClientError> {
+pub(crate) async fn answer_all(client: &Client, result: &Value) -> Result<JsonObject, ClientError> {
     let questions = result
         .get("inputRequests")
         .and_then(Value::as_object)

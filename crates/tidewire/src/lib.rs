@@ -114,7 +114,7 @@ pub mod prelude {
     pub use tidewire_core::schema::{CallToolResult, ContentBlock, Implementation};
 
     #[cfg(feature = "client")]
-    pub use tidewire_client::{Client, ClientBuilder, ClientError, Era};
+    pub use tidewire_client::{Client, ClientBuilder, ClientError, Era, TaskHandle, TaskStart};
     #[cfg(feature = "server")]
     pub use tidewire_server::{CancelPolicy, Context, NoArgs, Server, ServerBuilder, ToolError};
 }
@@ -132,4 +132,6 @@ mod doc_snippets {
     pub struct Transports;
     #[doc = include_str!("../../../docs/eras.md")]
     pub struct Eras;
+    #[doc = include_str!("../../../docs/tasks.md")]
+    pub struct Tasks;
 }

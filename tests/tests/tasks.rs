@@ -1,0 +1,269 @@
+//! Tasks outlive the connection that started them: a 10-URL crawl started as a task, its client
+//! gone after three progress reports, and a new client on a new connection that watches it to
+//! its end or cancels it — over Streamable HTTP in both eras and over WebSocket.
+
+use futures::StreamExt;
+use serde_json::json;
+use tidewire_client::{Client, ClientBuilder, Era, TaskHandle, TaskStart};
+use tidewire_core::schema::{Implementation, TaskStatus};
+use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire_tests::LIMIT;
+use tidewire_tests::harness::{HttpMode, start_http, start_ws};
+use tidewire_ws::client::WsClient;
+
+/// How a client reaches the server.
+#[derive(Debug, Clone, Copy)]
+enum Wire {
+    /// Streamable HTTP, the stateless revision (2026-07-28: the tasks extension).
+    HttpModern,
+    /// Streamable HTTP, a session (2025-11-25: `params.task`).
+    HttpSession,
+    /// WebSocket, the stateless revision.
+    WebSocket,
+}
+
+fn builder(era: Era) -> ClientBuilder {
+    Client::builder(Implementation::new("task-test", "1.0.0")).era(era)
+}
+
+async fn connect(wire: Wire, url: &str) -> Client {
+    match wire {
+        Wire::HttpModern => builder(Era::Modern)
+            .connect(
+                StatelessHttpClient::new(url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("connect"),
+        Wire::HttpSession => builder(Era::Legacy)
+            .connect(
+                StreamableHttpClient::new(url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("connect"),
+        Wire::WebSocket => builder(Era::Modern)
+            .connect(WsClient::new(url).connect().await.expect("transport"))
+            .await
+            .expect("connect"),
+    }
+}
+
+async fn url_of(wire: Wire) -> String {
+    match wire {
+        Wire::HttpModern | Wire::HttpSession => start_http(HttpMode::Sse).await.0,
+        Wire::WebSocket => start_ws(tidewire_ws::server::WsConfig::default()).await.0,
+    }
+}
+
+/// Starts a 10-URL crawl as a task with the first client, waits for three of its progress
+/// reports, closes that client, and hands the task's id to a second client.
+async fn crawl_handed_over(wire: Wire) -> (Client, TaskHandle) {
+    let url = url_of(wire).await;
+    let first = connect(wire, &url).await;
+    let urls: Vec<String> = (0..10)
+        .map(|i| format!("https://example.com/{i}"))
+        .collect();
+    let start = first
+        .call_tool("crawl", json!({ "urls": urls, "delay_ms": 150 }))
+        .as_task()
+        .await
+        .expect("the call is answered");
+    let task = start.task().expect("the crawl runs as a task");
+    let mut messages = Vec::new();
+    let mut watch = Box::pin(task.watch());
+    while messages.len() < 3 {
+        let state = watch
+            .next()
+            .await
+            .expect("the task goes on")
+            .expect("a state");
+        assert!(!state.status.is_terminal(), "ended early: {state:?}");
+        if let Some(message) = state.status_message
+            && !messages.contains(&message)
+        {
+            messages.push(message);
+        }
+    }
+    drop(watch);
+    let id = task.id().to_owned();
+    first.close().await;
+    let second = connect(wire, &url).await;
+    let again = second.task(id);
+    (second, again)
+}
+
+async fn outlives_its_client(wire: Wire) {
+    tokio::time::timeout(LIMIT, async {
+        let (_second, task) = crawl_handed_over(wire).await;
+        let states: Vec<_> = task.watch().collect().await;
+        let last = states.last().expect("a state").as_ref().expect("watched");
+        assert_eq!(last.status, TaskStatus::Completed, "{wire:?}: {last:?}");
+        let result = task.result().await.expect("the result");
+        let text = result.first_text().expect("text").to_owned();
+        assert!(text.contains("10"), "{wire:?}: {text}");
+    })
+    .await
+    .expect("in time");
+}
+
+async fn cancelled_by_a_new_client(wire: Wire) {
+    tokio::time::timeout(LIMIT, async {
+        let (_second, task) = crawl_handed_over(wire).await;
+        task.cancel().await.expect("cancel");
+        let state = task.state().await.expect("state");
+        assert_eq!(state.status, TaskStatus::Cancelled, "{wire:?}");
+        let outcome = task.result().await;
+        assert!(
+            outcome.as_ref().is_err_and(|e| e.session().is_some()),
+            "{wire:?}: {outcome:?}"
+        );
+        // Cancelling an ended task changes nothing and is no error.
+        task.cancel().await.expect("cancel again");
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_crawl_task_outlives_its_client_on_streamable_http_2026() {
+    outlives_its_client(Wire::HttpModern).await;
+}
+
+#[tokio::test]
+async fn a_crawl_task_outlives_its_client_on_streamable_http_sessions() {
+    outlives_its_client(Wire::HttpSession).await;
+}
+
+#[tokio::test]
+async fn a_crawl_task_outlives_its_client_on_websocket() {
+    outlives_its_client(Wire::WebSocket).await;
+}
+
+#[tokio::test]
+async fn a_new_client_cancels_a_task_on_streamable_http_2026() {
+    cancelled_by_a_new_client(Wire::HttpModern).await;
+}
+
+#[tokio::test]
+async fn a_new_client_cancels_a_task_on_streamable_http_sessions() {
+    cancelled_by_a_new_client(Wire::HttpSession).await;
+}
+
+#[tokio::test]
+async fn a_new_client_cancels_a_task_on_websocket() {
+    cancelled_by_a_new_client(Wire::WebSocket).await;
+}
+
+/// A task outlives its request on the transports where a connection is one client's (in
+/// memory, legacy HTTP+SSE): started, then followed to its result on the same connection.
+async fn outlives_its_request(client: Client) {
+    let task = client
+        .call_tool("crawl", json!({ "urls": ["a", "b", "c"], "delay_ms": 20 }))
+        .as_task()
+        .await
+        .expect("started")
+        .task()
+        .expect("a task");
+    let result = task.result().await.expect("completed");
+    assert!(
+        result.first_text().is_some_and(|t| t.contains('3')),
+        "{result:?}"
+    );
+    assert_eq!(
+        task.state().await.expect("state").status,
+        TaskStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_request_in_memory_in_both_eras() {
+    tokio::time::timeout(LIMIT, async {
+        for era in [Era::Modern, Era::Legacy] {
+            let server = tidewire_tests::suite_server();
+            let (a, b) = tidewire_core::transport::memory::duplex();
+            let (_peer, driver) = server.serve(a);
+            tokio::spawn(driver);
+            outlives_its_request(builder(era).connect(b).await.expect("connect")).await;
+        }
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_request_over_stdio_in_both_eras() {
+    tokio::time::timeout(LIMIT, async {
+        for era in [Era::Modern, Era::Legacy] {
+            let child = tidewire_stdio::client::StdioClient::command(env!(
+                "CARGO_BIN_EXE_tidewire-demo-stdio"
+            ))
+            .spawn()
+            .expect("spawn the demo server");
+            outlives_its_request(builder(era).connect(child).await.expect("connect")).await;
+        }
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_request_on_legacy_sse() {
+    tokio::time::timeout(LIMIT, async {
+        let (url, _server, _sse) =
+            tidewire_tests::harness::start_sse(tidewire_sse::server::SseConfig::default()).await;
+        let transport = tidewire_sse::client::SseClient::new(url)
+            .connect()
+            .await
+            .expect("the stream");
+        outlives_its_request(
+            builder(Era::Legacy)
+                .connect(transport)
+                .await
+                .expect("connect"),
+        )
+        .await;
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_task_asks_and_the_watcher_answers_with_its_handlers() {
+    tokio::time::timeout(LIMIT, async {
+        let url = url_of(Wire::HttpModern).await;
+        let client = builder(Era::Modern)
+            .elicitation_handler(
+                |_: tidewire_core::schema::ElicitParams,
+                 _: tidewire_core::session::RequestContext| async move {
+                    Ok(tidewire_core::schema::ElicitResult::accept(
+                        [("confirm".to_owned(), true.into())].into_iter().collect(),
+                    ))
+                },
+            )
+            .connect(
+                StatelessHttpClient::new(&url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("connect");
+        let start = client
+            .call_tool("confirm_delete", json!({ "filename": "notes.txt" }))
+            .as_task()
+            .await
+            .expect("started");
+        let TaskStart::Task(task) = start else {
+            panic!("confirm_delete runs as a task when asked");
+        };
+        let result = task.result().await.expect("completed");
+        assert_eq!(result.first_text(), Some("notes.txt deleted"));
+    })
+    .await
+    .expect("in time");
+}
