@@ -36,6 +36,7 @@ use crate::commands::demo::DemoArgs;
 use crate::commands::list::ListArgs;
 use crate::commands::prompt::PromptArgs;
 use crate::commands::read::ReadArgs;
+use crate::commands::task::TaskArgs;
 use crate::ui::Ui;
 
 const TARGETS: &str = "TARGET is an http(s):// URL (Streamable HTTP, falling back to legacy \
@@ -107,6 +108,14 @@ enum Command {
         after_help = TARGETS
     )]
     Prompt(PromptArgs),
+    /// Work on a task started earlier (`tidewire call --task`, or any client): get its state,
+    /// watch it to its end, or cancel it.
+    #[command(
+        override_usage = "tidewire task get|watch|cancel [OPTIONS] <TARGET> <TASK-ID>\n       \
+                          tidewire task get|watch|cancel [OPTIONS] -- <COMMAND>... <TASK-ID>",
+        after_help = TARGETS
+    )]
+    Task(TaskArgs),
     /// Serve the tidewire demo MCP server over stdio or HTTP.
     #[command(long_about = "Serve the tidewire demo MCP server.\n\n\
                   The demo server offers, in one server:\n  \
@@ -166,6 +175,10 @@ fn main() -> ExitCode {
         Command::Prompt(args) => {
             let ui = start(args.output());
             commands::run(&ui, commands::prompt::run(args, ui.clone()))
+        }
+        Command::Task(args) => {
+            let ui = start(args.output());
+            commands::run(&ui, commands::task::run(args, ui.clone()))
         }
         Command::Demo(args) => {
             output::init(false);

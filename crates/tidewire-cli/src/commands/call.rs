@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use futures::StreamExt;
 use tidewire_client::schema::{CallToolResult, LoggingMessageParams, ServerNotification};
-use tidewire_client::{ClientError, NotificationStream, ToolCall, ToolProgress};
+use tidewire_client::{ClientError, NotificationStream, TaskStart, ToolCall, ToolProgress};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::task::{self, Following};
 use super::{OutputArgs, TargetArgs, json_object};
 use crate::connect::{Connection, connect};
 use crate::duration::{self, Span};
@@ -51,6 +52,12 @@ pub(crate) struct CallArgs {
     /// private directory under the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
+
+    /// Ask for the call to run as a task, where the server runs the tool as one: the task's
+    /// id is printed, its progress shows, and Ctrl-C asks whether to cancel it or leave it
+    /// running (`tidewire task watch` picks it up again).
+    #[arg(long)]
+    task: bool,
 }
 
 impl CallArgs {
@@ -85,6 +92,18 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
             return Ok(Outcome::Cancelled);
         }
     };
+    if args.task {
+        return as_task(
+            connection,
+            &tool,
+            arguments,
+            timeout,
+            &args,
+            &ui,
+            &mut interrupts,
+        )
+        .await;
+    }
     // Subscribed before the call, so no log of the call is missed.
     let notifications = connection.client.notifications();
     let (builder, progress) = connection
@@ -139,7 +158,7 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
         Ending::Done(result) => {
             view.clear();
             let outcome = match result {
-                Ok(result) => print_result(&result, &args, &tool),
+                Ok(result) => print_result(&result, args.output.json, args.save_dir.clone(), &tool),
                 Err(e) if e.is_timeout() => Err(CliError::new(format!(
                     "`{tool}` gave no result in time ({}); the server was told to stop",
                     describe(&e)
@@ -218,11 +237,56 @@ fn log_line(log: &LoggingMessageParams) -> String {
     format!("{} {text}", dim(&format!("[{source}]")))
 }
 
-fn print_result(result: &CallToolResult, args: &CallArgs, tool: &str) -> Result<Outcome, CliError> {
-    if args.output.json {
+/// The call `tool` started as a task, where the server runs it as one.
+async fn as_task(
+    connection: Connection,
+    tool: &str,
+    arguments: serde_json::Value,
+    timeout: Option<Duration>,
+    args: &CallArgs,
+    ui: &Ui,
+    interrupts: &mut Signal,
+) -> Result<Outcome, CliError> {
+    let mut builder = connection.client.call_tool(tool, arguments);
+    if let Some(timeout) = timeout {
+        builder = builder.timeout(timeout);
+    }
+    let started = builder.as_task().await;
+    let outcome = match started {
+        Err(e) => Err(CliError::new(format!(
+            "calling `{tool}` failed: {}",
+            describe(&e)
+        ))),
+        Ok(TaskStart::Done(result)) => {
+            print_result(&result, args.output.json, args.save_dir.clone(), tool)
+        }
+        Ok(TaskStart::Task(task)) => {
+            ui.line(&format!(
+                "tidewire: `{tool}` runs as task {}",
+                sanitize::line(task.id())
+            ));
+            match task::follow(&task, ui, interrupts, tool).await {
+                Following::Ended(result) => {
+                    task::print_ended(result, args.output.json, args.save_dir.clone(), tool)
+                }
+                Following::Interrupted => Ok(task::interrupted(&task, ui, "<TARGET> ").await),
+            }
+        }
+    };
+    connection.close().await;
+    outcome
+}
+
+pub(crate) fn print_result(
+    result: &CallToolResult,
+    json: bool,
+    save_dir: Option<PathBuf>,
+    tool: &str,
+) -> Result<Outcome, CliError> {
+    if json {
         output::json(result)?;
     } else {
-        let saver = Saver::new(args.save_dir.clone(), tool);
+        let saver = Saver::new(save_dir, tool);
         output::content(&result.content, result.structured_content.as_ref(), &saver)?;
     }
     if result.is_error() {

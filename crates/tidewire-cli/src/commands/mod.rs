@@ -5,6 +5,7 @@ pub(crate) mod demo;
 pub(crate) mod list;
 pub(crate) mod prompt;
 pub(crate) mod read;
+pub(crate) mod task;
 
 use std::future::Future;
 use std::process::ExitCode;
