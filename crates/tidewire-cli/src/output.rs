@@ -7,14 +7,15 @@
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use tidewire_client::schema::{ContentBlock, ResourceContents};
+use tidewire_client::schema::{CallToolResult, ContentBlock, ResourceContents};
 
 pub(crate) use crate::save::Saver;
 
-use crate::error::CliError;
+use crate::error::{CliError, Outcome};
 use crate::sanitize;
 
 /// Whether the server's text is escaped on stdout; decided once, by [`init`].
@@ -203,6 +204,28 @@ pub(crate) fn first_line(text: Option<&str>) -> String {
 pub(crate) fn terminal_width() -> Option<usize> {
     let term = console::Term::stdout();
     term.is_term().then(|| usize::from(term.size().1))
+}
+
+/// Prints a tool's result (its content, or `--json`: the whole result) and says how the call
+/// went: a tool error is printed all the same, and exits 1.
+pub(crate) fn tool_result(
+    result: &CallToolResult,
+    as_json: bool,
+    save_dir: Option<PathBuf>,
+    tool: &str,
+) -> Result<Outcome, CliError> {
+    if as_json {
+        json(result)?;
+    } else {
+        let saver = Saver::new(save_dir, tool);
+        content(&result.content, result.structured_content.as_ref(), &saver)?;
+    }
+    if result.is_error() {
+        eprintln!("tidewire: the tool `{tool}` reported an error");
+        Ok(Outcome::ToolError)
+    } else {
+        Ok(Outcome::Success)
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::{OutputArgs, TargetArgs, json_object};
 use crate::connect::{Connection, connect};
 use crate::duration::{self, Span};
 use crate::error::{CANCELLED, CliError, Outcome, describe};
-use crate::output::{self, Saver};
+use crate::output;
 use crate::sanitize;
 use crate::target::{Operands, looks_like_json_object};
 use crate::ui::{ProgressView, Ui, dim};
@@ -158,7 +158,9 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
         Ending::Done(result) => {
             view.clear();
             let outcome = match result {
-                Ok(result) => print_result(&result, args.output.json, args.save_dir.clone(), &tool),
+                Ok(result) => {
+                    output::tool_result(&result, args.output.json, args.save_dir.clone(), &tool)
+                }
                 Err(e) if e.is_timeout() => Err(CliError::new(format!(
                     "`{tool}` gave no result in time ({}); the server was told to stop",
                     describe(&e)
@@ -258,7 +260,7 @@ async fn as_task(
             describe(&e)
         ))),
         Ok(TaskStart::Done(result)) => {
-            print_result(&result, args.output.json, args.save_dir.clone(), tool)
+            output::tool_result(&result, args.output.json, args.save_dir.clone(), tool)
         }
         Ok(TaskStart::Task(task)) => {
             ui.line(&format!(
@@ -275,24 +277,4 @@ async fn as_task(
     };
     connection.close().await;
     outcome
-}
-
-pub(crate) fn print_result(
-    result: &CallToolResult,
-    json: bool,
-    save_dir: Option<PathBuf>,
-    tool: &str,
-) -> Result<Outcome, CliError> {
-    if json {
-        output::json(result)?;
-    } else {
-        let saver = Saver::new(save_dir, tool);
-        output::content(&result.content, result.structured_content.as_ref(), &saver)?;
-    }
-    if result.is_error() {
-        eprintln!("tidewire: the tool `{tool}` reported an error");
-        Ok(Outcome::ToolError)
-    } else {
-        Ok(Outcome::Success)
-    }
 }

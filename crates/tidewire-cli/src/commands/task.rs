@@ -203,7 +203,7 @@ pub(crate) fn print_ended(
     label: &str,
 ) -> Result<Outcome, CliError> {
     let result = result.map_err(|e| CliError::new(format!("{label}: {}", describe(&e))))?;
-    super::call::print_result(&result, json, save_dir, label)
+    output::tool_result(&result, json, save_dir, label)
 }
 
 fn print_state(state: &TaskState, json: bool) -> Result<Outcome, CliError> {
