@@ -267,3 +267,50 @@ async fn a_task_asks_and_the_watcher_answers_with_its_handlers() {
     .await
     .expect("in time");
 }
+
+#[tokio::test]
+async fn session_era_tasks_are_listed_and_a_foreign_cursor_is_refused() {
+    use tidewire_core::schema::{ListTasks, PaginatedParams};
+    tokio::time::timeout(LIMIT, async {
+        let server = tidewire_tests::suite_server();
+        let (a, b) = tidewire_core::transport::memory::duplex();
+        let (_peer, driver) = server.serve(a);
+        tokio::spawn(driver);
+        let client = builder(Era::Legacy).connect(b).await.expect("connect");
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let task = client
+                .call_tool("crawl", json!({ "urls": ["a"], "delay_ms": 1 }))
+                .as_task()
+                .await
+                .expect("started")
+                .task()
+                .expect("a task");
+            task.result().await.expect("completed");
+            ids.push(task.id().to_owned());
+        }
+        let listed = client
+            .request::<ListTasks>(PaginatedParams::default())
+            .await
+            .expect("tasks/list");
+        for id in &ids {
+            assert!(
+                listed.tasks.iter().any(|t| &t.task_id == id),
+                "{id} not listed"
+            );
+        }
+        let foreign = PaginatedParams {
+            cursor: Some("not-a-task-of-yours".into()),
+            ..PaginatedParams::default()
+        };
+        let refused = client.request::<ListTasks>(foreign).await;
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.remote().is_some_and(|r| r.code == -32602)),
+            "{refused:?}"
+        );
+    })
+    .await
+    .expect("in time");
+}

@@ -96,6 +96,15 @@ impl ConnectionHandler {
                 let owner = principal(&ctx);
                 let page = server.page_size;
                 let after = params.cursor.as_deref();
+                // A cursor is the id of the last task of a page this principal saw.
+                if let Some(cursor) = after
+                    && server.tasks.find(cursor, owner.as_deref()).await.is_err()
+                {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "invalid cursor {:?}",
+                        excerpt(cursor)
+                    )));
+                }
                 let mut records = server.tasks.list(owner.as_deref(), after, page + 1).await?;
                 let more = records.len() > page;
                 records.truncate(page);

@@ -75,7 +75,8 @@ pub struct TaskLimits {
     /// The largest record, its result included, in bytes (default 1 MiB); a task whose result
     /// is larger fails, saying so.
     pub max_record_bytes: usize,
-    /// How long a task is kept after its creation when nothing else says (default 1 hour).
+    /// How long a task is kept after its creation (default 1 hour): what a task gets when
+    /// nothing else says, and the most a client may ask for (2025-11-25's `params.task.ttl`).
     pub default_ttl: Duration,
 }
 
@@ -136,7 +137,10 @@ impl TaskStore for MemoryTaskStore {
     fn insert(&self, mut record: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>> {
         let outcome = (|| {
             self.check_size(&record)?;
-            record.ttl = record.ttl.or(Some(self.limits.default_ttl));
+            // A client may ask for a shorter life, never a longer one: the store's room is
+            // bounded in time as well as in tasks.
+            let most = self.limits.default_ttl;
+            record.ttl = Some(record.ttl.map_or(most, |asked| asked.min(most)));
             let mut tasks = self.lock();
             if tasks.len() >= self.limits.max_tasks {
                 let now = SystemTime::now();
@@ -247,6 +251,32 @@ mod tests {
         store.insert(old).await.expect("old");
         assert_eq!(store.get("old").await, Ok(None));
         store.insert(record("new")).await.expect("room again");
+    }
+
+    #[tokio::test]
+    async fn a_client_may_shorten_a_tasks_life_but_not_lengthen_it() {
+        let store = MemoryTaskStore::new(TaskLimits {
+            default_ttl: Duration::from_secs(60),
+            ..TaskLimits::default()
+        });
+        let mut long = record("long");
+        long.ttl = Some(Duration::from_secs(u64::MAX / 4));
+        store.insert(long).await.expect("long");
+        let mut short = record("short");
+        short.ttl = Some(Duration::from_secs(5));
+        store.insert(short).await.expect("short");
+        assert_eq!(
+            store_ttl(&store, "long").await,
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            store_ttl(&store, "short").await,
+            Some(Duration::from_secs(5))
+        );
+    }
+
+    async fn store_ttl(store: &MemoryTaskStore, id: &str) -> Option<Duration> {
+        store.get(id).await.expect("get").and_then(|r| r.ttl)
     }
 
     #[tokio::test]
