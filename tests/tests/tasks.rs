@@ -314,3 +314,107 @@ async fn session_era_tasks_are_listed_and_a_foreign_cursor_is_refused() {
     .await
     .expect("in time");
 }
+
+#[tokio::test]
+async fn a_listen_naming_a_task_hears_its_changes_to_the_end() {
+    use tidewire_core::schema::{ServerNotification, SubscriptionFilter};
+    tokio::time::timeout(LIMIT, async {
+        let url = url_of(Wire::HttpModern).await;
+        let client = connect(Wire::HttpModern, &url).await;
+        let task = client
+            .call_tool("crawl", json!({ "urls": ["a", "b", "c"], "delay_ms": 50 }))
+            .as_task()
+            .await
+            .expect("started")
+            .task()
+            .expect("a task");
+        let mut changes = client
+            .listen(SubscriptionFilter {
+                task_ids: Some(vec![task.id().to_owned()]),
+                ..SubscriptionFilter::default()
+            })
+            .await
+            .expect("listen");
+        assert_eq!(
+            changes.honoured().task_ids.as_deref(),
+            Some(&[task.id().to_owned()][..])
+        );
+        loop {
+            let note = changes.next().await.expect("a change").expect("no lag");
+            let ServerNotification::Other { method, params } = note else {
+                continue;
+            };
+            assert_eq!(method, "notifications/tasks");
+            let params = params.expect("params");
+            assert_eq!(params["taskId"], task.id());
+            if params["status"] == "completed" {
+                assert!(params["result"]["content"].is_array(), "{params}");
+                break;
+            }
+        }
+        changes.end().await.expect("end");
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_listen_naming_tasks_without_the_extension_is_refused() {
+    use tidewire_core::schema::{ListenParams, SubscriptionFilter};
+    tokio::time::timeout(LIMIT, async {
+        let url = url_of(Wire::HttpModern).await;
+        let client = connect(Wire::HttpModern, &url).await;
+        let params = ListenParams {
+            notifications: SubscriptionFilter {
+                task_ids: Some(vec!["t".into()]),
+                ..SubscriptionFilter::default()
+            },
+            meta: None,
+        };
+        let refused = client
+            .request_raw(
+                "subscriptions/listen",
+                serde_json::to_value(params).expect("params"),
+            )
+            .await;
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.remote().is_some_and(|r| r.code == -32021)),
+            "{refused:?}"
+        );
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_session_hears_the_status_of_the_tasks_it_started() {
+    use tidewire_core::schema::ServerNotification;
+    tokio::time::timeout(LIMIT, async {
+        let server = tidewire_tests::suite_server();
+        let (a, b) = tidewire_core::transport::memory::duplex();
+        let (_peer, driver) = server.serve(a);
+        tokio::spawn(driver);
+        let client = builder(Era::Legacy).connect(b).await.expect("connect");
+        let mut notes = client.notifications();
+        let task = client
+            .call_tool("crawl", json!({ "urls": ["a", "b"], "delay_ms": 10 }))
+            .as_task()
+            .await
+            .expect("started")
+            .task()
+            .expect("a task");
+        loop {
+            let note = notes.next().await.expect("a notification").expect("no lag");
+            if let ServerNotification::TaskStatus(status) = note {
+                assert_eq!(status.task.task_id, task.id());
+                if status.task.status == TaskStatus::Completed {
+                    break;
+                }
+            }
+        }
+    })
+    .await
+    .expect("in time");
+}

@@ -178,6 +178,7 @@ impl Client {
     async fn listen_stateless(&self, filter: SubscriptionFilter) -> Result<Listen, ClientError> {
         // Subscribed before the request goes, so the acknowledgement cannot be missed.
         let mut rx = self.inner.template.resubscribe();
+        let asks_for_tasks = filter.task_ids.as_ref().is_some_and(|ids| !ids.is_empty());
         let params = ListenParams {
             notifications: filter,
             meta: None,
@@ -186,12 +187,13 @@ impl Client {
             method: SubscriptionsListen::METHOD.to_owned(),
             reason: e.to_string(),
         })?;
+        // Tasks are the tasks extension's: a listen that names some declares it.
+        let mut request = self.request_raw(SubscriptionsListen::METHOD, params);
+        if asks_for_tasks {
+            request = request.merge_meta(crate::task::declaring(self));
+        }
         // Kept open for as long as the listen lasts: its result ends the stream.
-        let request = self
-            .request_raw(SubscriptionsListen::METHOD, params)
-            .no_timeout()
-            .send()
-            .await?;
+        let request = request.no_timeout().send().await?;
         let id = request.id().to_json();
         let mut request: Pin<Box<InFlight<Value>>> = Box::pin(request);
         let ack = async {
@@ -272,6 +274,8 @@ impl Client {
                 resources.is_some_and(|r| r.list_changed == Some(true)),
             ),
             resource_subscriptions: (!uris.is_empty()).then(|| uris.clone()),
+            // A session hears of its tasks unasked (`notifications/tasks/status`).
+            task_ids: None,
         };
         let keep = honoured.clone();
         let items = filtered(self.inner.template.resubscribe(), move |n| wanted(&keep, n));

@@ -313,7 +313,7 @@ pub(crate) async fn start(
 }
 
 /// The `_meta` entry that declares the tasks extension in a request's capabilities.
-fn declaring(client: &Client) -> Map<String, Value> {
+pub(crate) fn declaring(client: &Client) -> Map<String, Value> {
     let caps = client
         .inner
         .capabilities

@@ -34,6 +34,8 @@ impl<C> ServerState<C> {
             BusEvent::PromptsListChanged => {
                 self.broadcast_list_change(ListKind::Prompts, PromptListChangedNotification::METHOD)
             }
+            // Only listen streams hear of tasks (the session era's go to their requester).
+            BusEvent::TaskChanged { .. } => {}
             BusEvent::ResourceUpdated { uri } => {
                 self.broadcast::<ResourceUpdatedNotification>(
                     &self.live_peers(|c| c.hears_broadcasts() && c.is_subscribed(uri)),

@@ -398,6 +398,7 @@ impl ServerBuilder {
                 }
             }));
         let _ = server.inner.sessions_subscription.set(subscription);
+        server.inner.tasks.attach_bus(server.inner.bus.clone());
         server
     }
 }

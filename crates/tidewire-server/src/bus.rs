@@ -30,6 +30,11 @@ pub enum BusEvent {
         /// The resource.
         uri: String,
     },
+    /// The task `task_id` changed (its status, message, questions or outcome).
+    TaskChanged {
+        /// The task.
+        task_id: String,
+    },
 }
 
 /// What a subscriber runs for each event. It is called on the publisher's task (or the bus's

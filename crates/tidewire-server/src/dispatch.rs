@@ -73,6 +73,7 @@ impl ConnectionHandler {
                         .map(Duration::from_millis),
                     owner: principal(&ctx),
                     tool_errors_fail: true,
+                    requester: self.connection.peer().cloned(),
                 };
                 match calls::call_tool(params, self.context(ctx), opt_in).await? {
                     Called::Result(result) => reply(result),

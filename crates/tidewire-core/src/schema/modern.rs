@@ -83,6 +83,9 @@ pub struct SubscriptionFilter {
     /// `notifications/resources/updated` for these URIs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_subscriptions: Option<Vec<String>>,
+    /// `notifications/tasks` for these tasks (the tasks extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ids: Option<Vec<String>>,
 }
 
 /// Parameters of `subscriptions/listen`.

@@ -18,11 +18,13 @@ use tidewire_core::schema::{
     SubscriptionsAcknowledged, meta_keys, result_type,
 };
 use tidewire_core::session::RequestContext;
+use tidewire_core::transport::Principal;
 use tokio::sync::Notify;
 
 use crate::bus::BusEvent;
 use crate::connection::MAX_SUBSCRIBED_URI;
 use crate::context::Shared;
+use crate::tasks::TaskRefused;
 
 /// Events one listener holds for its stream before it owes list changes instead.
 const QUEUE: usize = 256;
@@ -32,8 +34,10 @@ pub(crate) async fn listen(
     server: &Arc<Shared>,
     params: ListenParams,
     ctx: &RequestContext,
+    tasks_declared: bool,
 ) -> Result<Value, ErrorObject> {
-    let accepted = honoured(server, &params.notifications)?;
+    let accepted = honoured(server, &params.notifications, tasks_declared)?;
+    let principal = ctx.extensions().get::<Principal>().map(|p| p.0.clone());
     let _slot = ListenerSlot::take(server)?;
     let id = ctx.id().to_json();
     let mut tag = Meta::new();
@@ -61,7 +65,19 @@ pub(crate) async fn listen(
             () = ctx.cancelled() => return Err(ErrorObject::internal("the listen was cancelled")),
             _ = ended.changed() => break,
         };
-        let (method, mut params) = wire_form(&event);
+        let (method, mut params) = match &event {
+            // A task is sent as `tasks/get` would show it now, if the listener may see it.
+            BusEvent::TaskChanged { task_id } => {
+                match server.tasks.find(task_id, principal.as_deref()).await {
+                    Ok(record) => (
+                        "notifications/tasks",
+                        serde_json::to_value(record.details()).map_err(ErrorObject::internal)?,
+                    ),
+                    Err(_) => continue,
+                }
+            }
+            other => wire_form(other),
+        };
         if let Value::Object(map) = &mut params {
             map.insert("_meta".to_owned(), Value::Object(tag.clone().into_inner()));
         }
@@ -82,7 +98,25 @@ pub(crate) async fn listen(
 fn honoured(
     server: &Shared,
     asked: &SubscriptionFilter,
+    tasks_declared: bool,
 ) -> Result<SubscriptionFilter, ErrorObject> {
+    let task_ids = match &asked.task_ids {
+        Some(_) if !tasks_declared => return Err(TaskRefused::missing_extension().into_error()),
+        Some(ids) if ids.len() > server.max_subscriptions => {
+            return Err(ErrorObject::invalid_params(format!(
+                "too many tasks in one listen ({}; the limit is {})",
+                ids.len(),
+                server.max_subscriptions
+            )));
+        }
+        Some(ids) if ids.iter().any(|id| id.len() > MAX_SUBSCRIBED_URI) => {
+            return Err(ErrorObject::invalid_params(
+                "a task id to listen to is too long",
+            ));
+        }
+        Some(ids) if !ids.is_empty() => Some(ids.clone()),
+        _ => None,
+    };
     let has_resources = !server.resources.is_empty() || !server.templates.is_empty();
     let yes = |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
     let uris = match &asked.resource_subscriptions {
@@ -109,6 +143,7 @@ fn honoured(
         prompts_list_changed: yes(asked.prompts_list_changed, !server.prompts.is_empty()),
         resources_list_changed: yes(asked.resources_list_changed, has_resources),
         resource_subscriptions: uris,
+        task_ids,
     })
 }
 
@@ -121,6 +156,8 @@ fn wire_form(event: &BusEvent) -> (&'static str, Value) {
         BusEvent::ResourceUpdated { uri } => {
             ("notifications/resources/updated", json!({ "uri": uri }))
         }
+        // Read from the store as it is sent (see `listen`); never reaches here.
+        BusEvent::TaskChanged { task_id } => ("notifications/tasks", json!({ "taskId": task_id })),
     }
 }
 
@@ -181,6 +218,11 @@ impl Queue {
                 .resource_subscriptions
                 .as_ref()
                 .is_some_and(|uris| uris.iter().any(|u| u == uri)),
+            BusEvent::TaskChanged { task_id } => self
+                .filter
+                .task_ids
+                .as_ref()
+                .is_some_and(|ids| ids.iter().any(|id| id == task_id)),
         }
     }
 
@@ -241,7 +283,7 @@ fn owed_bit(event: &BusEvent) -> Option<u8> {
         BusEvent::ToolsListChanged => Some(1),
         BusEvent::PromptsListChanged => Some(2),
         BusEvent::ResourcesListChanged => Some(4),
-        BusEvent::ResourceUpdated { .. } => None,
+        BusEvent::ResourceUpdated { .. } | BusEvent::TaskChanged { .. } => None,
     }
 }
 

@@ -76,6 +76,7 @@ pub(crate) async fn serve(
                 ttl: None,
                 owner: principal(&ctx),
                 tool_errors_fail: false,
+                requester: None,
             };
             let handler = calls::call_tool(params, context(ctx, call.clone()), opt_in);
             match round(&call, handler).await? {
@@ -131,7 +132,10 @@ pub(crate) async fn serve(
             reply(calls::complete(params, context(ctx, call)).await?)?
         }
         // Its result is already in final form (its `_meta` names the subscription).
-        StatelessRequest::Listen(params) => return listen::listen(server, params, &ctx).await,
+        StatelessRequest::Listen(params) => {
+            let tasks = meta.capabilities.has_extension(TASKS_EXTENSION);
+            return listen::listen(server, params, &ctx, tasks).await;
+        }
         StatelessRequest::GetTask(params) => {
             tasks_declared(&meta)?;
             let owner = principal(&ctx);

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 use tidewire_core::schema::TASKS_EXTENSION;
-use tidewire_core::session::{CancelPolicy, SessionError};
+use tidewire_core::session::{CancelPolicy, Peer, SessionError};
 use tokio_util::sync::CancellationToken;
 
 pub use record::TaskRecord;
@@ -98,6 +98,8 @@ pub(crate) struct TaskOptIn {
     pub(crate) owner: Option<String>,
     /// The session era's rule: a tool error fails the task (2026-07-28 completes it).
     pub(crate) tool_errors_fail: bool,
+    /// The session to tell of status changes (2025-11-25).
+    pub(crate) requester: Option<Peer>,
 }
 
 /// One call of a tool that may run as a task.
@@ -157,7 +159,12 @@ impl TaskCall {
         }
         let started = self
             .tasks
-            .start(&self.tool, self.opt_in.ttl, self.opt_in.owner.clone())
+            .start(
+                &self.tool,
+                self.opt_in.ttl,
+                self.opt_in.owner.clone(),
+                self.opt_in.requester.clone(),
+            )
             .await
             .map_err(TaskRefused::failed)?;
         let _ = self.started.set(started);

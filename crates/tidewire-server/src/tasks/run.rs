@@ -4,24 +4,30 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
-use tidewire_core::schema::{CallToolResult, InputRequest, JsonObject, TaskStatus};
-use tidewire_core::session::{CancelPolicy, SessionError};
+use tidewire_core::schema::{
+    CallToolResult, InputRequest, JsonObject, TaskStatus, TaskStatusNotification,
+};
+use tidewire_core::session::{CancelPolicy, Peer, SessionError};
 use tidewire_core::transport::text::excerpt;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::record::TaskRecord;
 use super::store::{TaskStore, TaskStoreError};
+use crate::bus::{BusEvent, NotificationBus};
 
 /// The tasks of one server: its store, and the ones running in this process.
 #[derive(Debug)]
 pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
+    /// Where changes are announced, to `subscriptions/listen` streams (set as the server is
+    /// built).
+    bus: OnceLock<Arc<dyn NotificationBus>>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The poll interval suggested to clients.
     pub(crate) poll_interval: Duration,
@@ -39,6 +45,8 @@ pub(crate) struct Live {
     waiters: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     /// Numbers the questions asked without a key.
     next_key: AtomicU64,
+    /// The session that started it (2025-11-25), told of each change of status.
+    requester: Option<Peer>,
     /// Fired once the task has ended here (for `tasks/result` waiting on it).
     pub(crate) done: CancellationToken,
 }
@@ -47,8 +55,28 @@ impl Tasks {
     pub(crate) fn new(store: Arc<dyn TaskStore>, poll_interval: Duration) -> Self {
         Self {
             store,
+            bus: OnceLock::new(),
             live: Mutex::new(HashMap::new()),
             poll_interval,
+        }
+    }
+
+    /// Announces changes on `bus` from now on.
+    pub(crate) fn attach_bus(&self, bus: Arc<dyn NotificationBus>) {
+        let _ = self.bus.set(bus);
+    }
+
+    /// Tells whoever listens that `record` changed: listen streams through the bus, and the
+    /// session that started it (`notifications/tasks/status`, 2025-11-25) when its status did.
+    fn changed(&self, live: Option<&Live>, record: &TaskRecord, status_changed: bool) {
+        if let Some(bus) = self.bus.get() {
+            bus.publish(BusEvent::TaskChanged {
+                task_id: record.id.clone(),
+            });
+        }
+        if status_changed && let Some(peer) = live.and_then(|l| l.requester.as_ref()) {
+            // Never waits: a requester that does not keep up polls instead.
+            let _ = peer.try_notify::<TaskStatusNotification>(record.task().into());
         }
     }
 
@@ -71,6 +99,7 @@ impl Tasks {
         tool: &str,
         ttl: Option<Duration>,
         owner: Option<String>,
+        requester: Option<Peer>,
     ) -> Result<(TaskRecord, Arc<Live>), ErrorObject> {
         let id = tidewire_core::transport::sessions::new_session_id()
             .ok_or_else(|| ErrorObject::internal("no randomness to draw a task id from"))?;
@@ -93,6 +122,7 @@ impl Tasks {
             waiters: Mutex::new(HashMap::new()),
             next_key: AtomicU64::new(1),
             done: CancellationToken::new(),
+            requester,
         });
         self.live_tasks().insert(id, live.clone());
         Ok((kept, live))
@@ -161,10 +191,12 @@ impl Tasks {
             record.status = TaskStatus::Failed;
             record.status_message = Some(error.to_string());
             record.error = Some(ErrorObject::internal(error.to_string()));
-            if let Err(error) = self.store.update(record).await {
+            if let Err(error) = self.store.update(record.clone()).await {
                 tracing::warn!(%error, "a task's end could not be recorded");
+                return;
             }
         }
+        self.changed(Some(live), &record, true);
     }
 
     /// The task `id`, as `principal` may see it.
@@ -216,11 +248,13 @@ impl Tasks {
             let _edit = live.edit.lock().await;
             let mut record = self.current(live).await?;
             record.input_requests.insert(key.clone(), question);
+            let was = record.status.clone();
             record.set_status(TaskStatus::InputRequired);
             self.store
-                .update(record)
+                .update(record.clone())
                 .await
                 .map_err(|e| SessionError::Closed(e.to_string()))?;
+            self.changed(Some(live), &record, was != record.status);
             live.waiters
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -270,12 +304,17 @@ impl Tasks {
         if wake.is_empty() {
             return Ok(());
         }
-        if record.input_requests.is_empty() {
+        let resumed = record.input_requests.is_empty();
+        if resumed {
             record.set_status(TaskStatus::Working);
         } else {
             record.updated_at = std::time::SystemTime::now();
         }
-        self.store.update(record).await.map_err(store_error)?;
+        self.store
+            .update(record.clone())
+            .await
+            .map_err(store_error)?;
+        self.changed(Some(&live), &record, resumed);
         for (waiter, answer) in wake {
             let _ = waiter.send(answer);
         }
@@ -310,6 +349,7 @@ impl Tasks {
                     .update(record.clone())
                     .await
                     .map_err(store_error)?;
+                self.changed(live.as_deref(), &record, true);
             }
             record
         };
@@ -342,10 +382,11 @@ impl Tasks {
         record.status_message = Some(text);
         record.updated_at = std::time::SystemTime::now();
         self.store
-            .update(record)
+            .update(record.clone())
             .await
-            .map(drop)
-            .map_err(|e| SessionError::Closed(e.to_string()))
+            .map_err(|e| SessionError::Closed(e.to_string()))?;
+        self.changed(Some(live), &record, false);
+        Ok(())
     }
 
     /// Waits until task `id` has ended (`tasks/result`, 2025-11-25): at once for one running
