@@ -124,7 +124,7 @@ impl Context {
     /// on instead.
     pub async fn continue_as_task(&self) -> Result<(), TaskRefused> {
         let Some(task) = &self.task else {
-            return Err(TaskRefused::unsupported(self.stateless.is_some()));
+            return Err(TaskRefused::unsupported());
         };
         task.start().await?;
         // Let the dispatcher answer the call before this handler goes on.

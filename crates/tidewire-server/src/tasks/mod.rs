@@ -67,7 +67,7 @@ impl TaskRefused {
     }
 
     /// The tool does not run as a task at all.
-    pub(crate) fn unsupported(_stateless: bool) -> Self {
+    pub(crate) fn unsupported() -> Self {
         Self {
             error: ErrorObject::internal(
                 "this tool does not run as a task (give it task support, or name it in \
