@@ -75,13 +75,23 @@ async fn crawl_handed_over(wire: Wire) -> (Client, TaskHandle) {
         .expect("the call is answered");
     let task = start.task().expect("the crawl runs as a task");
     let mut messages = Vec::new();
+    let mut numbers = 0;
     let mut watch = Box::pin(task.watch());
     while messages.len() < 3 {
-        let state = watch
+        let details = watch
             .next()
             .await
             .expect("the task goes on")
             .expect("a state");
+        // Its progress comes as numbers too (a tidewire server puts them in `_meta`).
+        if let Some(progress) = details.progress() {
+            assert!(
+                progress.progress >= 1.0 && progress.total == Some(10.0),
+                "{progress:?}"
+            );
+            numbers += 1;
+        }
+        let state = details.task;
         assert!(!state.status.is_terminal(), "ended early: {state:?}");
         if let Some(message) = state.status_message
             && !messages.contains(&message)
@@ -90,6 +100,10 @@ async fn crawl_handed_over(wire: Wire) -> (Client, TaskHandle) {
         }
     }
     drop(watch);
+    assert!(
+        numbers >= 2,
+        "{wire:?}: the progress numbers came {numbers} times"
+    );
     let id = task.id().to_owned();
     first.close().await;
     let second = connect(wire, &url).await;
@@ -101,7 +115,12 @@ async fn outlives_its_client(wire: Wire) {
     tokio::time::timeout(LIMIT, async {
         let (_second, task) = crawl_handed_over(wire).await;
         let states: Vec<_> = task.watch().collect().await;
-        let last = states.last().expect("a state").as_ref().expect("watched");
+        let last = &states
+            .last()
+            .expect("a state")
+            .as_ref()
+            .expect("watched")
+            .task;
         assert_eq!(last.status, TaskStatus::Completed, "{wire:?}: {last:?}");
         let result = task.result().await.expect("the result");
         let text = result.first_text().expect("text").to_owned();

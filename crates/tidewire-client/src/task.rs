@@ -103,10 +103,11 @@ impl TaskHandle {
         Ok(self.details().await?.task)
     }
 
-    /// The task's states as they change, polled at the interval the server suggests, until it
-    /// has ended (the last item is the ended state). On the stateless revision, questions the
-    /// task asks are answered with the client's handlers as they come.
-    pub fn watch(&self) -> impl Stream<Item = Result<TaskState, ClientError>> + Send + 'static {
+    /// The task as it changes (`tasks/get`: its state, and its last progress report with
+    /// [`TaskDetails::progress`] from a tidewire server), polled at the interval the server
+    /// suggests, until it has ended (the last item is the ended task). On the stateless
+    /// revision, questions the task asks are answered with the client's handlers as they come.
+    pub fn watch(&self) -> impl Stream<Item = Result<TaskDetails, ClientError>> + Send + 'static {
         let handle = self.clone();
         futures::stream::unfold(Some(None::<TaskState>), move |last| {
             let handle = handle.clone();
@@ -120,13 +121,12 @@ impl TaskHandle {
                         Ok(details) => details,
                         Err(error) => return Some((Err(error), None)),
                     };
-                    let state = details.task;
-                    if state.status.is_terminal() {
-                        return Some((Ok(state), None));
+                    if details.task.status.is_terminal() {
+                        return Some((Ok(details), None));
                     }
-                    if last.as_ref() != Some(&state) {
-                        last = Some(state.clone());
-                        return Some((Ok(state), Some(last)));
+                    if last.as_ref() != Some(&details.task) {
+                        last = Some(details.task.clone());
+                        return Some((Ok(details), Some(last)));
                     }
                 }
             }
@@ -219,18 +219,17 @@ impl TaskHandle {
                 .await?;
             return decode("tasks/get", value);
         }
-        let task: Task = self
+        let got = self
             .client
             .request::<GetTask>(TaskIdParams::new(self.id.clone()))
-            .await?
-            .task;
+            .await?;
         Ok(TaskDetails {
-            task: from_legacy(task),
+            task: from_legacy(got.task),
             result_type: result_type::COMPLETE.to_owned(),
             input_requests: None,
             result: None,
             error: None,
-            meta: None,
+            meta: got.meta,
         })
     }
 

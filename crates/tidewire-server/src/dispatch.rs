@@ -83,7 +83,9 @@ impl ConnectionHandler {
             ClientRequest::GetTask(params) => {
                 let owner = principal(&ctx);
                 let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
-                reply(TaskResult::from(record.task()))
+                let mut result = TaskResult::from(record.task());
+                result.meta = record.progress_meta();
+                reply(result)
             }
             ClientRequest::GetTaskPayload(params) => {
                 let owner = principal(&ctx);

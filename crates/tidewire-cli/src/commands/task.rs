@@ -136,10 +136,14 @@ pub(crate) async fn follow(
                 return Following::Interrupted;
             }
             state = states.next() => match state {
-                Some(Ok(state)) => {
+                Some(Ok(details)) => {
                     seen += 1;
-                    let mut report = Progress::new(f64::from(seen));
-                    report.message = Some(format!("{} {}", state.status, state.status_message.unwrap_or_default()));
+                    // A tidewire server gives the numbers; others only words (the bar spins).
+                    let mut report = details
+                        .progress()
+                        .unwrap_or_else(|| Progress::new(f64::from(seen)));
+                    let words = details.task.status_message.unwrap_or_default();
+                    report.message = Some(format!("{} {words}", details.task.status));
                     view.update(&report);
                 }
                 Some(Err(e)) => {

@@ -25,6 +25,12 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The `resultType` of a result that is a task.
 pub const RESULT_TYPE_TASK: &str = "task";
 
+/// The `_meta` key under which a tidewire server puts a task's last progress report
+/// (`{"progress", "total"?, "message"?}`) on `tasks/get` (both eras) and `notifications/tasks`:
+/// the extension carries progress only in words (`statusMessage`), and a progress bar wants the
+/// numbers.
+pub const TASK_PROGRESS_META: &str = "dev.tidewire/progress";
+
 /// A task as the extension puts it on the wire: its members at the top level of a result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -97,6 +103,15 @@ pub struct TaskDetails {
     /// Protocol metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+impl TaskDetails {
+    /// The task's last progress report, when the server puts it in `_meta`
+    /// ([`TASK_PROGRESS_META`]; tidewire servers do).
+    pub fn progress(&self) -> Option<crate::progress::Progress> {
+        let value = self.meta.as_ref()?.get(TASK_PROGRESS_META)?;
+        serde_json::from_value(value.clone()).ok()
+    }
 }
 
 /// Parameters of `tasks/update`: answers to some or all of a task's questions, by key. Keys the

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
-    CallToolResult, InputRequest, Task, TaskDetails, TaskState, TaskStatus, result_type,
+    CallToolResult, InputRequest, Meta, TASK_PROGRESS_META, Task, TaskDetails, TaskState,
+    TaskStatus, result_type,
 };
 
 /// Everything known of one task. Plain data, so a store may keep it anywhere.
@@ -126,8 +128,19 @@ impl TaskRecord {
             error: (self.status == TaskStatus::Failed)
                 .then(|| self.error.clone())
                 .flatten(),
-            meta: None,
+            meta: self.progress_meta(),
         }
+    }
+
+    /// The last progress report, in `_meta` ([`TASK_PROGRESS_META`]).
+    pub fn progress_meta(&self) -> Option<Meta> {
+        let (progress, total) = self.progress?;
+        let mut meta = Meta::new();
+        meta.insert(
+            TASK_PROGRESS_META.to_owned(),
+            json!({ "progress": progress, "total": total }),
+        );
+        Some(meta)
     }
 
     /// The task on the 2025-11-25 wire (`ttl`, `pollInterval`).
