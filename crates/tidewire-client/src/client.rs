@@ -246,7 +246,10 @@ impl Client {
             );
         }
         let request = request.merge_meta(envelope);
-        // The routing headers, should the transport be HTTP (others ignore them).
+        if !self.inner.peer.routes_by_headers() {
+            return request;
+        }
+        // The routing headers, for the transport that sends them (stateless HTTP).
         let marks = match request.method() {
             "tools/call" => request
                 .params()

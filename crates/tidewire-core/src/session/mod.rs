@@ -79,6 +79,7 @@ impl Session {
         let (sender, receiver) = transport.split();
         let wiring = peer::Wiring {
             carries_stateless: sender.carries_stateless(),
+            routes_by_headers: sender.routes_by_headers(),
             tracks_requests: sender.tracks_requests(),
             cancels_by_closing: sender.cancels_by_closing(),
         };

@@ -51,6 +51,7 @@ pub(crate) struct Shared {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Wiring {
     pub(crate) carries_stateless: bool,
+    pub(crate) routes_by_headers: bool,
     pub(crate) tracks_requests: bool,
     pub(crate) cancels_by_closing: bool,
 }
@@ -322,6 +323,13 @@ impl Peer {
     /// [`TransportSender::carries_stateless`](crate::transport::TransportSender::carries_stateless)).
     pub fn carries_stateless(&self) -> bool {
         self.shared.wiring.carries_stateless
+    }
+
+    /// Whether the transport sends stateless routing headers (see
+    /// [`TransportSender::routes_by_headers`](crate::transport::TransportSender::routes_by_headers)):
+    /// a client builds them only then.
+    pub fn routes_by_headers(&self) -> bool {
+        self.shared.wiring.routes_by_headers
     }
 
     /// Counts the sessions the server ended while the connection went on (Streamable HTTP: a

@@ -69,6 +69,13 @@ pub trait TransportSender: Send + 'static {
         true
     }
 
+    /// Whether stateless requests travel with routing headers (`Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`: the stateless Streamable HTTP client), so a client builds them
+    /// ([`HttpHeaders`] in the envelope); other transports would only drop them.
+    fn routes_by_headers(&self) -> bool {
+        false
+    }
+
     /// Whether the engine should attach an [`Exchange`] to every request it sends
     /// (`envelope.exchange`): for a transport that runs something per request (an HTTP
     /// exchange) and must learn when the engine stops waiting for it. Default false: the

@@ -147,6 +147,10 @@ impl TransportSender for StatelessSender {
         true
     }
 
+    fn routes_by_headers(&self) -> bool {
+        true
+    }
+
     fn cancels_by_closing(&self) -> bool {
         true
     }
