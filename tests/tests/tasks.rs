@@ -53,6 +53,15 @@ async fn connect(wire: Wire, url: &str) -> Client {
     }
 }
 
+/// A client of the suite server in this process, speaking `era`.
+async fn in_memory(era: Era) -> Client {
+    let server = tidewire_tests::suite_server();
+    let (a, b) = tidewire_core::transport::memory::duplex();
+    let (_peer, driver) = server.serve(a);
+    tokio::spawn(driver);
+    builder(era).connect(b).await.expect("connect")
+}
+
 async fn url_of(wire: Wire) -> String {
     match wire {
         Wire::HttpModern | Wire::HttpSession => start_http(HttpMode::Sse).await.0,
@@ -203,11 +212,7 @@ async fn outlives_its_request(client: Client) {
 async fn a_task_outlives_its_request_in_memory_in_both_eras() {
     tokio::time::timeout(LIMIT, async {
         for era in [Era::Modern, Era::Legacy] {
-            let server = tidewire_tests::suite_server();
-            let (a, b) = tidewire_core::transport::memory::duplex();
-            let (_peer, driver) = server.serve(a);
-            tokio::spawn(driver);
-            outlives_its_request(builder(era).connect(b).await.expect("connect")).await;
+            outlives_its_request(in_memory(era).await).await;
         }
     })
     .await
@@ -291,11 +296,7 @@ async fn a_task_asks_and_the_watcher_answers_with_its_handlers() {
 async fn session_era_tasks_are_listed_and_a_foreign_cursor_is_refused() {
     use tidewire_core::schema::{ListTasks, PaginatedParams};
     tokio::time::timeout(LIMIT, async {
-        let server = tidewire_tests::suite_server();
-        let (a, b) = tidewire_core::transport::memory::duplex();
-        let (_peer, driver) = server.serve(a);
-        tokio::spawn(driver);
-        let client = builder(Era::Legacy).connect(b).await.expect("connect");
+        let client = in_memory(Era::Legacy).await;
         let mut ids = Vec::new();
         for _ in 0..2 {
             let task = client
@@ -411,11 +412,7 @@ async fn a_listen_naming_tasks_without_the_extension_is_refused() {
 async fn a_session_hears_the_status_of_the_tasks_it_started() {
     use tidewire_core::schema::ServerNotification;
     tokio::time::timeout(LIMIT, async {
-        let server = tidewire_tests::suite_server();
-        let (a, b) = tidewire_core::transport::memory::duplex();
-        let (_peer, driver) = server.serve(a);
-        tokio::spawn(driver);
-        let client = builder(Era::Legacy).connect(b).await.expect("connect");
+        let client = in_memory(Era::Legacy).await;
         let mut notes = client.notifications();
         let task = client
             .call_tool("crawl", json!({ "urls": ["a", "b"], "delay_ms": 10 }))

@@ -271,7 +271,7 @@ async fn as_task(
                 Following::Ended(result) => {
                     task::print_ended(result, args.output.json, args.save_dir.clone(), tool)
                 }
-                Following::Interrupted => Ok(task::interrupted(&task, ui, "<TARGET> ").await),
+                Following::Interrupted => Ok(task::interrupted(&task, ui).await),
             }
         }
     };

@@ -99,9 +99,7 @@ pub(crate) async fn run(args: TaskArgs, ui: Ui) -> Result<Outcome, CliError> {
                 Following::Ended(result) => {
                     print_ended(result, one.output.json, one.save_dir, &label)
                 }
-                Following::Interrupted => {
-                    Ok(interrupted(&task, &ui, &target_hint(&operands)).await)
-                }
+                Following::Interrupted => Ok(interrupted(&task, &ui).await),
             }
         }
     };
@@ -160,7 +158,7 @@ pub(crate) async fn follow(
 
 /// After Ctrl-C on a task: on a terminal, asks whether to cancel it; otherwise (or when told
 /// no) leaves it running and says how to pick it up again.
-pub(crate) async fn interrupted(task: &TaskHandle, ui: &Ui, resume: &str) -> Outcome {
+pub(crate) async fn interrupted(task: &TaskHandle, ui: &Ui) -> Outcome {
     let shown = sanitize::line(task.id()).into_owned();
     if ui.is_interactive() && ask("Cancel the task on the server? [y/N] ").await {
         return match task.cancel().await {
@@ -178,7 +176,7 @@ pub(crate) async fn interrupted(task: &TaskHandle, ui: &Ui, resume: &str) -> Out
         };
     }
     ui.line(&format!(
-        "tidewire: task {shown} goes on; follow it with `tidewire task watch {resume}{shown}`"
+        "tidewire: task {shown} goes on; follow it with `tidewire task watch <TARGET> {shown}`"
     ));
     Outcome::Cancelled
 }
@@ -192,11 +190,6 @@ async fn ask(question: &str) -> bool {
         Ok(_) => line.trim_start().to_ascii_lowercase().starts_with('y'),
         Err(_) => false,
     }
-}
-
-/// The target as typed, for the hint that follows a task again (`TARGET ` or `-- COMMAND… `).
-pub(crate) fn target_hint(_operands: &[String]) -> String {
-    "<TARGET> ".to_owned()
 }
 
 /// Prints how a followed task ended.

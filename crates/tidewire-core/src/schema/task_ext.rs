@@ -163,33 +163,27 @@ request_marker!(
 /// The key of the declared extensions in a capabilities object.
 const EXTENSIONS: &str = "extensions";
 
-impl ClientCapabilities {
-    /// Whether the client declares the extension `id` (`extensions[id]` is present).
-    pub fn has_extension(&self, id: &str) -> bool {
-        extension_in(&self.extra, id)
-    }
+/// `has_extension` and `with_extension` on a capabilities object (both sides declare
+/// extensions the same way, under `extensions` in their unknown members).
+macro_rules! extension_methods {
+    ($($caps:ty: $who:literal),+) => {$(
+        impl $caps {
+            #[doc = concat!("Whether the ", $who, " declares the extension `id` (`extensions[id]` is present).")]
+            pub fn has_extension(&self, id: &str) -> bool {
+                extension_in(&self.extra, id)
+            }
 
-    /// Declares the extension `id` with its settings (`{}` for none).
-    #[must_use]
-    pub fn with_extension(mut self, id: &str, settings: Value) -> Self {
-        add_extension(&mut self.extra, id, settings);
-        self
-    }
+            /// Declares the extension `id` with its settings (`{}` for none).
+            #[must_use]
+            pub fn with_extension(mut self, id: &str, settings: Value) -> Self {
+                add_extension(&mut self.extra, id, settings);
+                self
+            }
+        }
+    )+};
 }
 
-impl ServerCapabilities {
-    /// Whether the server declares the extension `id`.
-    pub fn has_extension(&self, id: &str) -> bool {
-        extension_in(&self.extra, id)
-    }
-
-    /// Declares the extension `id` with its settings (`{}` for none).
-    #[must_use]
-    pub fn with_extension(mut self, id: &str, settings: Value) -> Self {
-        add_extension(&mut self.extra, id, settings);
-        self
-    }
-}
+extension_methods!(ClientCapabilities: "client", ServerCapabilities: "server");
 
 fn extension_in(extra: &JsonObject, id: &str) -> bool {
     extra
