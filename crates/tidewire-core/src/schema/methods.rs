@@ -11,13 +11,13 @@ use serde_json::Value;
 
 use super::{
     CallTool, CancelTask, CancelledNotification, Complete, CreateMessage, Discover, Elicit,
-    ElicitationCompleteNotification, GetPrompt, GetTask, GetTaskPayload, Initialize,
+    ElicitationCompleteNotification, GetPrompt, GetSkill, GetTask, GetTaskPayload, Initialize,
     InitializedNotification, JsonObject, ListPrompts, ListResourceTemplates, ListResources,
-    ListRoots, ListTasks, ListTools, LoggingMessageNotification, NotificationType, Ping,
-    ProgressNotification, PromptListChangedNotification, ReadResource, RequestType,
-    ResourceListChangedNotification, ResourceUpdatedNotification, RootsListChangedNotification,
-    SetLevel, Subscribe, SubscriptionsListen, TaskStatusNotification, ToolListChangedNotification,
-    Unsubscribe, UpdateTask,
+    ListRoots, ListSkills, ListTasks, ListTools, LoggingMessageNotification, NotificationType,
+    Ping, ProgressNotification, PromptListChangedNotification, ReadDirectory, ReadResource,
+    RequestType, ResourceListChangedNotification, ResourceUpdatedNotification,
+    RootsListChangedNotification, SetLevel, Subscribe, SubscriptionsListen, TaskStatusNotification,
+    ToolListChangedNotification, Unsubscribe, UpdateTask,
 };
 use crate::jsonrpc::ErrorObject;
 
@@ -123,13 +123,17 @@ method_enum! {
         GetTaskPayload(GetTaskPayload) = "tasks/result",
         ListTasks(ListTasks) = "tasks/list",
         CancelTask(CancelTask) = "tasks/cancel",
+        ListSkills(ListSkills) = "skills/list",
+        GetSkill(GetSkill) = "skills/get",
+        ReadDirectory(ReadDirectory) = "resources/directory/read",
     }
 }
 
 method_enum! {
     /// A request from the client to a server of the stateless revision (2026-07-28): what it
     /// keeps of the session era, and what it adds (`server/discover`, `subscriptions/listen`,
-    /// and the tasks extension's `tasks/get`, `tasks/update` and `tasks/cancel`; its removed
+    /// the tasks extension's `tasks/get`, `tasks/update` and `tasks/cancel`, and the skills
+    /// extension's `skills/list`, `skills/get` and `resources/directory/read`; the tasks extension's removed
     /// `tasks/result` and `tasks/list` are `Other`).
     /// The session-era methods it drops (`initialize`, `ping`, `logging/setLevel`,
     /// `resources/subscribe` and `resources/unsubscribe`) are `Other`, as is every unknown one.
@@ -147,6 +151,9 @@ method_enum! {
         GetTask(GetTask) = "tasks/get",
         UpdateTask(UpdateTask) = "tasks/update",
         CancelTask(CancelTask) = "tasks/cancel",
+        ListSkills(ListSkills) = "skills/list",
+        GetSkill(GetSkill) = "skills/get",
+        ReadDirectory(ReadDirectory) = "resources/directory/read",
     }
 }
 
