@@ -6,12 +6,14 @@ use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
+use tidewire_server::ServerBuilder;
+
 use crate::ServeArgs;
 use crate::duration::Span;
 
 /// Serves the demo server until Ctrl-C on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
 /// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`.
-pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
+pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -32,7 +34,6 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         .max_streams_per_session(args.max_streams_per_session)
         .event_store_bytes(args.event_store_bytes)
         .eras(args.era);
-    let era = args.era;
     if args.json_response {
         config = config.response_mode(ResponseMode::Json);
     }
@@ -54,7 +55,7 @@ pub(crate) fn serve(address: &str, args: &ServeArgs) -> ExitCode {
         if !local.ip().is_loopback() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
-        let server = tidewire_demo::demo_builder().eras(era).build();
+        let server = builder.build();
         // HTTP+SSE carries sessions only: the server serves the session era there by itself.
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());

@@ -10,6 +10,8 @@ use tidewire_core::session::SessionOptions;
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 use tidewire_core::version::Eras;
 use tidewire_http::server::{EventStoreLimits, HttpConfig};
+use tidewire_server::ServerBuilder;
+use tidewire_server::skill::SkillSet;
 
 use crate::duration::{self, Span};
 use crate::http;
@@ -106,6 +108,29 @@ pub(crate) struct ServeArgs {
     /// second. Legacy HTTP+SSE (/sse) always serves the session era.
     #[arg(long, value_name = "ERA", default_value = "dual", value_parser = parse_era)]
     pub(crate) era: Eras,
+
+    /// Offer the skills under this folder (each folder holding a SKILL.md is a skill, at
+    /// skill://<its path below DIR>/SKILL.md) instead of the demo's own.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) skills: Option<std::path::PathBuf>,
+}
+
+/// The demo server's builder with what the options say of it: its eras, and its skills.
+pub(crate) fn demo_builder(args: &ServeArgs) -> Result<ServerBuilder, ExitCode> {
+    let builder = tidewire_demo::demo_builder().eras(args.era);
+    let Some(dir) = &args.skills else {
+        return Ok(builder);
+    };
+    match SkillSet::from_dir(dir) {
+        Ok(skills) => Ok(builder.skills(skills)),
+        Err(error) => {
+            eprintln!(
+                "tidewire serve: cannot offer the skills in {}: {error}",
+                dir.display()
+            );
+            Err(ExitCode::FAILURE)
+        }
+    }
 }
 
 fn parse_era(text: &str) -> Result<Eras, String> {
@@ -131,7 +156,10 @@ fn parse_count(text: &str) -> Result<usize, String> {
 
 pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
     if let Some(address) = &args.bind {
-        return http::serve(address, args);
+        return match demo_builder(args) {
+            Ok(builder) => http::serve(address, args, builder),
+            Err(code) => code,
+        };
     }
     if args.json_response || args.stateless {
         eprintln!(
@@ -181,12 +209,14 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
     }
     let codec = Codec::new(args.max_message_size);
     let grace = Duration::from_millis(args.eof_grace_ms);
-    let era = args.era;
+    let builder = match demo_builder(args) {
+        Ok(builder) => builder,
+        Err(code) => return code,
+    };
     let result = runtime.block_on(async move {
         // When stdin ends, requests still running get `grace` to finish and answer.
-        let server = tidewire_demo::demo_builder()
+        let server = builder
             .session_options(SessionOptions::default().drain_timeout(grace))
-            .eras(era)
             .build();
         let (_peer, driver) = server.serve(tidewire_stdio::server::transport_with(codec));
         tracing::info!(

@@ -11,6 +11,8 @@
 //!   reconnection), `json_schema_2020_12_tool` with a hand-written 2020-12 input schema, the
 //!   resources `test://static-text`, `test://static-binary` and `test://watched-resource`, the
 //!   template `test://template/{id}/data`, four `test_*` prompts, and argument completion.
+//! - **Skills** (the skills extension): `skill://pdf-processing/SKILL.md` with
+//!   `references/FORMS.md`, and `skill://acme/billing/refunds/SKILL.md`.
 //!
 //! ```no_run
 //! # async fn run(transport: tidewire_core::transport::memory::MemoryTransport) -> Result<(), Box<dyn std::error::Error>> {
@@ -31,12 +33,14 @@
 mod conformance;
 mod conformance_2026;
 mod peer;
+mod skills;
 mod tasks;
 
 use tidewire_core::schema::{Implementation, TaskSupport};
 use tidewire_server::{Server, ServerBuilder};
 
 pub use peer::CrawlStatus;
+pub use skills::{PDF_FORMS_MD, PDF_SKILL_MD, REFUNDS_SKILL_MD, demo_skills};
 
 /// The URI of the counter resource that `bump` increments.
 pub const COUNTER_URI: &str = "test://counter";
@@ -69,6 +73,7 @@ pub fn demo_builder() -> ServerBuilder {
     let builder = peer::register(builder);
     let builder = conformance::register(builder);
     let builder = conformance_2026::register(builder);
+    let builder = skills::register(builder);
     // `crawl` runs as a task when the client allows it.
     tasks::register(builder).task_support("crawl", TaskSupport::Optional)
 }

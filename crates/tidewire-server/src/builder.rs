@@ -31,6 +31,7 @@ use crate::server::Server;
 use crate::state::ServerState;
 use crate::tasks::{TaskStore, Tasks};
 use crate::uri_template::UriTemplate;
+use tidewire_skills::SkillSet;
 
 impl Server {
     /// Starts describing a server.
@@ -174,6 +175,32 @@ impl ServerBuilder {
         self.inner
             .resources
             .insert(ResourceEntry { resource, handler });
+        self
+    }
+
+    /// Offers `skills` (the `io.modelcontextprotocol/skills` extension, in both eras): the
+    /// server declares the extension (with `directoryRead`), answers `skills/list`,
+    /// `skills/get` and `resources/directory/read`, and serves every skill file as a resource
+    /// at its `skill://` URI. Calling it again replaces the set (files of the old set stay
+    /// listed as resources).
+    ///
+    /// ```
+    /// use tidewire_server::skill::{Skill, SkillSet};
+    /// use tidewire_server::{Server, schema::Implementation};
+    ///
+    /// let skills = SkillSet::new().with(Skill::new(
+    ///     "refunds",
+    ///     "---\nname: refunds\ndescription: Process refund requests\n---\n\nCheck the date.\n",
+    /// )?)?;
+    /// let server = Server::builder(Implementation::new("shop", "1.0")).skills(skills).build();
+    /// # let _ = server;
+    /// # Ok::<(), tidewire_server::skill::SkillError>(())
+    /// ```
+    pub fn skills(mut self, skills: SkillSet) -> Self {
+        for entry in crate::skills::resources(&skills) {
+            self.inner.resources.insert(entry);
+        }
+        self.inner.skills = Some(Arc::new(skills));
         self
     }
 

@@ -20,6 +20,7 @@ use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
 use crate::context::{Context, Shared};
 use crate::listing;
+use crate::skills;
 use crate::tasks::{TaskOptIn, TaskRecord, TaskRefused};
 
 /// The engine handler of one connection.
@@ -157,6 +158,9 @@ impl ConnectionHandler {
                 self.connection.set_log_level(params.level);
                 reply(EmptyResult::new())
             }
+            ClientRequest::ListSkills(params) => reply(skills::list(server, &params)?),
+            ClientRequest::GetSkill(params) => reply(skills::get(server, &params)?),
+            ClientRequest::ReadDirectory(params) => reply(skills::read_directory(server, &params)?),
             other @ ClientRequest::Other { .. } => {
                 Err(ErrorObject::method_not_found(&excerpt(other.method())))
             }

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use serde_json::json;
 use tidewire_core::schema::{
-    ClientNotification, Implementation, LoggingLevel, ServerCapabilities, ServerTaskRequests,
-    ServerTasksCapability, TASKS_EXTENSION, TaskSupport, TaskToolsRequests,
+    ClientNotification, Implementation, LoggingLevel, SKILLS_EXTENSION, ServerCapabilities,
+    ServerTaskRequests, ServerTasksCapability, TASKS_EXTENSION, TaskSupport, TaskToolsRequests,
 };
 use tidewire_core::session::{CancelPolicy, Peer, SessionOptions};
 use tidewire_core::version::Eras;
+use tidewire_skills::SkillSet;
 
 use crate::bus::{MemoryBus, NotificationBus, Subscription};
 use crate::cache::CacheHints;
@@ -72,6 +73,8 @@ pub(crate) struct ServerState<C> {
     pub(crate) tasks: Arc<Tasks>,
     /// Tools whose handler starts its task itself (`Context::continue_as_task`).
     pub(crate) deferred_tasks: HashSet<String>,
+    /// The skills offered (the skills extension), if any.
+    pub(crate) skills: Option<Arc<SkillSet>>,
 }
 
 impl<C> std::fmt::Debug for ServerState<C> {
@@ -117,6 +120,7 @@ impl<C> ServerState<C> {
                 Duration::from_millis(500),
             )),
             deferred_tasks: HashSet::new(),
+            skills: None,
         }
     }
 
@@ -176,6 +180,10 @@ impl<C> ServerState<C> {
         }
         if !self.prompts.is_empty() {
             caps = caps.with_prompts(true);
+        }
+        if self.skills.is_some() {
+            // Its files are resources, so `resources` is declared too.
+            caps = caps.with_extension(SKILLS_EXTENSION, json!({"directoryRead": true}));
         }
         caps
     }

@@ -33,6 +33,7 @@ use crate::connection::Connection;
 use crate::context::{Context, Shared, StatelessCall};
 use crate::listing::{self, Listing};
 use crate::rounds::{Binding, Outcome, Rounds};
+use crate::skills;
 use crate::tasks::{TaskOptIn, TaskRefused};
 
 /// Serves one stateless request.
@@ -160,6 +161,11 @@ pub(crate) async fn serve(
                 .await?;
             reply(TaskAck::default())?
         }
+        StatelessRequest::ListSkills(params) => hinted(server, skills::list(server, &params)?)?,
+        StatelessRequest::GetSkill(params) => hinted(server, skills::get(server, &params)?)?,
+        StatelessRequest::ReadDirectory(params) => {
+            hinted(server, skills::read_directory(server, &params)?)?
+        }
         // Everything the session era has and this one does not (`initialize`, `ping`,
         // `logging/setLevel`, `resources/subscribe`, …) is an unknown method here.
         StatelessRequest::Other { method, .. } => {
@@ -203,6 +209,14 @@ fn listed<L: Listing>(server: &Shared, params: &PaginatedParams) -> Result<Value
         )
     };
     hint.write(&mut result);
+    Ok(result)
+}
+
+/// A result with the server's default caching hint (the skills extension's results are
+/// cacheable ones).
+fn hinted(server: &Shared, result: impl serde::Serialize) -> Result<Value, ErrorObject> {
+    let mut result = reply(result)?;
+    server.cache.default.write(&mut result);
     Ok(result)
 }
 
