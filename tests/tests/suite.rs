@@ -102,6 +102,7 @@ suite!(
     one_mebibyte_argument: Nothing,
     error_mapping: Nothing,
     listing_and_reading: Nothing,
+    skills_listed_loaded_and_verified: Nothing,
 );
 
 async fn peer(h: Harness, scenario: &str) -> Harness {
@@ -976,4 +977,73 @@ mod websocket_cases {
         .await
         .expect("in time");
     }
+}
+
+/// The demo's skills: listed without reading a file, the first one loaded and checked, a
+/// listed file read and checked, an unlisted one refused before any request, `skills/get` and
+/// `resources/directory/read` answering as the extension says.
+async fn skills_listed_loaded_and_verified(h: Harness) -> Harness {
+    use tidewire_client::SkillsError;
+    use tidewire_core::schema::{DIRECTORY_MIME_TYPE, ReadDirectory, ReadDirectoryParams};
+    use tidewire_server::skill::verify::VerifyError;
+
+    let c = &h.client;
+    assert!(c.offers_skills(), "the demo declares the skills extension");
+    let skills = c.list_skills().await.expect("skills/list");
+    let names: Vec<&str> = skills.iter().filter_map(|s| s.name()).collect();
+    assert_eq!(names, ["pdf-processing", "refunds"]);
+    let pdf = c.load_skill(&skills[0]).await.expect("load pdf-processing");
+    assert_eq!(pdf.text(), tidewire_demo::PDF_SKILL_MD);
+    assert!(
+        pdf.instructions().starts_with("\n# PDF processing"),
+        "{:?}",
+        pdf.instructions()
+    );
+    assert_eq!(
+        pdf.read_text("references/FORMS.md")
+            .await
+            .expect("a listed file"),
+        tidewire_demo::PDF_FORMS_MD
+    );
+    let unlisted = pdf.read("references/OTHER.md").await.expect_err("unlisted");
+    assert!(
+        matches!(unlisted, SkillsError::Verify(VerifyError::Unlisted { .. })),
+        "{unlisted}"
+    );
+    let refunds = c
+        .get_skill(skills[1].uri.clone())
+        .await
+        .expect("skills/get");
+    assert_eq!(refunds, skills[1]);
+    let unknown = c
+        .get_skill("skill://no-such-skill/SKILL.md")
+        .await
+        .expect_err("an unknown skill");
+    let SkillsError::Request(unknown) = unknown else {
+        panic!("a remote error, not {unknown}");
+    };
+    assert_eq!(
+        unknown.remote().map(|e| e.code),
+        Some(ErrorCode::INVALID_PARAMS.0)
+    );
+    let root = c
+        .request::<ReadDirectory>(ReadDirectoryParams::new("skill://pdf-processing"))
+        .await
+        .expect("resources/directory/read");
+    let children: Vec<(&str, Option<&str>)> = root
+        .resources
+        .iter()
+        .map(|r| (r.uri.as_str(), r.mime_type.as_deref()))
+        .collect();
+    assert_eq!(
+        children,
+        [
+            ("skill://pdf-processing/SKILL.md", Some("text/markdown")),
+            (
+                "skill://pdf-processing/references",
+                Some(DIRECTORY_MIME_TYPE)
+            ),
+        ]
+    );
+    h
 }

@@ -98,7 +98,7 @@ fn decode<M: RequestType>(result: Value) -> Result<M::Result, ClientError> {
 }
 
 /// A page of a paginated list: its items and the cursor of the next page.
-trait Page {
+pub(crate) trait Page {
     type Item;
     fn into_page(self) -> (Vec<Self::Item>, Option<Cursor>);
 }
@@ -406,7 +406,7 @@ impl Client {
         self.list_all::<ListPrompts>().await
     }
 
-    async fn list_all<M>(&self) -> Result<Vec<<M::Result as Page>::Item>, ClientError>
+    pub(crate) async fn list_all<M>(&self) -> Result<Vec<<M::Result as Page>::Item>, ClientError>
     where
         M: RequestType<Params = PaginatedParams>,
         M::Result: Page,

@@ -86,6 +86,9 @@
 //!   `ttlMs` are cached ([`Client::fresh`] asks anyway). On Streamable HTTP the stateless
 //!   revision needs `tidewire_http::client::StatelessHttpClient` (or
 //!   `tidewire::connect::auto`, which picks).
+//! - Skills (the skills extension): [`Client::list_skills`] lists them and reads nothing;
+//!   [`Client::load_skill`] reads a `SKILL.md` and checks it against its entry (size, digest,
+//!   frontmatter), and [`LoadedSkill::read`] reads a listed file, checked the same way.
 //! - [`NotificationStream`] delivers the server's notifications as typed
 //!   [`ServerNotification`](schema::ServerNotification)s.
 //! - [`ClientError`] says what went wrong, with `is_timeout` / `is_cancelled` / `is_closed` /
@@ -98,7 +101,8 @@
 //! 2025-03-26, 2025-06-18, 2025-11-25); it records the choice on the session, which then
 //! speaks that revision. Any other answer fails the connection with
 //! [`ClientError::UnsupportedVersion`], naming the server's version. The stateless revision
-//! 2026-07-28 has no handshake and is not spoken by this client yet.
+//! 2026-07-28 has no handshake: with [`Era::Auto`] (the default) or [`Era::Modern`] the client
+//! speaks it where the transport can carry it (see [`Era`]).
 //!
 //! ## Cancel safety
 //!
@@ -143,6 +147,7 @@ mod listen;
 mod notifications;
 mod reinit;
 mod rounds;
+mod skills;
 pub mod task;
 mod tool_headers;
 
@@ -159,6 +164,7 @@ pub use handlers::{
 };
 pub use listen::Listen;
 pub use notifications::{Lagged, NotificationStream};
+pub use skills::{LoadedSkill, SkillsError};
 pub use task::{TaskHandle, TaskStart};
 
 pub use tidewire_core::ProtocolVersion;

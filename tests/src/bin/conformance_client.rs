@@ -9,7 +9,7 @@
 //! and when `MCP_CONFORMANCE_PROTOCOL_VERSION` is 2026-07-28 (the stateless wire, over
 //! `StatelessHttpClient` with `Era::Modern`): `tools_call`, `request-metadata`,
 //! `sep-2322-client-request-state`, `http-standard-headers`, `http-custom-headers`,
-//! `json-schema-ref-no-deref`.
+//! `json-schema-ref-no-deref`; and the skills extension's `sep-2640-client-*` in either era.
 //! The `auth/*` scenarios need the OAuth flow, which tidewire does not have yet: they fail with
 //! a clear message and are listed in `tests/conformance/client-expected-failures.yml`.
 
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use tidewire_client::{Client, Era, RequestContext};
+use tidewire_client::{Client, Era, RequestContext, SkillsError};
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ElicitValue,
@@ -58,7 +58,8 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
             | "sse-retry"
             | "elicitation-sep1034-client-defaults"
             | "json-schema-2020-12-preservation"
-    ) {
+    ) && !scenario.starts_with(SKILLS_SCENARIOS)
+    {
         return Err(format!("unknown scenario {scenario:?}"));
     }
     let transport = StreamableHttpClient::new(url)
@@ -78,7 +79,8 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
         "tools_call" => tools_call(&client).await,
         "sse-retry" => sse_retry(&client).await,
         "json-schema-2020-12-preservation" => echo_schema(&client).await,
-        _ => elicitation_defaults(&client).await,
+        "elicitation-sep1034-client-defaults" => elicitation_defaults(&client).await,
+        skills => skills_scenario(&client, skills).await,
     };
     client.close().await;
     outcome
@@ -96,7 +98,8 @@ async fn run_stateless(scenario: &str, url: &str) -> Result<(), String> {
             | "http-invalid-tool-headers"
             | "json-schema-ref-no-deref"
             | "json-schema-2020-12-preservation"
-    ) {
+    ) && !scenario.starts_with(SKILLS_SCENARIOS)
+    {
         return Err(format!(
             "unknown scenario {scenario:?} on the 2026-07-28 wire"
         ));
@@ -124,12 +127,50 @@ async fn run_stateless(scenario: &str, url: &str) -> Result<(), String> {
         "http-custom-headers" => context_tool_calls(&client).await,
         "http-invalid-tool-headers" => call_valid_tool(&client).await,
         "json-schema-2020-12-preservation" => echo_schema(&client).await,
+        skills if skills.starts_with(SKILLS_SCENARIOS) => skills_scenario(&client, skills).await,
         // request-metadata, http-standard-headers, json-schema-ref-no-deref: list, then call
         // the first tool (the mock checks what every request carries).
         _ => list_then_call_first(&client).await,
     };
     client.close().await;
     outcome
+}
+
+/// The prefix of the skills extension's client scenarios.
+const SKILLS_SCENARIOS: &str = "sep-2640-client-";
+
+/// The skills extension, as a host uses it. `no-prefetch`: list the skills and read nothing
+/// (listing must not fetch). `verify-*`: load the first skill, then read every file it lists;
+/// the mock serves a SKILL.md that fails one check, so the load must refuse it and no other
+/// file may be read. A refusal for that reason is the scenario's success.
+async fn skills_scenario(client: &Client, scenario: &str) -> Result<(), String> {
+    let skills = client
+        .list_skills()
+        .await
+        .map_err(|e| format!("skills/list: {e}"))?;
+    if scenario == "sep-2640-client-no-prefetch" {
+        return Ok(());
+    }
+    let entry = skills.first().ok_or("the server lists no skill")?;
+    match client.load_skill(entry).await {
+        Ok(skill) => {
+            for file in skill.files() {
+                skill
+                    .read(&file.uri)
+                    .await
+                    .map_err(|e| format!("reading {}: {e}", file.uri))?;
+            }
+            Ok(())
+        }
+        Err(SkillsError::Verify(refused)) => {
+            eprintln!(
+                "conformance client: refused the skill {}: {refused}",
+                entry.uri
+            );
+            Ok(())
+        }
+        Err(other) => Err(format!("loading {}: {other}", entry.uri)),
+    }
 }
 
 /// Lists the tools (those with invalid `x-mcp-header` annotations are dropped) and calls
