@@ -174,3 +174,6 @@ pub use tidewire_core::schema;
 pub use tidewire_core::session::{
     CancelHandle, Driver, RequestBuilder, RequestContext, SessionError, SessionOptions,
 };
+/// Skills: entries, digests, frontmatter and the checks of what a host read, re-exported from
+/// `tidewire-skills`.
+pub use tidewire_skills as skill;

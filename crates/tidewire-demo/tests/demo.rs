@@ -1147,6 +1147,9 @@ async fn resources_and_the_template_read_exactly() {
         assert_eq!(
             uris,
             [
+                "skill://acme/billing/refunds/SKILL.md",
+                "skill://pdf-processing/SKILL.md",
+                "skill://pdf-processing/references/FORMS.md",
                 "test://counter",
                 "test://static-binary",
                 "test://static-text",
@@ -1343,6 +1346,49 @@ async fn completion_always_gives_values_total_and_has_more() {
             .await,
             json!({"completion": {"values": [], "total": 0, "hasMore": false}})
         );
+    })
+    .await;
+}
+
+/// The demo's skills: each listed file's digest and size are those of the text
+/// `resources/read` serves, and the SKILL.md resources carry their frontmatter's name and
+/// description.
+#[tokio::test]
+async fn the_demo_skills_are_served_as_their_entries_say() {
+    within(async {
+        let h = connect().await;
+        let listed = h.raw("skills/list", json!({})).await.expect("skills/list");
+        let skills = listed["skills"].as_array().expect("skills");
+        assert_eq!(skills.len(), 2, "{listed}");
+        for skill in skills {
+            for file in skill["resources"].as_array().expect("files") {
+                let uri = file["uri"].as_str().expect("uri");
+                let read = h
+                    .raw("resources/read", json!({"uri": uri}))
+                    .await
+                    .expect("read");
+                let text = read["contents"][0]["text"].as_str().expect("text");
+                assert_eq!(file["size"], json!(text.len()), "{uri}");
+                assert_eq!(
+                    file["digest"],
+                    json!(tidewire_server::skill::digest(text.as_bytes())),
+                    "{uri}"
+                );
+            }
+        }
+        let resources = h.raw("resources/list", json!({})).await.expect("list");
+        let pdf = resources["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["uri"] == "skill://pdf-processing/SKILL.md")
+            .expect("the SKILL.md is listed");
+        assert_eq!(pdf["name"], "pdf-processing");
+        assert_eq!(
+            pdf["description"],
+            "Extract, fill, and assemble PDF documents"
+        );
+        assert_eq!(pdf["mimeType"], "text/markdown");
     })
     .await;
 }

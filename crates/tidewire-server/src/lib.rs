@@ -76,5 +76,7 @@ pub use server::Server;
 pub use tidewire_core::schema;
 pub use tidewire_core::session::{CancelPolicy, OnCancel};
 pub use tidewire_core::version::Eras;
+/// Skills: building them in code or from a folder, and the checks a host makes, re-exported
+/// from `tidewire-skills`.
 pub use tidewire_skills as skill;
 pub use uri_template::UriTemplate;

@@ -134,4 +134,6 @@ mod doc_snippets {
     pub struct Eras;
     #[doc = include_str!("../../../docs/tasks.md")]
     pub struct Tasks;
+    #[doc = include_str!("../../../docs/skills.md")]
+    pub struct Skills;
 }
