@@ -434,3 +434,41 @@ async fn a_session_hears_the_status_of_the_tasks_it_started() {
     .await
     .expect("in time");
 }
+
+/// On the stateless revision a watch hears the task's changes pushed: with a poll interval of
+/// ten minutes, polling could not see a 5-URL crawl through within the time limit, and every
+/// progress report (with its numbers, which the push carries in `_meta`) still arrives.
+#[tokio::test]
+async fn a_modern_watch_is_pushed_its_changes_not_polled() {
+    tokio::time::timeout(LIMIT, async {
+        let server = tidewire_demo::demo_builder()
+            .task_poll_interval(std::time::Duration::from_secs(600))
+            .build();
+        let (a, b) = tidewire_core::transport::memory::duplex();
+        let (_peer, driver) = server.serve(a);
+        tokio::spawn(driver);
+        let client = builder(Era::Modern).connect(b).await.expect("connect");
+        let urls: Vec<String> = (0..5).map(|i| format!("https://example.com/{i}")).collect();
+        let task = client
+            .call_tool("crawl", json!({ "urls": urls, "delay_ms": 20 }))
+            .as_task()
+            .await
+            .expect("the call is answered")
+            .task()
+            .expect("a task");
+        let states: Vec<_> = task.watch().collect().await;
+        let states: Vec<_> = states.into_iter().map(|s| s.expect("watched")).collect();
+        let last = states.last().expect("a state");
+        assert_eq!(last.task.status, TaskStatus::Completed, "{last:?}");
+        assert!(last.result.is_some(), "the push carries the result");
+        let with_numbers = states.iter().filter(|s| s.progress().is_some()).count();
+        assert!(
+            states.len() >= 3 && with_numbers >= 2,
+            "{} states, {with_numbers} with progress numbers",
+            states.len()
+        );
+        client.close().await;
+    })
+    .await
+    .expect("pushed changes end the watch well within the limit");
+}

@@ -271,6 +271,21 @@ impl Client {
         Ok(self.inner.peer.notify::<N>(params).await?)
     }
 
+    /// The `_meta` entry that declares the tasks extension in a request's capabilities (what a
+    /// tasks request, or a listen naming tasks, carries on the stateless revision).
+    pub(crate) fn declaring_tasks(&self) -> serde_json::Map<String, Value> {
+        let caps = self.inner.capabilities.clone().with_extension(
+            tidewire_core::schema::TASKS_EXTENSION,
+            serde_json::json!({}),
+        );
+        let mut meta = serde_json::Map::new();
+        meta.insert(
+            tidewire_core::schema::meta_keys::CLIENT_CAPABILITIES.to_owned(),
+            serde_json::to_value(caps).unwrap_or_else(|_| serde_json::json!({})),
+        );
+        meta
+    }
+
     pub(crate) async fn call<M: RequestType>(
         &self,
         params: M::Params,

@@ -190,7 +190,7 @@ impl Client {
         // Tasks are the tasks extension's: a listen that names some declares it.
         let mut request = self.request_raw(SubscriptionsListen::METHOD, params);
         if asks_for_tasks {
-            request = request.merge_meta(crate::task::declaring(self));
+            request = request.merge_meta(self.declaring_tasks());
         }
         // Kept open for as long as the listen lasts: its result ends the stream.
         let request = request.no_timeout().send().await?;

@@ -7,23 +7,26 @@
 //! server decides: the answer is a task, or the result itself ([`TaskStart`]).
 //!
 //! A handle is only the task's id and the client: [`Client::task`] rebuilds one from an id on
-//! any connection, so a program that restarts picks its tasks up again. Watching or awaiting a
-//! task polls `tasks/get` at the interval the server suggests; on the stateless revision the
+//! any connection, so a program that restarts picks its tasks up again. Awaiting a task polls
+//! `tasks/get` at the interval the server suggests (or, on a session, waits on `tasks/result`);
+//! watching one hears its changes pushed through `subscriptions/listen` on the stateless
+//! revision, and polls on a session. On the stateless revision the
 //! questions a task asks (`input_required`) are answered with the client's handlers, as in a
 //! call, and sent with `tasks/update`; on a session the server asks them as requests.
 
 use std::time::Duration;
 
-use futures::Stream;
-use serde_json::{Map, Value, json};
+use futures::{Stream, StreamExt};
+use serde_json::{Value, json};
 use tidewire_core::schema::{
-    CallToolResult, CancelTask, GetTask, GetTaskPayload, JsonObject, TASKS_EXTENSION, Task,
-    TaskDetails, TaskIdParams, TaskState, TaskStatus, meta_keys, result_type,
+    CallToolResult, CancelTask, GetTask, GetTaskPayload, JsonObject, ServerNotification,
+    SubscriptionFilter, Task, TaskDetails, TaskIdParams, TaskState, TaskStatus, result_type,
 };
 use tidewire_core::session::{RequestSettings, SessionError};
 
 use crate::client::Client;
 use crate::error::ClientError;
+use crate::listen::Listen;
 use crate::rounds::{self, Options};
 
 /// How often to poll a task whose server suggests no interval.
@@ -103,32 +106,29 @@ impl TaskHandle {
         Ok(self.details().await?.task)
     }
 
-    /// The task as it changes (`tasks/get`: its state, and its last progress report with
-    /// [`TaskDetails::progress`] from a tidewire server), polled at the interval the server
-    /// suggests, until it has ended (the last item is the ended task). On the stateless
-    /// revision, questions the task asks are answered with the client's handlers as they come.
+    /// The task as it changes (its state, and its last progress report with
+    /// [`TaskDetails::progress`] from a tidewire server), until it has ended (the last item is
+    /// the ended task).
+    ///
+    /// On the stateless revision the changes are pushed: the watch opens a
+    /// `subscriptions/listen` naming the task and reads `notifications/tasks`, with a
+    /// `tasks/get` now and then in case one was missed (every ten poll intervals, at least
+    /// 5 s), and polls instead if the server will not listen. On a session it polls `tasks/get`
+    /// at the interval the server suggests. Questions the task asks are answered with the
+    /// client's handlers as they come (on a session the server asks them as requests).
     pub fn watch(&self) -> impl Stream<Item = Result<TaskDetails, ClientError>> + Send + 'static {
-        let handle = self.clone();
-        futures::stream::unfold(Some(None::<TaskState>), move |last| {
-            let handle = handle.clone();
-            async move {
-                let mut last = last?;
-                loop {
-                    if let Some(seen) = &last {
-                        tokio::time::sleep(poll_interval(seen)).await;
-                    }
-                    let details = match handle.step().await {
-                        Ok(details) => details,
-                        Err(error) => return Some((Err(error), None)),
-                    };
-                    if details.task.status.is_terminal() {
-                        return Some((Ok(details), None));
-                    }
-                    if last.as_ref() != Some(&details.task) {
-                        last = Some(details.task.clone());
-                        return Some((Ok(details), Some(last)));
-                    }
-                }
+        let watch = Watch {
+            handle: self.clone(),
+            last: None,
+            pushed: None,
+            opened: false,
+        };
+        futures::stream::unfold(Some(watch), |watch| async move {
+            let mut watch = watch?;
+            match watch.next().await {
+                Ok(details) if details.task.status.is_terminal() => Some((Ok(details), None)),
+                Ok(details) => Some((Ok(details), Some(watch))),
+                Err(error) => Some((Err(error), None)),
             }
         })
     }
@@ -251,10 +251,139 @@ impl TaskHandle {
         let request = self
             .client
             .request_raw(method, params)
-            .merge_meta(declaring(&self.client));
+            .merge_meta(self.client.declaring_tasks());
         Ok(request.await?)
     }
 }
+
+/// A [`TaskHandle::watch`] in progress.
+struct Watch {
+    handle: TaskHandle,
+    /// The state last handed out.
+    last: Option<TaskState>,
+    /// The listen that pushes the task's changes (stateless revision), while it lasts.
+    pushed: Option<Listen>,
+    opened: bool,
+}
+
+/// Without a pushed change for this many poll intervals (and at least [`MIN_CHECK`]), a
+/// watch looks itself, in case a notification was lost.
+const CHECK_EVERY: u32 = 10;
+const MIN_CHECK: Duration = Duration::from_secs(5);
+
+impl Watch {
+    /// The task's next state that differs from the last one handed out.
+    async fn next(&mut self) -> Result<TaskDetails, ClientError> {
+        if !self.opened {
+            self.opened = true;
+            self.pushed = open(&self.handle).await;
+        }
+        loop {
+            let details = match &self.last {
+                None => self.handle.step().await?,
+                Some(last) => {
+                    let interval = poll_interval(last);
+                    self.wait(interval).await?
+                }
+            };
+            if details.task.status.is_terminal() || self.last.as_ref() != Some(&details.task) {
+                self.last = Some(details.task.clone());
+                return Ok(details);
+            }
+        }
+    }
+}
+
+/// A listen for the task's changes, on the stateless revision, if the server holds one. It is
+/// opened before the first look, so no change between the two is missed.
+async fn open(handle: &TaskHandle) -> Option<Listen> {
+    if !handle.modern() {
+        return None;
+    }
+    let id = handle.id.clone();
+    let filter = SubscriptionFilter {
+        task_ids: Some(vec![id.clone()]),
+        ..SubscriptionFilter::default()
+    };
+    match handle.client.listen(filter).await {
+        Ok(listen)
+            if listen
+                .honoured()
+                .task_ids
+                .as_ref()
+                .is_some_and(|ids| ids.contains(&id)) =>
+        {
+            Some(listen)
+        }
+        Ok(_) => {
+            tracing::debug!("the server does not push this task's changes: polling");
+            None
+        }
+        Err(error) => {
+            tracing::debug!(%error, "no listen for the task's changes: polling");
+            None
+        }
+    }
+}
+
+impl Watch {
+    /// The next look at the task: pushed, or polled after `interval`.
+    async fn wait(&mut self, interval: Duration) -> Result<TaskDetails, ClientError> {
+        if let Some(listen) = &mut self.pushed {
+            let check = (interval * CHECK_EVERY).max(MIN_CHECK);
+            match tokio::time::timeout(check, pushed(listen, &self.handle.id)).await {
+                // A question needs answering: `step` looks again and answers it.
+                Ok(Pushed::Task(details)) if details.task.status != TaskStatus::InputRequired => {
+                    return Ok(*details);
+                }
+                Ok(Pushed::Task(_) | Pushed::Missed) | Err(_) => return self.handle.step().await,
+                Ok(Pushed::Ended) => {
+                    tracing::debug!("the task's listen ended: polling");
+                    self.pushed = None;
+                }
+            }
+        }
+        tokio::time::sleep(interval).await;
+        self.handle.step().await
+    }
+}
+
+/// What a task's listen brought.
+enum Pushed {
+    /// The task as `tasks/get` would show it.
+    Task(Box<TaskDetails>),
+    /// Notifications were lost (the stream lagged): look.
+    Missed,
+    /// The listen is over.
+    Ended,
+}
+
+/// The next `notifications/tasks` for the task `id` on `listen`.
+async fn pushed(listen: &mut Listen, id: &str) -> Pushed {
+    while let Some(item) = listen.next().await {
+        match item {
+            Ok(ServerNotification::Other { method, params }) if method == TASKS_NOTIFICATION => {
+                match params.map(serde_json::from_value::<TaskDetails>) {
+                    Some(Ok(details)) if details.task.task_id == id => {
+                        return Pushed::Task(Box::new(details));
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(error)) => {
+                        tracing::debug!(%error, "a notifications/tasks that does not decode");
+                        return Pushed::Missed;
+                    }
+                    None => return Pushed::Missed,
+                }
+            }
+            Ok(_) => {}
+            Err(_lagged) => return Pushed::Missed,
+        }
+    }
+    Pushed::Ended
+}
+
+/// The tasks extension's push of a task's state, over `subscriptions/listen`.
+const TASKS_NOTIFICATION: &str = "notifications/tasks";
 
 /// Starts the call `settings` describe as a task where the server allows it.
 pub(crate) async fn start(
@@ -272,7 +401,7 @@ pub(crate) async fn start(
                 .progress
                 .map(|callback| std::sync::Arc::new(std::sync::Mutex::new(callback))),
             started: std::time::Instant::now(),
-            meta: Some(declaring(&client)),
+            meta: Some(client.declaring_tasks()),
         };
         rounds::run(&client, "tools/call", params, options).await?
     } else {
@@ -309,21 +438,6 @@ pub(crate) async fn start(
         return Ok(TaskStart::Task(client.task(id)));
     }
     decode("tools/call", value).map(TaskStart::Done)
-}
-
-/// The `_meta` entry that declares the tasks extension in a request's capabilities.
-pub(crate) fn declaring(client: &Client) -> Map<String, Value> {
-    let caps = client
-        .inner
-        .capabilities
-        .clone()
-        .with_extension(TASKS_EXTENSION, json!({}));
-    let mut meta = Map::new();
-    meta.insert(
-        meta_keys::CLIENT_CAPABILITIES.to_owned(),
-        serde_json::to_value(caps).unwrap_or_else(|_| json!({})),
-    );
-    meta
 }
 
 fn poll_interval(state: &TaskState) -> Duration {

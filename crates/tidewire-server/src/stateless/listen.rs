@@ -78,8 +78,15 @@ pub(crate) async fn listen(
             }
             other => wire_form(other),
         };
+        // The subscription's tag joins what `_meta` already holds (a task's progress).
         if let Value::Object(map) = &mut params {
-            map.insert("_meta".to_owned(), Value::Object(tag.clone().into_inner()));
+            let meta = map
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Default::default()));
+            match meta {
+                Value::Object(meta) => meta.extend(tag.clone().into_inner()),
+                other => *other = Value::Object(tag.clone().into_inner()),
+            }
         }
         ctx.peer()
             .notify_raw(method, Some(params))
