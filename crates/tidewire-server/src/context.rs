@@ -159,6 +159,16 @@ impl Context {
             .collect()
     }
 
+    /// Who the request acts for, as an authentication layer in front of the transport
+    /// established it (the verified token's subject with `tidewire_auth::BearerLayer`); `None`
+    /// when nothing authenticated it.
+    pub fn principal(&self) -> Option<&str> {
+        self.request()
+            .extensions()
+            .get::<tidewire_core::transport::Principal>()
+            .map(|p| p.0.as_str())
+    }
+
     /// The engine-level request context (id, `_meta`, transport extensions, raw peer).
     pub fn request(&self) -> &RequestContext {
         &self.request

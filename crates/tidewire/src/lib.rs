@@ -76,6 +76,8 @@ pub use tidewire_server as server;
 #[cfg(any(feature = "stdio-server", feature = "stdio-client"))]
 pub use tidewire_stdio as stdio;
 
+#[cfg(feature = "auth")]
+pub use tidewire_auth as auth;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub use tidewire_http as http;
 #[cfg(any(feature = "sse-server", feature = "sse-client"))]
@@ -136,4 +138,6 @@ mod doc_snippets {
     pub struct Tasks;
     #[doc = include_str!("../../../docs/skills.md")]
     pub struct Skills;
+    #[doc = include_str!("../../../docs/auth.md")]
+    pub struct Auth;
 }

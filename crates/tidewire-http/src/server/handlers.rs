@@ -17,6 +17,8 @@ use super::sse_body::sse;
 use super::state::State;
 use super::streams::{STANDALONE, parse_event_id};
 
+use tidewire_core::transport::Principal;
+
 type Shared = Arc<State>;
 
 /// The endpoint (behind the router's `HostLayer`): dispatches on the method.
@@ -24,10 +26,11 @@ pub(crate) async fn endpoint(
     Extract(state): Extract<Shared>,
     method: Method,
     headers: HeaderMap,
+    principal: Option<axum::Extension<Principal>>,
     body: Body,
 ) -> Response {
     match method {
-        Method::POST => post(&state, headers, body).await,
+        Method::POST => post(&state, headers, principal.map(|p| p.0), body).await,
         Method::GET | Method::DELETE if !state.config.eras.legacy() => method_not_allowed(
             "this endpoint serves only the stateless revision (2026-07-28): POST each request",
         ),

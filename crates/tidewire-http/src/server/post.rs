@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
-use tidewire_core::transport::{HttpRequestInfo, RequestLimits, http_reply};
+use tidewire_core::transport::{HttpRequestInfo, Principal, RequestLimits, http_reply};
 
 use super::body::{self, BodyBudget};
 use super::checks::{self, SESSION_ID, check_accept, check_content_type, error, error_for};
@@ -25,7 +25,15 @@ use super::state::State;
 
 type Shared = Arc<State>;
 
-pub(crate) async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Response {
+/// `principal`: who an authentication layer in front of the endpoint (such as
+/// `tidewire_auth::BearerLayer`) says the request acts for; it goes into every message's
+/// envelope, so handlers see it and the server binds tasks and request state to it.
+pub(crate) async fn post(
+    state: &Shared,
+    headers: HeaderMap,
+    principal: Option<Principal>,
+    body: Body,
+) -> Response {
     if let Err(r) = check_accept(&headers, &["application/json", "text/event-stream"]) {
         return r;
     }
@@ -120,7 +128,7 @@ pub(crate) async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Resp
             {
                 return initialize_refused(r);
             }
-            return super::stateless::post(state, headers, message).await;
+            return super::stateless::post(state, headers, principal, message).await;
         }
     }
     let mut extensions = http::Extensions::new();
@@ -128,6 +136,9 @@ pub(crate) async fn post(state: &Shared, headers: HeaderMap, body: Body) -> Resp
         headers,
         session_id: session_header.clone(),
     });
+    if let Some(principal) = principal {
+        extensions.insert(principal);
+    }
 
     if state.config.stateless {
         let Some(message) = messages.pop() else {

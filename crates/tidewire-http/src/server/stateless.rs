@@ -32,7 +32,7 @@ use tidewire_core::jsonrpc::{
 };
 use tidewire_core::stateless;
 use tidewire_core::transport::text::excerpt;
-use tidewire_core::transport::{Envelope, HttpHeaders, RequestLimits, header_value};
+use tidewire_core::transport::{Envelope, HttpHeaders, Principal, RequestLimits, header_value};
 
 use super::checks::{PROTOCOL_VERSION, error, error_for};
 use super::config::ResponseMode;
@@ -45,7 +45,12 @@ const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
 
 /// Serves one POST of the stateless wire.
-pub(crate) async fn post(state: &Arc<State>, headers: HeaderMap, message: Message) -> Response {
+pub(crate) async fn post(
+    state: &Arc<State>,
+    headers: HeaderMap,
+    principal: Option<Principal>,
+    message: Message,
+) -> Response {
     let request = match message {
         Message::Request(request) => request,
         // Only `notifications/cancelled` exists client to server, and a closed stream already
@@ -65,7 +70,7 @@ pub(crate) async fn post(state: &Arc<State>, headers: HeaderMap, message: Messag
     if let Err(error) = check(&headers, &request) {
         return error_for(status_of(error.code), Some(request.id), error);
     }
-    deliver(state, headers, request).await
+    deliver(state, headers, principal, request).await
 }
 
 /// The envelope and header checks, in the order the module documentation gives.
@@ -146,7 +151,12 @@ pub(crate) fn status_of(code: i64) -> StatusCode {
 }
 
 /// Runs the request in a one-shot session and answers the POST.
-async fn deliver(state: &Arc<State>, headers: HeaderMap, request: Request) -> Response {
+async fn deliver(
+    state: &Arc<State>,
+    headers: HeaderMap,
+    principal: Option<Principal>,
+    request: Request,
+) -> Response {
     let Some(slot) = StatelessSlot::take(state) else {
         let mut response = error_for(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -178,6 +188,9 @@ async fn deliver(state: &Arc<State>, headers: HeaderMap, request: Request) -> Re
         headers,
         session_id: None,
     });
+    if let Some(principal) = principal {
+        extensions.insert(principal);
+    }
     let n = state.stateless_seq.fetch_add(1, Ordering::Relaxed);
     let session = state.start_session(format!("stateless-{n}").into());
     // The one-shot session ends with this request, however the POST ends: answered, or dropped
