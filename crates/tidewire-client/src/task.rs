@@ -292,6 +292,26 @@ impl Watch {
             }
         }
     }
+
+    /// The next look at the task: pushed, or polled after `interval`.
+    async fn wait(&mut self, interval: Duration) -> Result<TaskDetails, ClientError> {
+        if let Some(listen) = &mut self.pushed {
+            let check = (interval * CHECK_EVERY).max(MIN_CHECK);
+            match tokio::time::timeout(check, pushed(listen, &self.handle.id)).await {
+                // A question needs answering: `step` looks again and answers it.
+                Ok(Pushed::Task(details)) if details.task.status != TaskStatus::InputRequired => {
+                    return Ok(*details);
+                }
+                Ok(Pushed::Task(_) | Pushed::Missed) | Err(_) => return self.handle.step().await,
+                Ok(Pushed::Ended) => {
+                    tracing::debug!("the task's listen ended: polling");
+                    self.pushed = None;
+                }
+            }
+        }
+        tokio::time::sleep(interval).await;
+        self.handle.step().await
+    }
 }
 
 /// A listen for the task's changes, on the stateless revision, if the server holds one. It is
@@ -323,28 +343,6 @@ async fn open(handle: &TaskHandle) -> Option<Listen> {
             tracing::debug!(%error, "no listen for the task's changes: polling");
             None
         }
-    }
-}
-
-impl Watch {
-    /// The next look at the task: pushed, or polled after `interval`.
-    async fn wait(&mut self, interval: Duration) -> Result<TaskDetails, ClientError> {
-        if let Some(listen) = &mut self.pushed {
-            let check = (interval * CHECK_EVERY).max(MIN_CHECK);
-            match tokio::time::timeout(check, pushed(listen, &self.handle.id)).await {
-                // A question needs answering: `step` looks again and answers it.
-                Ok(Pushed::Task(details)) if details.task.status != TaskStatus::InputRequired => {
-                    return Ok(*details);
-                }
-                Ok(Pushed::Task(_) | Pushed::Missed) | Err(_) => return self.handle.step().await,
-                Ok(Pushed::Ended) => {
-                    tracing::debug!("the task's listen ended: polling");
-                    self.pushed = None;
-                }
-            }
-        }
-        tokio::time::sleep(interval).await;
-        self.handle.step().await
     }
 }
 

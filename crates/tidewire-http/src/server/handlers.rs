@@ -34,8 +34,8 @@ pub(crate) async fn endpoint(
         Method::GET | Method::DELETE if !state.config.eras.legacy() => method_not_allowed(
             "this endpoint serves only the stateless revision (2026-07-28): POST each request",
         ),
-        Method::GET => get(&state, &headers),
-        Method::DELETE => delete(&state, &headers),
+        Method::GET => get(&state, &headers, principal.as_ref().map(|p| &p.0)),
+        Method::DELETE => delete(&state, &headers, principal.as_ref().map(|p| &p.0)),
         _ => {
             let mut response = error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -50,7 +50,7 @@ pub(crate) async fn endpoint(
     }
 }
 
-fn get(state: &Shared, headers: &HeaderMap) -> Response {
+fn get(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
     if state.config.stateless {
         return method_not_allowed("a stateless server has no standalone stream");
     }
@@ -67,7 +67,11 @@ fn get(state: &Shared, headers: &HeaderMap) -> Response {
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    let Some(session) = state.sessions.get(id.as_str()) else {
+    let Some(session) = state
+        .sessions
+        .get(id.as_str())
+        .filter(|s| s.is_owned_by(principal))
+    else {
         return session_not_found(&id);
     };
     session.touch();
@@ -108,7 +112,7 @@ fn get(state: &Shared, headers: &HeaderMap) -> Response {
     }
 }
 
-fn delete(state: &Shared, headers: &HeaderMap) -> Response {
+fn delete(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
     if state.config.stateless {
         return method_not_allowed("a stateless server has no sessions to end");
     }
@@ -119,7 +123,11 @@ fn delete(state: &Shared, headers: &HeaderMap) -> Response {
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    if state.sessions.end(id.as_str()) {
+    let owned = state
+        .sessions
+        .get(id.as_str())
+        .is_some_and(|s| s.is_owned_by(principal));
+    if owned && state.sessions.end(id.as_str()) {
         StatusCode::OK.into_response()
     } else {
         session_not_found(&id)

@@ -55,9 +55,10 @@ pub(crate) async fn post(
     // The session is checked before a byte of the body is read (an unknown one costs nothing).
     let session_header = checks::session_id(&headers).filter(|_| !stateless_header);
     let known = match &session_header {
+        // Another principal's session is as unknown as one that never was (nothing leaks).
         Some(id) if !state.config.stateless => match state.sessions.get(id.as_str()) {
-            Some(session) => Some(session),
-            None => return session_not_found(id),
+            Some(session) if session.is_owned_by(principal.as_ref()) => Some(session),
+            _ => return session_not_found(id),
         },
         _ => None,
     };
@@ -136,8 +137,8 @@ pub(crate) async fn post(
         headers,
         session_id: session_header.clone(),
     });
-    if let Some(principal) = principal {
-        extensions.insert(principal);
+    if let Some(principal) = &principal {
+        extensions.insert(principal.clone());
     }
 
     if state.config.stateless {
@@ -158,6 +159,7 @@ pub(crate) async fn post(
                 Err(refused) => return http_reply::no_new_session(refused).into_response(),
             };
             let session = state.start_session(id);
+            session.bind(principal);
             // Checked again as it is admitted: two initializes racing for the last slot.
             if let Err(full) = state.sessions.admit(session.id.clone(), session.clone()) {
                 session.close();

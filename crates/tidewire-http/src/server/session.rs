@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,7 +12,7 @@ use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
-    Codec, Envelope, Route, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Principal, Route, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -44,6 +44,8 @@ pub(crate) struct HttpSession {
     version: AtomicU8,
     /// Bytes of this session's POST bodies being read at once.
     pub(crate) body_budget: BodyBudget,
+    /// Who opened the session, when an authentication layer said (set once, at `initialize`).
+    owner: OnceLock<Principal>,
 }
 
 /// A request id is already waiting for its response in this session.
@@ -68,7 +70,22 @@ impl HttpSession {
             last_active: Mutex::new(Instant::now()),
             version: AtomicU8::new(0),
             body_budget: BodyBudget::new(body_bytes),
+            owner: OnceLock::new(),
         }
+    }
+
+    /// Binds the session to the principal that opened it: from then on only requests acting
+    /// for the same principal reach it.
+    pub(crate) fn bind(&self, owner: Option<Principal>) {
+        if let Some(owner) = owner {
+            let _ = self.owner.set(owner);
+        }
+    }
+
+    /// Whether a request acting for `principal` may use the session: it must act for the
+    /// principal that opened it (or for none, when none opened it).
+    pub(crate) fn is_owned_by(&self, principal: Option<&Principal>) -> bool {
+        self.owner.get() == principal
     }
 
     fn routes(&self) -> MutexGuard<'_, HashMap<RequestId, ReplyTarget>> {

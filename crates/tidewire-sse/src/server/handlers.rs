@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use tidewire_core::session::BoxedServe;
 use tidewire_core::transport::sessions::SessionTable;
-use tidewire_core::transport::{Codec, HttpRequestInfo, http_reply};
+use tidewire_core::transport::{Codec, HttpRequestInfo, Principal, http_reply};
 
 use super::config::SseConfig;
 use super::session::{Session, SseReceiver, SseSender, SseTransport};
@@ -66,13 +66,20 @@ fn sessions_full(max: usize) -> Response {
 }
 
 /// `GET <sse path>`: a new session, its engine, and its stream.
-pub(crate) async fn open_stream(Extract(state): Extract<Shared>, post_path: Arc<str>) -> Response {
+pub(crate) async fn open_stream(
+    Extract(state): Extract<Shared>,
+    principal: Option<axum::Extension<Principal>>,
+    post_path: Arc<str>,
+) -> Response {
     let id = match state.sessions.fresh_id() {
         Ok(id) => id,
         Err(refused) => return http_reply::no_new_session(refused).into_response(),
     };
     let (outbound_tx, outbound_rx) = mpsc::channel(state.config.outbound_queue);
-    let session = Arc::new(Session::new(state.config.inbound_queue));
+    let session = Arc::new(Session::new(
+        state.config.inbound_queue,
+        principal.map(|p| p.0),
+    ));
     let transport = (
         SseSender {
             session: session.clone(),
@@ -200,8 +207,10 @@ pub(crate) async fn post_message(
     Extract(state): Extract<Shared>,
     uri: Uri,
     headers: HeaderMap,
+    principal: Option<axum::Extension<Principal>>,
     body: Body,
 ) -> Response {
+    let principal = principal.map(|p| p.0);
     let Some(id) = session_param(&uri).map(str::to_owned) else {
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -209,7 +218,8 @@ pub(crate) async fn post_message(
             "Bad Request: the sessionId query parameter is missing (POST to the URL of the stream's endpoint event)",
         );
     };
-    let Some(session) = state.sessions.get(&id) else {
+    // Another principal's session is as unknown as one that never was (nothing leaks).
+    let Some(session) = state.sessions.get(&id).filter(|s| s.owner == principal) else {
         return refuse(
             StatusCode::NOT_FOUND,
             ErrorCode(-32001),
@@ -253,6 +263,9 @@ pub(crate) async fn post_message(
         headers,
         session_id: Some(id.clone()),
     });
+    if let Some(principal) = principal {
+        envelope.extensions.insert(principal);
+    }
     session.note_inbound(&envelope.message);
     let delivered = tokio::select! {
         biased;

@@ -73,7 +73,9 @@ impl LegacySse {
                 sse_path,
                 axum::routing::get({
                     let post_path = post_path.clone();
-                    move |state| handlers::open_stream(state, post_path.clone())
+                    move |state, principal| {
+                        handlers::open_stream(state, principal, post_path.clone())
+                    }
                 }),
             )
             .route(

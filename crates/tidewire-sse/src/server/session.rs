@@ -9,7 +9,7 @@ use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
-    Codec, Envelope, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Principal, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -24,6 +24,9 @@ pub(crate) struct Session {
     /// Fired when the session ends: the stream went away, it expired, or the engine stopped.
     pub(crate) closed: CancellationToken,
     activity: Mutex<Activity>,
+    /// Who opened the stream, when an authentication layer said: only requests acting for
+    /// the same principal may post to the session.
+    pub(crate) owner: Option<Principal>,
 }
 
 /// What idle expiry looks at.
@@ -37,8 +40,9 @@ struct Activity {
 }
 
 impl Session {
-    pub(crate) fn new(inbound_queue: usize) -> Self {
+    pub(crate) fn new(inbound_queue: usize, owner: Option<Principal>) -> Self {
         Self {
+            owner,
             inbox: BoundedQueue::new(inbound_queue),
             closed: CancellationToken::new(),
             activity: Mutex::new(Activity {
