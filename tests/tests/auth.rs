@@ -259,3 +259,202 @@ async fn a_session_is_bound_to_the_principal_that_opened_it() {
     .await
     .expect("within the limit");
 }
+
+/// A small authorization server for the OAuth client: metadata, registration, an
+/// authorization endpoint that approves at once (redirecting with `iss`, right or wrong), and
+/// a token endpoint that grants `alice-token` for the right PKCE verifier. Counts token
+/// requests.
+async fn authorization_server(
+    wrong_iss: bool,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use axum::routing::{get, post};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let issuer = format!("http://{}", listener.local_addr().expect("address"));
+    let tokens = Arc::new(AtomicUsize::new(0));
+    let challenge = Arc::new(Mutex::new(String::new()));
+    let metadata = json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/authorize"),
+        "token_endpoint": format!("{issuer}/token"),
+        "registration_endpoint": format!("{issuer}/register"),
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post"],
+        "authorization_response_iss_parameter_supported": true,
+    })
+    .to_string();
+    let iss = if wrong_iss {
+        "http://evil.example".to_owned()
+    } else {
+        issuer.clone()
+    };
+    let seen = challenge.clone();
+    let authorize = move |uri: http::Uri| {
+        let iss = iss.clone();
+        let seen = seen.clone();
+        async move {
+            let parsed = reqwest::Url::parse(&format!("http://as{uri}")).expect("a URL");
+            let q: std::collections::HashMap<String, String> =
+                parsed.query_pairs().into_owned().collect();
+            *seen.lock().expect("lock") = q.get("code_challenge").cloned().unwrap_or_default();
+            let to = format!(
+                "{}?code=the-code&state={}&iss={}",
+                q.get("redirect_uri").cloned().unwrap_or_default(),
+                q.get("state").cloned().unwrap_or_default(),
+                iss
+            );
+            (http::StatusCode::FOUND, [(http::header::LOCATION, to)])
+        }
+    };
+    let counted = tokens.clone();
+    let token = move |body: String| {
+        let counted = counted.clone();
+        let challenge = challenge.clone();
+        async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let verifier = body
+                .split('&')
+                .find_map(|p| p.strip_prefix("code_verifier="))
+                .unwrap_or_default()
+                .to_owned();
+            use base64::Engine as _;
+            use sha2::Digest as _;
+            let derived = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(sha2::Sha256::digest(verifier.as_bytes()));
+            let right = derived == *challenge.lock().expect("lock")
+                && body.contains("client_secret=s3cret");
+            let answer = if right {
+                json!({"access_token": "alice-token", "token_type": "Bearer", "expires_in": 60})
+            } else {
+                json!({"error": "invalid_grant"})
+            };
+            let status = if right { 200 } else { 400 };
+            (
+                http::StatusCode::from_u16(status).expect("status"),
+                [(http::header::CONTENT_TYPE, "application/json")],
+                answer.to_string(),
+            )
+        }
+    };
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(move || {
+                let metadata = metadata.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], metadata) }
+            }),
+        )
+        .route(
+            "/register",
+            post(|| async {
+                (
+                    http::StatusCode::CREATED,
+                    [(http::header::CONTENT_TYPE, "application/json")],
+                    json!({"client_id": "registered", "client_secret": "s3cret",
+                           "token_endpoint_auth_method": "client_secret_post"})
+                    .to_string(),
+                )
+            }),
+        )
+        .route("/authorize", get(authorize))
+        .route("/token", post(token));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (issuer, tokens)
+}
+
+/// A server behind the layer whose metadata names `issuer`; its endpoint's URL.
+async fn protected_by(issuer: &str) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let metadata = ProtectedResourceMetadata::new(url.clone(), issuer);
+    let tokens = StaticTokens::new().with("alice-token", VerifiedToken::new("alice", ["mcp:use"]));
+    let server = Server::builder(Implementation::new("protected", "1.0"))
+        .tool(
+            "whoami",
+            "Says who the call acts for",
+            |_: NoArgs, ctx: Context| async move {
+                Ok(CallToolResult::text(ctx.principal().unwrap_or("nobody")))
+            },
+        )
+        .build();
+    let document = serde_json::to_string(&metadata).expect("JSON");
+    let app = StreamableHttp::new(HttpConfig::default(), server)
+        .router("/mcp")
+        .layer(BearerLayer::new(tokens, &metadata))
+        .route(
+            &metadata.path(),
+            axum::routing::get(move || {
+                let document = document.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], document) }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// From a 401 to a call: the challenge leads the OAuth client to the metadata, a registration,
+/// the authorization request with PKCE and its `iss` checked, and the token the server takes.
+/// An authorization response from the wrong issuer is refused before any token request.
+#[tokio::test]
+async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_issuer() {
+    use std::sync::atomic::Ordering;
+    use tidewire_auth::client::{AuthError, HeadlessRedirect, OAuthClient, OAuthConfig};
+
+    tokio::time::timeout(LIMIT, async {
+        for wrong_iss in [false, true] {
+            let (issuer, token_requests) = authorization_server(wrong_iss).await;
+            let url = protected_by(&issuer).await;
+            let refused = reqwest::Client::new()
+                .post(&url)
+                .send()
+                .await
+                .expect("answered");
+            assert_eq!(refused.status(), 401);
+            let header = refused
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .expect("a challenge")
+                .to_owned();
+            let challenge = parse_challenges(&header).remove(0);
+            let oauth = OAuthClient::new(OAuthConfig::new(
+                "auth-test",
+                "http://127.0.0.1:9/callback",
+                HeadlessRedirect::new(),
+            ))
+            .expect("client");
+            let outcome = oauth.authorize(&url, Some(&challenge)).await;
+            if wrong_iss {
+                assert!(
+                    matches!(outcome, Err(AuthError::Authorization(_))),
+                    "{outcome:?}"
+                );
+                assert_eq!(token_requests.load(Ordering::SeqCst), 0);
+                continue;
+            }
+            let token = outcome.expect("a token");
+            assert_eq!(token_requests.load(Ordering::SeqCst), 1);
+            let transport = StreamableHttpClient::new(&url)
+                .bearer(&token.access_token)
+                .connect()
+                .await
+                .expect("transport");
+            let client = Client::builder(Implementation::new("t", "1"))
+                .era(Era::Legacy)
+                .connect(transport)
+                .await
+                .expect("connect with the token");
+            assert_eq!(whoami(&client).await, "alice");
+            client.close().await;
+        }
+    })
+    .await
+    .expect("within the limit");
+}

@@ -14,10 +14,13 @@
 //! - [`Challenge`]: one `WWW-Authenticate` challenge, written and read (RFC 6750, RFC 9110
 //!   quoting), for both sides.
 //! - [`StaticTokens`]: a verifier of tokens known in advance (tests, development).
+//! - [`client`] (feature `client`): the host's side, from a 401 to an access token.
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod challenge;
+#[cfg(feature = "client")]
+pub mod client;
 mod layer;
 mod metadata;
 mod verify;

@@ -10,8 +10,10 @@
 //! `StatelessHttpClient` with `Era::Modern`): `tools_call`, `request-metadata`,
 //! `sep-2322-client-request-state`, `http-standard-headers`, `http-custom-headers`,
 //! `json-schema-ref-no-deref`; and the skills extension's `sep-2640-client-*` in either era.
-//! The `auth/*` scenarios need the OAuth flow, which tidewire does not have yet: they fail with
-//! a clear message and are listed in `tests/conformance/client-expected-failures.yml`.
+//! The `auth/*` scenarios run through `tidewire_auth`'s OAuth client (see `auth.rs`); those it
+//! does not pass yet are listed in `tests/conformance/client-*expected-failures*.yml`.
+
+mod auth;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -44,10 +46,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(scenario: &str, url: &str) -> Result<(), String> {
-    if scenario.starts_with("auth/") {
-        return Err("OAuth authorization is not implemented in tidewire yet".to_owned());
-    }
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    if scenario.starts_with("auth/") {
+        return auth::run(url, version == "2026-07-28").await;
+    }
     if version == "2026-07-28" {
         return run_stateless(scenario, url).await;
     }

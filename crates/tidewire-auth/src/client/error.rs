@@ -1,0 +1,51 @@
+//! Why a client could not get a token.
+
+/// The authorization flow failed; nothing was sent to a server it should not trust.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// An HTTP exchange with the resource or an authorization server failed.
+    #[error("{url}: {reason}")]
+    Http {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A metadata document is not there (404, or not JSON).
+    #[error("{url}: no metadata there")]
+    NotFound {
+        /// The URL.
+        url: String,
+    },
+    /// The protected-resource metadata names another resource than the one asked.
+    #[error("the resource metadata names {named:?}, not this server ({url})")]
+    ResourceMismatch {
+        /// The resource named.
+        named: String,
+        /// The MCP endpoint.
+        url: String,
+    },
+    /// The authorization server's metadata says it is another issuer (RFC 8414 §3.3).
+    #[error("the authorization server metadata is for issuer {got:?}, not {expected:?}")]
+    IssuerMismatch {
+        /// The issuer the resource named.
+        expected: String,
+        /// The issuer its metadata claims.
+        got: String,
+    },
+    /// The authorization server cannot be used as the specification asks (no PKCE S256, no
+    /// way to register a client, …).
+    #[error("the authorization server cannot be used: {0}")]
+    Unusable(String),
+    /// The authorization response is not for this request: wrong `state`, an `iss` that is
+    /// not the issuer (RFC 9207), an error from the server, no code.
+    #[error("the authorization response is refused: {0}")]
+    Authorization(String),
+    /// The token endpoint refused, or answered something that is not a token.
+    #[error("the token request failed: {0}")]
+    Token(String),
+    /// More authorization attempts than allowed for one resource.
+    #[error("gave up after {0} authorization attempts")]
+    TooManyAttempts(usize),
+}

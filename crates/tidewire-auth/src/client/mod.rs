@@ -1,0 +1,291 @@
+//! The OAuth 2.1 client of an MCP host (feature `client`): from a 401's challenge to an access
+//! token, as the MCP specification's authorization section asks.
+//!
+//! [`OAuthClient::authorize`] runs the whole flow for one MCP endpoint:
+//! 1. the protected-resource metadata: at the challenge's `resource_metadata`, else at the
+//!    well-known URL of the endpoint's path, else the root one; its `resource` must name this
+//!    endpoint (else [`AuthError::ResourceMismatch`], before any authorization server is asked);
+//! 2. the authorization server's metadata, in the specification's order of well-known URLs;
+//!    its `issuer` must be exactly the one the resource named;
+//! 3. the client's credentials there, kept per issuer: pre-registered ones, else a Client ID
+//!    Metadata Document URL where the server accepts one, else dynamic registration (with
+//!    `application_type`); a new issuer means a new registration, never another's client id;
+//! 4. the scopes: the challenge's, else the resource's `scopes_supported`, else none, with
+//!    `offline_access` only where the server lists it; a 403 `insufficient_scope` asks again
+//!    with the union of what was asked and what is missing, at most three times;
+//! 5. the authorization request with PKCE S256, `state` and RFC 8707 `resource`, through a
+//!    [`FrontChannel`]; the response's `state` and RFC 9207 `iss` are checked exactly;
+//! 6. the token request, with `resource` and the client's authentication method.
+//!
+//! Not yet: refreshing tokens, a token store, and the HTTP transports calling this by
+//! themselves on a 401.
+
+mod discovery;
+mod error;
+mod flow;
+mod http;
+mod registration;
+mod token;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use error::AuthError;
+pub use flow::{FrontChannel, HeadlessRedirect};
+pub use registration::{AuthMethod, Credentials};
+pub use token::Token;
+
+use crate::challenge::Challenge;
+use discovery::ServerMetadata;
+
+/// Authorization attempts allowed for one endpoint before giving up.
+pub const MAX_ATTEMPTS: usize = 3;
+
+/// How the client presents itself, and how it reaches the user.
+#[derive(Clone)]
+pub struct OAuthConfig {
+    /// Where the authorization server sends the user back (a loopback URL for a program).
+    pub redirect_uri: String,
+    /// The name shown to the user at registration.
+    pub client_name: String,
+    /// Credentials registered in advance, with the issuer they are for (`None`: any).
+    pub pre_registered: Option<(Credentials, Option<String>)>,
+    /// The URL of this client's Client ID Metadata Document, used as its client id where the
+    /// server supports that.
+    pub client_metadata_url: Option<String>,
+    /// How the authorization request reaches the user.
+    pub front_channel: Arc<dyn FrontChannel>,
+    /// The time limit of each HTTP exchange.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("redirect_uri", &self.redirect_uri)
+            .field("client_name", &self.client_name)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthConfig {
+    /// A client named `client_name` that is sent back to `redirect_uri`, reaching the user
+    /// through `front_channel`.
+    pub fn new(
+        client_name: impl Into<String>,
+        redirect_uri: impl Into<String>,
+        front_channel: impl FrontChannel,
+    ) -> Self {
+        Self {
+            redirect_uri: redirect_uri.into(),
+            client_name: client_name.into(),
+            pre_registered: None,
+            client_metadata_url: None,
+            front_channel: Arc::new(front_channel),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Gets access tokens for MCP endpoints (see the module docs).
+#[derive(Debug)]
+pub struct OAuthClient {
+    config: OAuthConfig,
+    http: http::Http,
+    /// The client's credentials by issuer.
+    registrations: Mutex<HashMap<String, Credentials>>,
+    /// By endpoint: the scopes asked for so far, and the attempts made.
+    asked: Mutex<HashMap<String, (BTreeSet<String>, usize)>>,
+}
+
+impl OAuthClient {
+    /// A client with `config`.
+    ///
+    /// # Errors
+    /// [`AuthError::Http`] when the HTTP client cannot be built.
+    pub fn new(config: OAuthConfig) -> Result<Self, AuthError> {
+        Ok(Self {
+            http: http::Http::new(config.timeout)?,
+            config,
+            registrations: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A token for the MCP endpoint `url`, which answered 401 (or 403 `insufficient_scope`)
+    /// with `challenge` (`None` when there was none to read).
+    ///
+    /// # Errors
+    /// Any [`AuthError`]: the flow stops at the first check that fails, and sends nothing
+    /// after it.
+    pub async fn authorize(
+        &self,
+        url: &str,
+        challenge: Option<&Challenge>,
+    ) -> Result<Token, AuthError> {
+        let named = challenge.and_then(|c| c.param("resource_metadata"));
+        let resource = discovery::resource_metadata(&self.http, url, named).await?;
+        if let Some(named) = resource.as_ref().and_then(|r| r.resource.as_deref())
+            && !discovery::names(named, url)
+        {
+            return Err(AuthError::ResourceMismatch {
+                named: named.to_owned(),
+                url: url.to_owned(),
+            });
+        }
+        let issuer = match resource
+            .as_ref()
+            .and_then(|r| r.authorization_servers.first())
+        {
+            Some(issuer) => issuer.clone(),
+            None if resource.is_some() => {
+                return Err(AuthError::Unusable(
+                    "the resource metadata names no authorization server".to_owned(),
+                ));
+            }
+            // 2025-03-26: the MCP server's origin is its authorization server.
+            None => discovery::origin(url).to_owned(),
+        };
+        let named = resource.is_some();
+        let server = match discovery::server_metadata(&self.http, &issuer, named).await? {
+            Some(server) => server,
+            None if resource.is_none() => fallback_endpoints(&issuer),
+            None => {
+                return Err(AuthError::Unusable(format!(
+                    "no metadata for the authorization server {issuer:?}"
+                )));
+            }
+        };
+        let client = self.credentials(&server).await?.fitted(&server);
+        let scopes = self.scopes(url, challenge, resource.as_ref(), &server)?;
+        let resource_id = resource.as_ref().and_then(|r| r.resource.clone());
+        let redirect_uri = &self.config.redirect_uri;
+        let pending = flow::request(
+            &server,
+            &client,
+            redirect_uri,
+            &scopes,
+            resource_id.as_deref(),
+        )?;
+        let redirected = self.config.front_channel.authorize(&pending.url).await?;
+        let code = flow::code(&pending, &server, &redirected)?;
+        flow::exchange(
+            &self.http,
+            &server,
+            &client,
+            &pending,
+            &code,
+            redirect_uri,
+            resource_id.as_deref(),
+        )
+        .await
+    }
+
+    /// The client's credentials at `server`: kept from before, pre-registered, its metadata
+    /// document's URL, or a new registration.
+    async fn credentials(&self, server: &ServerMetadata) -> Result<Credentials, AuthError> {
+        if let Some(known) = self.registered(&server.issuer) {
+            return Ok(known);
+        }
+        let credentials = match &self.config.pre_registered {
+            Some((credentials, issuer)) if issuer.as_deref().is_none_or(|i| i == server.issuer) => {
+                credentials.clone()
+            }
+            _ => match &self.config.client_metadata_url {
+                Some(url) if server.client_id_metadata_document_supported => Credentials {
+                    client_id: url.clone(),
+                    client_secret: None,
+                    method: AuthMethod::None,
+                },
+                _ => {
+                    registration::register(
+                        &self.http,
+                        server,
+                        &self.config.client_name,
+                        &self.config.redirect_uri,
+                    )
+                    .await?
+                }
+            },
+        };
+        self.registrations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(server.issuer.clone(), credentials.clone());
+        Ok(credentials)
+    }
+
+    fn registered(&self, issuer: &str) -> Option<Credentials> {
+        self.registrations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(issuer)
+            .cloned()
+    }
+
+    /// The scopes to ask for now, counting the attempt.
+    fn scopes(
+        &self,
+        url: &str,
+        challenge: Option<&Challenge>,
+        resource: Option<&discovery::ResourceMetadata>,
+        server: &ServerMetadata,
+    ) -> Result<Vec<String>, AuthError> {
+        let challenged: BTreeSet<String> = challenge
+            .and_then(|c| c.param("scope"))
+            .map(|s| s.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let step_up = challenge.and_then(|c| c.param("error")) == Some("insufficient_scope");
+        let mut asked = self
+            .asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (before, attempts) = asked.entry(url.to_owned()).or_default();
+        if *attempts >= MAX_ATTEMPTS {
+            return Err(AuthError::TooManyAttempts(*attempts));
+        }
+        let mut wanted: BTreeSet<String> = if !challenged.is_empty() {
+            challenged
+        } else {
+            resource
+                .map(|r| r.scopes_supported.iter().cloned().collect())
+                .unwrap_or_default()
+        };
+        if step_up {
+            if wanted.is_subset(before) {
+                return Err(AuthError::Unusable(
+                    "the server asks for scopes it was already asked for; more would not help"
+                        .to_owned(),
+                ));
+            }
+            wanted.extend(before.iter().cloned());
+        }
+        if server
+            .scopes_supported
+            .iter()
+            .any(|s| s == "offline_access")
+        {
+            wanted.insert("offline_access".to_owned());
+        }
+        *attempts += 1;
+        before.clone_from(&wanted);
+        Ok(wanted.into_iter().collect())
+    }
+}
+
+/// A 2025-03-26 server without metadata: the default endpoints at its origin.
+fn fallback_endpoints(origin: &str) -> ServerMetadata {
+    ServerMetadata {
+        issuer: origin.to_owned(),
+        authorization_endpoint: format!("{origin}/authorize"),
+        token_endpoint: format!("{origin}/token"),
+        registration_endpoint: Some(format!("{origin}/register")),
+        scopes_supported: Vec::new(),
+        code_challenge_methods_supported: vec!["S256".to_owned()],
+        token_endpoint_auth_methods_supported: Vec::new(),
+        authorization_response_iss_parameter_supported: false,
+        client_id_metadata_document_supported: false,
+    }
+}
