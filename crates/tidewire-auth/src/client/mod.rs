@@ -12,7 +12,7 @@
 //!    `application_type`); a new issuer means a new registration, never another's client id;
 //! 4. the scopes: the challenge's, else the resource's `scopes_supported`, else none, with
 //!    `offline_access` only where the server lists it; a 403 `insufficient_scope` asks again
-//!    with the union of what was asked and what is missing, at most three times;
+//!    with the union of what was asked and what is missing, at most three times in a row;
 //! 5. the authorization request with PKCE S256, `state` and RFC 8707 `resource`, through a
 //!    [`FrontChannel`]; the response's `state` and RFC 9207 `iss` are checked exactly;
 //! 6. the token request, with `resource` and the client's authentication method.
@@ -39,7 +39,8 @@ pub use token::Token;
 use crate::challenge::Challenge;
 use discovery::ServerMetadata;
 
-/// Authorization attempts allowed for one endpoint before giving up.
+/// Authorization attempts allowed for one endpoint in one chain of step-ups (a plain 401
+/// starts a new chain) before giving up.
 pub const MAX_ATTEMPTS: usize = 3;
 
 /// How the client presents itself, and how it reaches the user.
@@ -243,6 +244,11 @@ impl OAuthClient {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (before, attempts) = asked.entry(url.to_owned()).or_default();
+        // A plain 401 (no token yet, or one that expired) starts over; only a chain of
+        // step-ups counts toward the limit.
+        if !step_up {
+            *attempts = 0;
+        }
         if *attempts >= MAX_ATTEMPTS {
             return Err(AuthError::TooManyAttempts(*attempts));
         }
@@ -287,5 +293,72 @@ fn fallback_endpoints(origin: &str) -> ServerMetadata {
         token_endpoint_auth_methods_supported: Vec::new(),
         authorization_response_iss_parameter_supported: false,
         client_id_metadata_document_supported: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> OAuthClient {
+        OAuthClient::new(OAuthConfig::new(
+            "test",
+            "http://127.0.0.1:9/callback",
+            HeadlessRedirect::new(),
+        ))
+        .expect("client")
+    }
+
+    fn server(offline: bool) -> ServerMetadata {
+        let mut server = fallback_endpoints("http://as.test");
+        if offline {
+            server.scopes_supported = vec!["offline_access".to_owned()];
+        }
+        server
+    }
+
+    fn challenge(scope: &str, step_up: bool) -> Challenge {
+        let c = Challenge::bearer().with("scope", scope);
+        if step_up {
+            c.with("error", "insufficient_scope")
+        } else {
+            c
+        }
+    }
+
+    #[test]
+    fn scopes_come_from_the_challenge_grow_by_union_and_step_ups_are_bounded() {
+        let oauth = client();
+        let url = "http://mcp.test/mcp";
+        let ask = |c: &Challenge, offline| oauth.scopes(url, Some(c), None, &server(offline));
+        assert_eq!(ask(&challenge("a", false), false).expect("first"), ["a"]);
+        assert_eq!(
+            ask(&challenge("b", true), false).expect("step-up"),
+            ["a", "b"],
+            "the union of what was asked and what is missing"
+        );
+        assert!(
+            ask(&challenge("b", true), false).is_err(),
+            "asking again for what was asked cannot help"
+        );
+        assert_eq!(
+            ask(&challenge("c", true), false).expect("third"),
+            ["a", "b", "c"]
+        );
+        assert!(matches!(
+            ask(&challenge("d", true), false),
+            Err(AuthError::TooManyAttempts(3))
+        ));
+        // A plain 401 starts over; offline_access only where the server lists it.
+        assert_eq!(
+            ask(&challenge("a", false), true).expect("a new chain"),
+            ["a", "offline_access"]
+        );
+        assert!(
+            oauth
+                .scopes(url, None, None, &server(false))
+                .expect("none")
+                .is_empty()
+        );
     }
 }
