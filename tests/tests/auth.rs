@@ -60,6 +60,22 @@ async fn protected() -> String {
     url
 }
 
+/// A client of `url` sending `token`: a session (`Era::Legacy`) or the stateless revision.
+async fn with_token(url: &str, token: &str, era: Era) -> Client {
+    let builder = Client::builder(Implementation::new("t", "1")).era(era);
+    let connected = match era {
+        Era::Modern => {
+            let transport = StatelessHttpClient::new(url).bearer(token).connect().await;
+            builder.connect(transport.expect("transport")).await
+        }
+        _ => {
+            let transport = StreamableHttpClient::new(url).bearer(token).connect().await;
+            builder.connect(transport.expect("transport")).await
+        }
+    };
+    connected.expect("connected with the token")
+}
+
 async fn whoami(client: &Client) -> String {
     client
         .call_tool("whoami", json!({}))
@@ -119,31 +135,11 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
         let forged = post(Some("forged")).await.expect("answered");
         assert_eq!(forged.status(), 401);
 
-        let session = StreamableHttpClient::new(&url)
-            .bearer("alice-token")
-            .connect()
-            .await
-            .expect("transport");
-        let client = Client::builder(Implementation::new("t", "1"))
-            .era(Era::Legacy)
-            .connect(session)
-            .await
-            .expect("a session with the token");
-        assert_eq!(whoami(&client).await, "alice");
-        client.close().await;
-
-        let stateless = StatelessHttpClient::new(&url)
-            .bearer("alice-token")
-            .connect()
-            .await
-            .expect("transport");
-        let client = Client::builder(Implementation::new("t", "1"))
-            .era(Era::Modern)
-            .connect(stateless)
-            .await
-            .expect("the stateless revision with the token");
-        assert_eq!(whoami(&client).await, "alice");
-        client.close().await;
+        for era in [Era::Legacy, Era::Modern] {
+            let client = with_token(&url, "alice-token", era).await;
+            assert_eq!(whoami(&client).await, "alice", "{era:?}");
+            client.close().await;
+        }
 
         let sse_url = url.replace("/mcp", "/sse");
         let legacy = SseClient::new(&sse_url)
@@ -441,16 +437,7 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
             }
             let token = outcome.expect("a token");
             assert_eq!(token_requests.load(Ordering::SeqCst), 1);
-            let transport = StreamableHttpClient::new(&url)
-                .bearer(&token.access_token)
-                .connect()
-                .await
-                .expect("transport");
-            let client = Client::builder(Implementation::new("t", "1"))
-                .era(Era::Legacy)
-                .connect(transport)
-                .await
-                .expect("connect with the token");
+            let client = with_token(&url, &token.access_token, Era::Legacy).await;
             assert_eq!(whoami(&client).await, "alice");
             client.close().await;
         }

@@ -19,8 +19,9 @@ const REDIRECT_URI: &str = "http://localhost:3000/callback";
 /// This client's metadata document URL, where a server accepts one as a client id.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// Runs an `auth/*` scenario against the MCP endpoint `url`.
-pub(crate) async fn run(url: &str, modern: bool) -> Result<(), String> {
+/// A client of the MCP endpoint `url` holding the token its challenge led to (or none, if
+/// it asked for none).
+pub(crate) async fn connect(url: &str, modern: bool) -> Result<Client, String> {
     let oauth = OAuthClient::new(config()).map_err(|e| e.to_string())?;
     let token = match challenge(url, modern).await? {
         None => None,
@@ -36,7 +37,7 @@ pub(crate) async fn run(url: &str, modern: bool) -> Result<(), String> {
         }
     };
     let info = Implementation::new("tidewire-conformance-client", env!("CARGO_PKG_VERSION"));
-    let client = if modern {
+    let connected = if modern {
         let mut transport = StatelessHttpClient::new(url);
         if let Some(token) = &token {
             transport = transport.bearer(token);
@@ -56,24 +57,8 @@ pub(crate) async fn run(url: &str, modern: bool) -> Result<(), String> {
             .era(Era::Legacy)
             .connect(transport)
             .await
-    }
-    .map_err(|e| format!("connecting with the token: {e}"))?;
-    let outcome = async {
-        let tools = client
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list: {e}"))?;
-        if let Some(tool) = tools.first() {
-            client
-                .call_tool(tool.name.clone(), json!({}))
-                .await
-                .map_err(|e| format!("tools/call {}: {e}", tool.name))?;
-        }
-        Ok(())
-    }
-    .await;
-    client.close().await;
-    outcome
+    };
+    connected.map_err(|e| format!("connecting with the token: {e}"))
 }
 
 /// The OAuth client, with the pre-registered credentials the scenario's context gives.

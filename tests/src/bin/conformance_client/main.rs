@@ -48,7 +48,10 @@ async fn main() -> ExitCode {
 async fn run(scenario: &str, url: &str) -> Result<(), String> {
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
     if scenario.starts_with("auth/") {
-        return auth::run(url, version == "2026-07-28").await;
+        let client = auth::connect(url, version == "2026-07-28").await?;
+        let outcome = list_then_call_first(&client).await;
+        client.close().await;
+        return outcome;
     }
     if version == "2026-07-28" {
         return run_stateless(scenario, url).await;
