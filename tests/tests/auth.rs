@@ -401,7 +401,9 @@ async fn protected_by(issuer: &str) -> String {
 #[tokio::test]
 async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_issuer() {
     use std::sync::atomic::Ordering;
-    use tidewire_auth::client::{AuthError, HeadlessRedirect, OAuthClient, OAuthConfig};
+    use tidewire_auth::client::{
+        AuthError, HeadlessRedirect, OAuthClient, OAuthConfig, OAuthSession,
+    };
 
     tokio::time::timeout(LIMIT, async {
         for wrong_iss in [false, true] {
@@ -440,6 +442,36 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
             let client = with_token(&url, &token.access_token, Era::Legacy).await;
             assert_eq!(whoami(&client).await, "alice");
             client.close().await;
+
+            // The same flow run by the transports themselves, on their first 401, in both eras.
+            for (era, requests) in [(Era::Legacy, 2), (Era::Modern, 3)] {
+                let oauth = OAuthClient::new(OAuthConfig::new(
+                    "auth-test",
+                    "http://127.0.0.1:9/callback",
+                    HeadlessRedirect::new(),
+                ))
+                .expect("client");
+                let session = OAuthSession::new(oauth, url.clone());
+                let builder = Client::builder(Implementation::new("t", "1")).era(era);
+                let client = match era {
+                    Era::Modern => {
+                        let transport = StatelessHttpClient::new(&url).authorizer(session);
+                        builder
+                            .connect(transport.connect().await.expect("transport"))
+                            .await
+                    }
+                    _ => {
+                        let transport = StreamableHttpClient::new(&url).authorizer(session);
+                        builder
+                            .connect(transport.connect().await.expect("transport"))
+                            .await
+                    }
+                }
+                .expect("connected, authorized on the way");
+                assert_eq!(whoami(&client).await, "alice", "{era:?}");
+                assert_eq!(token_requests.load(Ordering::SeqCst), requests, "{era:?}");
+                client.close().await;
+            }
         }
     })
     .await

@@ -10,6 +10,7 @@
 //! - [`sink_stream`] turns a `Sink + Stream` of [`Envelope`]s into one (WebSocket and friends);
 //! - [`memory`] is an in-process duplex transport for tests and embedding.
 
+mod authorizer;
 mod client_timeouts;
 mod codec;
 mod envelope;
@@ -31,6 +32,7 @@ pub mod text;
 
 use std::future::Future;
 
+pub use authorizer::{Authorizer, AuthorizerSlot};
 pub use client_timeouts::ClientTimeouts;
 pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};

@@ -4,7 +4,9 @@
 //! each builder by `__http_client_setters!`.
 
 use http::HeaderMap;
-use tidewire_core::transport::{ClientTimeouts, Codec, InvalidHeader, RequestHeaders};
+use tidewire_core::transport::{
+    AuthorizerSlot, ClientTimeouts, Codec, InvalidHeader, RequestHeaders,
+};
 
 use super::error::HttpClientError;
 use super::redirect::same_origin_policy;
@@ -23,6 +25,7 @@ pub struct HttpClientBase {
     pub codec: Codec,
     /// How long connecting and one HTTP exchange may take.
     pub timeouts: ClientTimeouts,
+    pub authorizer: AuthorizerSlot,
 }
 
 /// An [`HttpClientBase`], checked and ready: what a transport is made of.
@@ -39,6 +42,7 @@ pub struct Checked {
     pub codec: Codec,
     /// The timeouts.
     pub timeouts: ClientTimeouts,
+    pub authorizer: AuthorizerSlot,
 }
 
 impl HttpClientBase {
@@ -50,6 +54,7 @@ impl HttpClientBase {
             http: None,
             codec: Codec::default(),
             timeouts: ClientTimeouts::DEFAULT,
+            authorizer: AuthorizerSlot::default(),
         }
     }
 
@@ -82,6 +87,7 @@ impl HttpClientBase {
             http,
             codec: self.codec,
             timeouts: self.timeouts,
+            authorizer: self.authorizer,
         })
     }
 }
@@ -138,6 +144,19 @@ macro_rules! __http_client_setters {
         /// Shorthand for `codec(Codec::new(bytes))`: the largest message either way.
         pub fn max_message_size(self, bytes: usize) -> Self {
             self.codec(::tidewire_core::transport::Codec::new(bytes))
+        }
+
+        /// Sends the `Authorization` header `authorizer` supplies on every request, and when
+        /// the server refuses one with 401 or 403, lets it get new credentials and sends the
+        /// request once more (OAuth: `tidewire_auth::client::OAuthSession`). It replaces a
+        /// `bearer` set on the builder.
+        pub fn authorizer(
+            mut self,
+            authorizer: impl ::tidewire_core::transport::Authorizer,
+        ) -> Self {
+            self.$base.authorizer =
+                ::tidewire_core::transport::AuthorizerSlot(Some(::std::sync::Arc::new(authorizer)));
+            self
         }
     };
 }

@@ -109,6 +109,7 @@ impl StreamableHttpClient {
             reconnect: self.reconnect,
             get_stream: self.get_stream,
             request_timeout: checked.timeouts.request,
+            authorizer: checked.authorizer,
         };
         Ok(HttpClientTransport::new(Shared::new(config)))
     }

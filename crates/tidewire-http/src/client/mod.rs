@@ -110,6 +110,7 @@
 //! `data` line at all is not seen (the SSE parser drops such events); servers send priming
 //! events with an empty `data` line, as the specification describes.
 
+mod authorized;
 mod base;
 mod builder;
 mod error;

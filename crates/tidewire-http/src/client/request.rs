@@ -67,7 +67,9 @@ async fn run(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, snapshot: S
 }
 
 async fn post(shared: &Arc<Shared>, exchange: &Exchange, body: Vec<u8>, snapshot: &Snapshot) {
-    let response = match shared.post(body, snapshot).send().await {
+    let auth = &shared.config.authorizer;
+    let sent = super::authorized::send(auth, body, |body| shared.post(body, snapshot)).await;
+    let response = match sent {
         Ok(response) => response,
         Err(e) => {
             exchange.fail(transport_error(format!(
@@ -280,6 +282,7 @@ mod tests {
             reconnect: ReconnectPolicy::never(),
             get_stream: false,
             request_timeout: Duration::from_secs(5),
+            authorizer: Default::default(),
         };
         Arc::new(Shared::new(config).0)
     }

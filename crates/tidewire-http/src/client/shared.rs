@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tidewire_core::jsonrpc::Message;
-use tidewire_core::transport::{Codec, Envelope, TransportError};
+use tidewire_core::transport::{AuthorizerSlot, Codec, Envelope, TransportError};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) reconnect: ReconnectPolicy,
     pub(crate) get_stream: bool,
     pub(crate) request_timeout: Duration,
+    /// Supplies `Authorization`, and new credentials after a 401 or 403.
+    pub(crate) authorizer: AuthorizerSlot,
 }
 
 /// The HTTP session as the transport knows it.
@@ -247,10 +249,12 @@ impl Shared {
         for (name, value) in own {
             headers.insert((*name).clone(), value.clone());
         }
-        self.config
+        let request = self
+            .config
             .http
             .request(method, self.config.url.clone())
-            .headers(headers)
+            .headers(headers);
+        super::authorized::with_authorization(request, &self.config.authorizer)
     }
 
     /// A POST carrying one message.

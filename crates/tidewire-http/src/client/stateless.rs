@@ -15,7 +15,8 @@ use http::HeaderMap;
 use tidewire_core::jsonrpc::{ErrorObject, Message};
 use tidewire_core::stateless::request_headers;
 use tidewire_core::transport::{
-    Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver, TransportSender,
+    AuthorizerSlot, Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver,
+    TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +67,7 @@ impl StatelessHttpClient {
             http,
             codec,
             timeouts,
+            authorizer,
         } = self.base.check()?;
         let (tx, rx) = mpsc::channel(INBOUND);
         let shared = Arc::new(Shared {
@@ -74,6 +76,7 @@ impl StatelessHttpClient {
             codec,
             extra,
             request_timeout: timeouts.request,
+            authorizer,
             inbound: tx,
             shutdown: CancellationToken::new(),
         });
@@ -98,6 +101,8 @@ struct Shared {
     codec: Codec,
     /// Headers every POST carries.
     extra: HeaderMap,
+    /// Supplies `Authorization`, and new credentials after a 401 or 403.
+    authorizer: AuthorizerSlot,
     /// How long the POST of a notification may take (a request's is bounded by the request).
     request_timeout: std::time::Duration,
     inbound: mpsc::Sender<Result<Envelope, TransportError>>,
@@ -193,7 +198,10 @@ impl TransportSender for StatelessSender {
                     .encode(&Message::Notification(notification))?;
                 let shared = self.shared.clone();
                 tokio::spawn(async move {
-                    let post = shared.post(headers, body).send();
+                    let auth = &shared.authorizer;
+                    let post = super::authorized::send(auth, body, |body| {
+                        shared.post(headers.clone(), body)
+                    });
                     tokio::select! {
                         () = shared.shutdown.cancelled() => {}
                         sent = tokio::time::timeout(shared.request_timeout, post) => match sent {
@@ -233,7 +241,10 @@ impl Shared {
     }
 
     async fn exchange(&self, exchange: &Exchange, headers: HeaderMap, body: Vec<u8>) {
-        let response = match self.post(headers, body).send().await {
+        let sent = super::authorized::send(&self.authorizer, body, |body| {
+            self.post(headers.clone(), body)
+        });
+        let response = match sent.await {
             Ok(response) => response,
             Err(error) => {
                 exchange.fail(failure(format!("the POST failed: {}", chain(&error))));

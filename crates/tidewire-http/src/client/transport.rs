@@ -300,9 +300,8 @@ async fn accept(
     body: Vec<u8>,
     snapshot: &Snapshot,
 ) -> Result<Accepted, String> {
-    let response = shared
-        .post(body, snapshot)
-        .send()
+    let auth = &shared.config.authorizer;
+    let response = super::authorized::send(auth, body, |body| shared.post(body, snapshot))
         .await
         .map_err(|e| chain(&e))?;
     let status = response.status();

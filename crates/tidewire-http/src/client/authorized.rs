@@ -1,0 +1,50 @@
+//! Sending a request with the transport's [`Authorizer`](tidewire_core::transport::Authorizer):
+//! its `Authorization` header on every try, and one more try after a 401 or 403 when it got
+//! new credentials.
+
+use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::{HeaderMap, StatusCode};
+use tidewire_core::transport::AuthorizerSlot;
+
+/// `request` with the authorizer's header (replacing any `Authorization` set before).
+pub(crate) fn with_authorization(
+    request: reqwest::RequestBuilder,
+    auth: &AuthorizerSlot,
+) -> reqwest::RequestBuilder {
+    match auth.authorization() {
+        Some(value) => {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, value);
+            request.headers(headers)
+        }
+        None => request,
+    }
+}
+
+/// Sends the request `build` makes of `body`; after a 401 or 403, when the authorizer got new
+/// credentials, sends it once more with them. Without an authorizer the body is not copied.
+pub(crate) async fn send(
+    auth: &AuthorizerSlot,
+    body: Vec<u8>,
+    build: impl Fn(Vec<u8>) -> reqwest::RequestBuilder,
+) -> reqwest::Result<reqwest::Response> {
+    let Some(authorizer) = &auth.0 else {
+        return build(body).send().await;
+    };
+    let response = with_authorization(build(body.clone()), auth).send().await?;
+    let status = response.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return Ok(response);
+    }
+    let challenges: Vec<String> = response
+        .headers()
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .collect();
+    if !authorizer.refused(status, &challenges).await {
+        return Ok(response);
+    }
+    with_authorization(build(body), auth).send().await
+}
