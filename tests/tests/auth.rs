@@ -381,9 +381,14 @@ async fn protected_by(issuer: &str) -> String {
         )
         .build();
     let document = serde_json::to_string(&metadata).expect("JSON");
+    let layer = BearerLayer::new(tokens, &metadata);
+    let sse = LegacySse::new(SseConfig::default(), server.clone())
+        .router("/sse", "/messages")
+        .layer(layer.clone());
     let app = StreamableHttp::new(HttpConfig::default(), server)
         .router("/mcp")
-        .layer(BearerLayer::new(tokens, &metadata))
+        .layer(layer)
+        .merge(sse)
         .route(
             &metadata.path(),
             axum::routing::get(move || {
@@ -472,6 +477,25 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
                 assert_eq!(token_requests.load(Ordering::SeqCst), requests, "{era:?}");
                 client.close().await;
             }
+            // And the legacy HTTP+SSE client, whose stream's GET is the first to be refused.
+            let oauth = OAuthClient::new(OAuthConfig::new(
+                "auth-test",
+                "http://127.0.0.1:9/callback",
+                HeadlessRedirect::new(),
+            ))
+            .expect("client");
+            let transport = SseClient::new(url.replace("/mcp", "/sse"))
+                .authorizer(OAuthSession::new(oauth, url.clone()))
+                .connect()
+                .await
+                .expect("the stream, authorized on the way");
+            let client = Client::builder(Implementation::new("t", "1"))
+                .connect(transport)
+                .await
+                .expect("connected");
+            assert_eq!(whoami(&client).await, "alice", "legacy SSE");
+            assert_eq!(token_requests.load(Ordering::SeqCst), 4);
+            client.close().await;
         }
     })
     .await

@@ -41,7 +41,9 @@ struct Inner {
 }
 
 impl OAuthSession {
-    /// Tokens from `oauth` for the MCP endpoint `url`.
+    /// Tokens from `oauth` for the MCP endpoint `url`: the one the server's resource metadata
+    /// names (over legacy HTTP+SSE, that resource's URL rather than the stream's, if they
+    /// differ).
     pub fn new(oauth: OAuthClient, url: impl Into<String>) -> Self {
         Self {
             inner: Arc::new(Inner {

@@ -23,7 +23,8 @@ pub(crate) fn with_authorization(
 
 /// Sends the request `build` makes of `body`; after a 401 or 403, when the authorizer got new
 /// credentials, sends it once more with them. Without an authorizer the body is not copied.
-pub(crate) async fn send(
+#[doc(hidden)]
+pub async fn send(
     auth: &AuthorizerSlot,
     body: Vec<u8>,
     build: impl Fn(Vec<u8>) -> reqwest::RequestBuilder,

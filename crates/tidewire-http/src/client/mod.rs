@@ -127,6 +127,8 @@ mod task;
 mod transport;
 
 #[doc(hidden)]
+pub use authorized::send as __send_authorized;
+#[doc(hidden)]
 pub use base::{Checked, HttpClientBase};
 pub use builder::{DEFAULT_REQUEST_TIMEOUT, StreamableHttpClient};
 pub use error::HttpClientError;

@@ -87,6 +87,7 @@ impl SseClient {
             http: checked.http,
             codec: checked.codec,
             post_timeout: checked.timeouts.request,
+            authorizer: checked.authorizer,
         };
         tokio::time::timeout(limit, transport::open(settings))
             .await

@@ -15,7 +15,7 @@ use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;
 use tidewire_core::transport::{
-    Codec, Envelope, Transport, TransportError, TransportReceiver, TransportSender,
+    AuthorizerSlot, Codec, Envelope, Transport, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -31,6 +31,8 @@ pub(crate) struct Settings {
     pub(crate) http: reqwest::Client,
     pub(crate) codec: Codec,
     pub(crate) post_timeout: Duration,
+    /// Supplies `Authorization`, and new credentials after a 401 or 403.
+    pub(crate) authorizer: AuthorizerSlot,
 }
 
 type Events = BoxStream<'static, Result<Event, EventStreamError<StreamBroke>>>;
@@ -78,6 +80,7 @@ pub struct SseClientSender {
     headers: HeaderMap,
     codec: Codec,
     post_timeout: Duration,
+    authorizer: AuthorizerSlot,
     stop: CancellationToken,
     closed: bool,
     _guard: Arc<DropGuard>,
@@ -97,16 +100,17 @@ fn lost(text: impl Into<String>) -> TransportError {
 
 /// Opens the stream, waits for `endpoint`, and starts the reader.
 pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientError> {
-    let response = s
-        .http
-        .get(s.url.clone())
-        .headers(s.headers.clone())
-        .header(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        )
-        .header(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))
-        .send()
+    let get = |_: Vec<u8>| {
+        s.http
+            .get(s.url.clone())
+            .headers(s.headers.clone())
+            .header(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            )
+            .header(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))
+    };
+    let response = tidewire_http::client::__send_authorized(&s.authorizer, Vec::new(), get)
         .await
         .map_err(|e| SseClientError::Connect(chain(&e)))?;
     let status = response.status();
@@ -160,6 +164,7 @@ pub(crate) async fn open(s: Settings) -> Result<SseClientTransport, SseClientErr
             headers: s.headers,
             codec: s.codec,
             post_timeout: s.post_timeout,
+            authorizer: s.authorizer,
             stop: stop.clone(),
             closed: false,
             _guard: guard.clone(),
@@ -338,16 +343,17 @@ impl TransportSender for SseClientSender {
             return Err(TransportError::closed());
         }
         let body = self.codec.encode(&envelope.message)?;
-        let post = self
-            .http
-            .post(self.endpoint.clone())
-            .headers(self.headers.clone())
-            .header(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )
-            .body(body)
-            .send();
+        let build = |body: Vec<u8>| {
+            self.http
+                .post(self.endpoint.clone())
+                .headers(self.headers.clone())
+                .header(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )
+                .body(body)
+        };
+        let post = tidewire_http::client::__send_authorized(&self.authorizer, body, build);
         let response = match tokio::time::timeout(self.post_timeout, post).await {
             Err(_) => {
                 return Err(lost(format!(
