@@ -1,8 +1,8 @@
 //! The resource server's side of authorization: `tidewire_auth::BearerLayer` in front of the
 //! Streamable HTTP endpoint. Without a token the answer is 401 with a challenge naming the
 //! protected-resource metadata; with too few scopes 403 naming them; with a valid token the
-//! call goes through in both eras (and over legacy HTTP+SSE) and the handler sees who it acts
-//! for; a session belongs to the principal that opened it.
+//! call goes through in both eras (and over legacy HTTP+SSE and WebSocket) and the handler sees
+//! who it acts for; a session belongs to the principal that opened it.
 
 use serde_json::json;
 use tidewire_auth::{
@@ -16,6 +16,8 @@ use tidewire_server::{Context, NoArgs, Server};
 use tidewire_sse::client::SseClient;
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_tests::LIMIT;
+use tidewire_ws::client::WsClient;
+use tidewire_ws::server::{WebSocketServer, WsConfig};
 
 /// Serves a `whoami` tool behind the layer, and the metadata document beside it; the URL of
 /// the endpoint.
@@ -45,10 +47,14 @@ async fn protected() -> String {
     let sse = LegacySse::new(SseConfig::default(), server.clone())
         .router("/sse", "/messages")
         .layer(layer.clone());
+    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+        .router("/ws")
+        .layer(layer.clone());
     let mcp = StreamableHttp::new(HttpConfig::default(), server)
         .router("/mcp")
         .layer(layer)
-        .merge(sse);
+        .merge(sse)
+        .merge(ws);
     let app = mcp.route(
         &metadata.path(),
         axum::routing::get(move || {
@@ -155,6 +161,23 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
         client.close().await;
         let refused = SseClient::new(&sse_url).connect().await;
         assert!(refused.is_err(), "no token, no stream");
+
+        let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
+        let socket = WsClient::new(&ws_url)
+            .bearer("alice-token")
+            .connect()
+            .await
+            .expect("the upgrade with the token");
+        let client = Client::builder(Implementation::new("t", "1"))
+            .connect(socket)
+            .await
+            .expect("WebSocket with the token");
+        assert_eq!(whoami(&client).await, "alice", "WebSocket");
+        client.close().await;
+        assert!(
+            WsClient::new(&ws_url).connect().await.is_err(),
+            "no token, no upgrade"
+        );
     })
     .await
     .expect("within the limit");

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use tidewire_core::transport::{
-    Codec, Envelope, Transport, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Principal, Transport, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -109,6 +109,16 @@ pub struct WsTransport {
     receiver: WsReceiver,
 }
 
+impl WsTransport {
+    /// Hands `principal` (from an authentication layer in front of the upgrade) to every
+    /// message the connection receives.
+    #[cfg(feature = "server")]
+    pub(crate) fn acting_for(mut self, principal: Option<Principal>) -> Self {
+        self.receiver.principal = principal;
+        self
+    }
+}
+
 impl Transport for WsTransport {
     type Sender = WsSender;
     type Receiver = WsReceiver;
@@ -135,6 +145,8 @@ pub struct WsSender {
 #[derive(Debug)]
 pub struct WsReceiver {
     rx: mpsc::Receiver<Result<Envelope, TransportError>>,
+    /// Who the upgrade request acted for, handed to every message (server side).
+    principal: Option<Principal>,
 }
 
 impl std::fmt::Debug for Control {
@@ -180,7 +192,10 @@ where
             stop,
             closed: false,
         },
-        receiver: WsReceiver { rx: in_rx },
+        receiver: WsReceiver {
+            rx: in_rx,
+            principal: None,
+        },
     }
 }
 
@@ -373,6 +388,10 @@ impl TransportSender for WsSender {
 
 impl TransportReceiver for WsReceiver {
     async fn recv(&mut self) -> Option<Result<Envelope, TransportError>> {
-        self.rx.recv().await
+        let mut item = self.rx.recv().await;
+        if let (Some(Ok(envelope)), Some(principal)) = (&mut item, &self.principal) {
+            envelope.extensions.insert(principal.clone());
+        }
+        item
     }
 }

@@ -33,7 +33,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use tidewire_core::session::Serve;
-use tidewire_core::transport::{Codec, HostLayer, HostPolicy, ServerLimits};
+use tidewire_core::transport::{Codec, HostLayer, HostPolicy, Principal, ServerLimits};
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
@@ -174,8 +174,10 @@ fn offers(headers: &HeaderMap) -> (bool, bool) {
 async fn upgrade(
     Extract(state): Extract<Arc<State>>,
     headers: HeaderMap,
+    principal: Option<axum::Extension<Principal>>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let principal = principal.map(|p| p.0);
     let (offered_any, offered_mcp) = offers(&headers);
     if offered_any && !offered_mcp {
         return refuse(
@@ -202,10 +204,10 @@ async fn upgrade(
     ws.protocols([SUBPROTOCOL])
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| serve(state, socket))
+        .on_upgrade(move |socket| serve(state, socket, principal))
 }
 
-async fn serve(state: Arc<State>, socket: WebSocket) {
+async fn serve(state: Arc<State>, socket: WebSocket, principal: Option<Principal>) {
     state.connections.fetch_add(1, Ordering::AcqRel);
     let _count = Decrement(state.clone());
     let config = &state.config;
@@ -221,7 +223,8 @@ async fn serve(state: Arc<State>, socket: WebSocket) {
         Ok(message) => Ok(from_axum(message)),
         Err(e) => Err(ReadFailure::classify(e.to_string())),
     });
-    let transport = connection::start(Box::pin(sink), Box::pin(stream), settings);
+    let transport =
+        connection::start(Box::pin(sink), Box::pin(stream), settings).acting_for(principal);
     if let Err(error) = state.make_driver.serve_connection(transport).await {
         tracing::debug!(%error, "a WebSocket session's engine stopped");
     }
