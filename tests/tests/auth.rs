@@ -19,20 +19,15 @@ use tidewire_tests::LIMIT;
 use tidewire_ws::client::WsClient;
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
-/// Serves a `whoami` tool behind the layer, and the metadata document beside it; the URL of
-/// the endpoint.
-async fn protected() -> String {
+/// Serves a `whoami` tool behind the layer (Streamable HTTP at `/mcp`, legacy SSE at `/sse`,
+/// WebSocket at `/ws`), whose metadata document, served beside it, names `issuer` and the
+/// `required` scopes; the URL of the endpoint.
+async fn serve_protected(issuer: &str, tokens: StaticTokens, required: &[&str]) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let addr = listener.local_addr().expect("address");
-    let url = format!("http://{addr}/mcp");
-    let metadata =
-        ProtectedResourceMetadata::new(url.clone(), "http://127.0.0.1:1").scopes(["mcp:use"]);
-    let tokens = StaticTokens::new()
-        .with("alice-token", VerifiedToken::new("alice", ["mcp:use"]))
-        .with("narrow-token", VerifiedToken::new("bob", ["mcp:other"]))
-        .with("bob-token", VerifiedToken::new("bob", ["mcp:use"]));
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let metadata = ProtectedResourceMetadata::new(url.clone(), issuer).scopes(required.to_vec());
     let server = Server::builder(Implementation::new("protected", "1.0"))
         .tool(
             "whoami",
@@ -43,27 +38,37 @@ async fn protected() -> String {
         )
         .build();
     let document = serde_json::to_string(&metadata).expect("JSON");
-    let layer = BearerLayer::new(tokens, &metadata).require_scopes(["mcp:use"]);
+    let layer = BearerLayer::new(tokens, &metadata).require_scopes(required.to_vec());
     let sse = LegacySse::new(SseConfig::default(), server.clone())
         .router("/sse", "/messages")
         .layer(layer.clone());
     let ws = WebSocketServer::new(WsConfig::default(), server.clone())
         .router("/ws")
         .layer(layer.clone());
-    let mcp = StreamableHttp::new(HttpConfig::default(), server)
+    let app = StreamableHttp::new(HttpConfig::default(), server)
         .router("/mcp")
         .layer(layer)
         .merge(sse)
-        .merge(ws);
-    let app = mcp.route(
-        &metadata.path(),
-        axum::routing::get(move || {
-            let document = document.clone();
-            async move { ([(http::header::CONTENT_TYPE, "application/json")], document) }
-        }),
-    );
+        .merge(ws)
+        .route(
+            &metadata.path(),
+            axum::routing::get(move || {
+                let document = document.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], document) }
+            }),
+        );
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
+}
+
+/// The protected server of the layer's tests: `mcp:use` required; tokens for alice and bob,
+/// and a narrow one of bob's without it.
+async fn protected() -> String {
+    let tokens = StaticTokens::new()
+        .with("alice-token", VerifiedToken::new("alice", ["mcp:use"]))
+        .with("narrow-token", VerifiedToken::new("bob", ["mcp:other"]))
+        .with("bob-token", VerifiedToken::new("bob", ["mcp:use"]));
+    serve_protected("http://127.0.0.1:1", tokens, &["mcp:use"]).await
 }
 
 /// A client of `url` sending `token`: a session (`Era::Legacy`) or the stateless revision.
@@ -386,41 +391,11 @@ async fn authorization_server(
     (issuer, tokens)
 }
 
-/// A server behind the layer whose metadata names `issuer`; its endpoint's URL.
+/// A server behind the layer whose metadata names `issuer`, taking the token that issuer's
+/// test server grants; its endpoint's URL.
 async fn protected_by(issuer: &str) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
-    let metadata = ProtectedResourceMetadata::new(url.clone(), issuer);
     let tokens = StaticTokens::new().with("alice-token", VerifiedToken::new("alice", ["mcp:use"]));
-    let server = Server::builder(Implementation::new("protected", "1.0"))
-        .tool(
-            "whoami",
-            "Says who the call acts for",
-            |_: NoArgs, ctx: Context| async move {
-                Ok(CallToolResult::text(ctx.principal().unwrap_or("nobody")))
-            },
-        )
-        .build();
-    let document = serde_json::to_string(&metadata).expect("JSON");
-    let layer = BearerLayer::new(tokens, &metadata);
-    let sse = LegacySse::new(SseConfig::default(), server.clone())
-        .router("/sse", "/messages")
-        .layer(layer.clone());
-    let app = StreamableHttp::new(HttpConfig::default(), server)
-        .router("/mcp")
-        .layer(layer)
-        .merge(sse)
-        .route(
-            &metadata.path(),
-            axum::routing::get(move || {
-                let document = document.clone();
-                async move { ([(http::header::CONTENT_TYPE, "application/json")], document) }
-            }),
-        );
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    serve_protected(issuer, tokens, &[]).await
 }
 
 /// From a 401 to a call: the challenge leads the OAuth client to the metadata, a registration,
