@@ -442,7 +442,7 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
             }
             let token = outcome.expect("a token");
             assert_eq!(token_requests.load(Ordering::SeqCst), 1);
-            let client = with_token(&url, &token.access_token, Era::Legacy).await;
+            let client = with_token(&url, &token.token.access_token, Era::Legacy).await;
             assert_eq!(whoami(&client).await, "alice");
             client.close().await;
 

@@ -13,7 +13,9 @@
 //!   well-known path it is served at.
 //! - [`Challenge`]: one `WWW-Authenticate` challenge, written and read (RFC 6750, RFC 9110
 //!   quoting), for both sides.
-//! - [`StaticTokens`]: a verifier of tokens known in advance (tests, development).
+//! - [`StaticTokens`]: a verifier of tokens known in advance (tests, development); with the
+//!   feature `jwt`, [`JwtVerifier`] (JWT access tokens against the server's key set) and
+//!   [`Introspection`] (RFC 7662).
 //! - [`client`] (feature `client`): the host's side, from a 401 to an access token.
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
@@ -21,11 +23,21 @@
 mod challenge;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(any(feature = "client", feature = "jwt"))]
+mod fetch;
+#[cfg(feature = "jwt")]
+mod introspection;
+#[cfg(feature = "jwt")]
+mod jwt;
 mod layer;
 mod metadata;
 mod verify;
 
 pub use challenge::{Challenge, parse_challenges};
+#[cfg(feature = "jwt")]
+pub use introspection::Introspection;
+#[cfg(feature = "jwt")]
+pub use jwt::JwtVerifier;
 pub use layer::{BearerAuth, BearerLayer};
 pub use metadata::{ProtectedResourceMetadata, well_known_path};
 pub use verify::{StaticTokens, TokenError, TokenVerifier, VerifiedToken};

@@ -45,6 +45,14 @@ pub enum AuthError {
     /// The token endpoint refused, or answered something that is not a token.
     #[error("the token request failed: {0}")]
     Token(String),
+    /// The authorization server no longer honours the grant (`invalid_grant`: a refresh
+    /// token expired, revoked or already rotated away, a code used twice); authorize again.
+    #[error("the authorization server no longer honours the grant (invalid_grant)")]
+    InvalidGrant,
+    /// The token store could not keep or give back a grant; a token that could not be kept
+    /// is not used.
+    #[error("the token store failed: {0}")]
+    Store(#[from] super::store::StoreError),
     /// More authorization attempts than allowed for one resource.
     #[error("gave up after {0} authorization attempts")]
     TooManyAttempts(usize),

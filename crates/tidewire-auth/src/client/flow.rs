@@ -12,7 +12,8 @@ use super::discovery::ServerMetadata;
 use super::error::AuthError;
 use super::http::{Http, failed, read};
 use super::registration::{AuthMethod, Credentials};
-use super::token::Token;
+use super::token::{Grant, Token};
+use crate::fetch::form_encode as encode;
 
 /// Takes a person (or a program) through the authorization request: given the authorization
 /// URL, answers the URL the authorization server redirected back to (with `code` and `state`).
@@ -190,17 +191,40 @@ pub(crate) async fn exchange(
     if let Some(resource) = resource {
         form.push(("resource", resource.to_owned()));
     }
-    token_request(http, server, client, form).await
+    token_request(http, &server.token_endpoint, client, form).await
 }
 
-/// POSTs a token request with the client's authentication.
+/// Refreshes `grant`'s token (RFC 6749 §6), naming its resource again (RFC 8707). A server
+/// that rotates refresh tokens answers a new one; one that does not leaves the old one valid,
+/// so it is kept, and so are the scopes when the answer does not name them.
+pub(crate) async fn refresh(http: &Http, grant: &Grant) -> Result<Token, AuthError> {
+    let Some(refresh_token) = &grant.token.refresh_token else {
+        return Err(AuthError::InvalidGrant);
+    };
+    let mut form = vec![
+        ("grant_type", "refresh_token".to_owned()),
+        ("refresh_token", refresh_token.clone()),
+    ];
+    if let Some(resource) = &grant.resource {
+        form.push(("resource", resource.clone()));
+    }
+    let mut token = token_request(http, &grant.token_endpoint, &grant.client, form).await?;
+    if token.refresh_token.is_none() {
+        token.refresh_token = Some(refresh_token.clone());
+    }
+    if token.scope.is_none() {
+        token.scope.clone_from(&grant.token.scope);
+    }
+    Ok(token)
+}
+
+/// POSTs a token request to `url` with the client's authentication.
 async fn token_request(
     http: &Http,
-    server: &ServerMetadata,
+    url: &str,
     client: &Credentials,
     mut form: Vec<(&str, String)>,
 ) -> Result<Token, AuthError> {
-    let url = &server.token_endpoint;
     let mut request = http.raw().post(url).header("accept", "application/json");
     match (client.method, &client.client_secret) {
         (AuthMethod::SecretBasic, Some(secret)) => {
@@ -225,6 +249,9 @@ async fn token_request(
     if !status.is_success() {
         let error: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
         let code = error.get("error").and_then(|e| e.as_str()).unwrap_or("?");
+        if code == "invalid_grant" {
+            return Err(AuthError::InvalidGrant);
+        }
         return Err(AuthError::Token(format!("HTTP {status}, error {code:?}")));
     }
     Token::from_response(&body)
@@ -237,21 +264,6 @@ fn form_body(pairs: &[(&str, String)]) -> String {
         .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
         .collect::<Vec<_>>()
         .join("&")
-}
-
-/// Form-encoding of one value (RFC 6749 Appendix B: what client credentials also get in Basic).
-fn encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
-                out.push(char::from(byte));
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

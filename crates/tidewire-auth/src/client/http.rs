@@ -54,18 +54,13 @@ impl Http {
 }
 
 /// The body of `response`, at most [`MAX_BODY`] bytes.
-pub(crate) async fn read(url: &str, mut response: reqwest::Response) -> Result<Vec<u8>, AuthError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| failed(url, &e))? {
-        if body.len() + chunk.len() > MAX_BODY {
-            return Err(AuthError::Http {
-                url: url.to_owned(),
-                reason: format!("the response is longer than {MAX_BODY} bytes"),
-            });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+pub(crate) async fn read(url: &str, response: reqwest::Response) -> Result<Vec<u8>, AuthError> {
+    crate::fetch::bounded(response, MAX_BODY)
+        .await
+        .map_err(|reason| AuthError::Http {
+            url: url.to_owned(),
+            reason,
+        })
 }
 
 pub(crate) fn failed(url: &str, error: &reqwest::Error) -> AuthError {

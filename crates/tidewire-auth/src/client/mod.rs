@@ -17,11 +17,15 @@
 //!    [`FrontChannel`]; the response's `state` and RFC 9207 `iss` are checked exactly;
 //! 6. the token request, with `resource` and the client's authentication method.
 //!
-//! [`OAuthSession`] plugs it into the Streamable HTTP client transports (both eras) as their
-//! `authorizer`: the first 401 gets a token, a later 401 a new one, a 403
-//! `insufficient_scope` a token with more scopes, and the refused request is sent once more.
+//! [`OAuthClient::refresh`] renews a [`Grant`] with its refresh token (with `resource` again),
+//! keeping a rotated refresh token.
 //!
-//! Not yet: refreshing tokens, a token store.
+//! [`OAuthSession`] plugs it into the HTTP client transports (both eras, and legacy HTTP+SSE)
+//! as their `authorizer`: a token about to expire is refreshed before the request, a 401
+//! refreshes once and then runs the flow again, a 403 `insufficient_scope` gets a token with
+//! more scopes, and the refused request is sent once more. Its grants live in a
+//! [`TokenStore`]: [`MemoryStore`] by default, [`FileStore`] (one private file, written
+//! atomically) for a program that runs again later.
 
 mod discovery;
 mod error;
@@ -30,11 +34,13 @@ mod http;
 mod oauth;
 mod registration;
 mod session;
+mod store;
 mod token;
 
 pub use error::AuthError;
 pub use flow::{FrontChannel, HeadlessRedirect};
 pub use oauth::{MAX_ATTEMPTS, OAuthClient, OAuthConfig};
 pub use registration::{AuthMethod, Credentials};
-pub use session::OAuthSession;
-pub use token::Token;
+pub use session::{OAuthSession, RENEW_MARGIN};
+pub use store::{FileStore, MAX_GRANTS, MemoryStore, StoreError, TokenStore};
+pub use token::{Grant, Token};

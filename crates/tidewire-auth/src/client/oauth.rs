@@ -12,7 +12,7 @@ use super::flow::HeadlessRedirect;
 use super::flow::{self, FrontChannel};
 use super::http;
 use super::registration::{self, AuthMethod, Credentials};
-use super::token::Token;
+use super::token::Grant;
 
 /// Authorization attempts allowed for one endpoint in one chain of step-ups (a plain 401
 /// starts a new chain) before giving up.
@@ -90,7 +90,7 @@ impl OAuthClient {
         })
     }
 
-    /// A token for the MCP endpoint `url`, which answered 401 (or 403 `insufficient_scope`)
+    /// A grant for the MCP endpoint `url`, which answered 401 (or 403 `insufficient_scope`)
     /// with `challenge` (`None` when there was none to read).
     ///
     /// # Errors
@@ -100,7 +100,7 @@ impl OAuthClient {
         &self,
         url: &str,
         challenge: Option<&Challenge>,
-    ) -> Result<Token, AuthError> {
+    ) -> Result<Grant, AuthError> {
         let named = challenge.and_then(|c| c.param("resource_metadata"));
         let resource = discovery::resource_metadata(&self.http, url, named).await?;
         if let Some(named) = resource.as_ref().and_then(|r| r.resource.as_deref())
@@ -147,7 +147,7 @@ impl OAuthClient {
         )?;
         let redirected = self.config.front_channel.authorize(&pending.url).await?;
         let code = flow::code(&pending, &server, &redirected)?;
-        flow::exchange(
+        let token = flow::exchange(
             &self.http,
             &server,
             &client,
@@ -156,7 +156,39 @@ impl OAuthClient {
             redirect_uri,
             resource_id.as_deref(),
         )
-        .await
+        .await?;
+        Ok(Grant {
+            issuer: server.issuer,
+            token_endpoint: server.token_endpoint,
+            client,
+            resource: resource_id,
+            token,
+        })
+    }
+
+    /// `grant` with a fresh token from its refresh token, at the server that issued it, for
+    /// the same resource. The answer's refresh token replaces the old one when the server
+    /// rotates them; the caller must keep the new grant before using it.
+    ///
+    /// # Errors
+    /// [`AuthError::InvalidGrant`] when there is no refresh token or the server no longer
+    /// honours it (authorize again); any other [`AuthError`] of the token request.
+    pub async fn refresh(&self, grant: &Grant) -> Result<Grant, AuthError> {
+        let token = flow::refresh(&self.http, grant).await?;
+        Ok(Grant {
+            token,
+            ..grant.clone()
+        })
+    }
+
+    /// Uses `credentials` at `issuer` from now on (ones kept from an earlier run), rather than
+    /// registering again.
+    pub fn remember(&self, issuer: &str, credentials: Credentials) {
+        self.registrations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(issuer.to_owned())
+            .or_insert(credentials);
     }
 
     /// The client's credentials at `server`: kept from before, pre-registered, its metadata

@@ -1,20 +1,24 @@
 //! Who the client is at an authorization server: pre-registered, a Client ID Metadata
 //! Document URL, or registered on the spot (RFC 7591), in that order.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::discovery::ServerMetadata;
 use super::error::AuthError;
 use super::http::{Http, failed, read};
 
-/// How the client authenticates at the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the client authenticates at the token endpoint (kept by its registered name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AuthMethod {
     /// HTTP Basic with the id and secret.
+    #[serde(rename = "client_secret_basic")]
     SecretBasic,
     /// The id and secret in the form.
+    #[serde(rename = "client_secret_post")]
     SecretPost,
     /// A public client: the id only.
+    #[serde(rename = "none")]
     None,
 }
 
@@ -38,14 +42,26 @@ impl AuthMethod {
 }
 
 /// A client's credentials at one authorization server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
     /// The client id.
     pub client_id: String,
     /// The secret, for a confidential client.
+    #[serde(default)]
     pub client_secret: Option<String>,
     /// How it authenticates at the token endpoint.
     pub method: AuthMethod,
+}
+
+/// The secret stays out of logs.
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("method", &self.method)
+            .finish()
+    }
 }
 
 impl Credentials {

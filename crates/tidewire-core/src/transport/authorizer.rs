@@ -14,9 +14,22 @@ pub trait Authorizer: Send + Sync + 'static {
     /// The `Authorization` header for the next request, if there are credentials yet.
     fn authorization(&self) -> Option<HeaderValue>;
 
-    /// The server answered `status` (401 or 403) with these `WWW-Authenticate` values. Get
-    /// new credentials; `true` when there are, and the request is sent once more with them.
-    fn refused<'a>(&'a self, status: StatusCode, challenges: &'a [String]) -> BoxFuture<'a, bool>;
+    /// Called before each request is sent: credentials about to expire are renewed here (an
+    /// OAuth refresh), so the request does not go out with a token the server will refuse.
+    /// The default renews nothing.
+    fn renew(&self) -> BoxFuture<'_, ()> {
+        Box::pin(futures::future::ready(()))
+    }
+
+    /// The server answered `status` (401 or 403) with these `WWW-Authenticate` values to a
+    /// request that carried `sent`. Get new credentials (unless another request already has
+    /// since `sent`); `true` when there are, and the request is sent once more with them.
+    fn refused<'a>(
+        &'a self,
+        status: StatusCode,
+        challenges: &'a [String],
+        sent: Option<&'a HeaderValue>,
+    ) -> BoxFuture<'a, bool>;
 }
 
 /// A transport's authorizer, if it has one (a slot the builders share, with a `Debug` that

@@ -3,7 +3,7 @@
 //! new credentials.
 
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use tidewire_core::transport::AuthorizerSlot;
 
 /// `request` with the authorizer's header (replacing any `Authorization` set before).
@@ -11,7 +11,15 @@ pub(crate) fn with_authorization(
     request: reqwest::RequestBuilder,
     auth: &AuthorizerSlot,
 ) -> reqwest::RequestBuilder {
-    match auth.authorization() {
+    with_header(request, auth.authorization())
+}
+
+/// `request` with `header` as its `Authorization` (replacing any set before).
+fn with_header(
+    request: reqwest::RequestBuilder,
+    header: Option<HeaderValue>,
+) -> reqwest::RequestBuilder {
+    match header {
         Some(value) => {
             let mut headers = HeaderMap::new();
             headers.insert(AUTHORIZATION, value);
@@ -21,8 +29,9 @@ pub(crate) fn with_authorization(
     }
 }
 
-/// Sends the request `build` makes of `body`; after a 401 or 403, when the authorizer got new
-/// credentials, sends it once more with them. Without an authorizer the body is not copied.
+/// Sends the request `build` makes of `body`, with credentials the authorizer renewed if they
+/// were about to expire; after a 401 or 403, when the authorizer got new credentials, sends it
+/// once more with them. Without an authorizer the body is not copied.
 #[doc(hidden)]
 pub async fn send(
     auth: &AuthorizerSlot,
@@ -32,7 +41,11 @@ pub async fn send(
     let Some(authorizer) = &auth.0 else {
         return build(body).send().await;
     };
-    let response = with_authorization(build(body.clone()), auth).send().await?;
+    authorizer.renew().await;
+    let sent = authorizer.authorization();
+    let response = with_header(build(body.clone()), sent.clone())
+        .send()
+        .await?;
     let status = response.status();
     if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
         return Ok(response);
@@ -44,8 +57,10 @@ pub async fn send(
         .filter_map(|v| v.to_str().ok())
         .map(str::to_owned)
         .collect();
-    if !authorizer.refused(status, &challenges).await {
+    if !authorizer.refused(status, &challenges, sent.as_ref()).await {
         return Ok(response);
     }
-    with_authorization(build(body), auth).send().await
+    with_header(build(body), authorizer.authorization())
+        .send()
+        .await
 }

@@ -1,0 +1,388 @@
+//! Where grants are kept between requests and between runs: the [`TokenStore`] seam, in
+//! memory ([`MemoryStore`], the default) or in a file only the user can read ([`FileStore`]).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::token::Grant;
+
+/// The most grants a store holds (one per MCP endpoint).
+pub const MAX_GRANTS: usize = 1024;
+
+/// The largest token file read.
+const MAX_FILE: u64 = 4 * 1024 * 1024;
+
+/// Why a store could not keep or give back a grant.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not a token file this version can read.
+    #[error("{path}: not a tidewire token file ({reason})")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The store already holds [`MAX_GRANTS`] grants.
+    #[error("the token store is full ({MAX_GRANTS} grants)")]
+    Full,
+    /// No place for a file store: neither a config directory nor a home is known.
+    #[error("no config directory: set XDG_CONFIG_HOME or HOME")]
+    NoConfigDir,
+}
+
+/// Keeps one [`Grant`] per key (the MCP endpoint's URL). A save must be durable when it
+/// returns `Ok`: a rotated refresh token is saved before the token it came with is used,
+/// and the old one no longer works.
+pub trait TokenStore: Send + Sync + 'static {
+    /// The grant kept under `key`.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    fn load(&self, key: &str) -> Result<Option<Grant>, StoreError>;
+
+    /// Keeps `grant` under `key`, replacing any before it.
+    ///
+    /// # Errors
+    /// The grant could not be kept; the caller must not rely on it surviving.
+    fn save(&self, key: &str, grant: &Grant) -> Result<(), StoreError>;
+
+    /// Forgets the grant under `key`; `true` when there was one.
+    ///
+    /// # Errors
+    /// The store cannot be written.
+    fn remove(&self, key: &str) -> Result<bool, StoreError>;
+
+    /// Every key with a grant.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    fn keys(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// Grants in this process's memory, lost when it exits (the default).
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    grants: Mutex<BTreeMap<String, Grant>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn grants(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Grant>> {
+        self.grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl TokenStore for MemoryStore {
+    fn load(&self, key: &str) -> Result<Option<Grant>, StoreError> {
+        Ok(self.grants().get(key).cloned())
+    }
+
+    fn save(&self, key: &str, grant: &Grant) -> Result<(), StoreError> {
+        insert(&mut self.grants(), key, grant)
+    }
+
+    fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        Ok(self.grants().remove(key).is_some())
+    }
+
+    fn keys(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self.grants().keys().cloned().collect())
+    }
+}
+
+fn insert(
+    grants: &mut BTreeMap<String, Grant>,
+    key: &str,
+    grant: &Grant,
+) -> Result<(), StoreError> {
+    if grants.len() >= MAX_GRANTS && !grants.contains_key(key) {
+        return Err(StoreError::Full);
+    }
+    grants.insert(key.to_owned(), grant.clone());
+    Ok(())
+}
+
+/// Grants in one JSON file that only the user can read (mode 0600, in a 0700 directory on
+/// Unix), rewritten whole through a temporary file and a rename, so a crash mid-write leaves
+/// the old file, never half of one. Writers in one process take turns; two processes saving at
+/// once each leave a whole file, the last one's.
+#[derive(Debug)]
+pub struct FileStore {
+    path: PathBuf,
+    turn: Mutex<()>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct File {
+    version: u32,
+    grants: BTreeMap<String, Grant>,
+}
+
+impl FileStore {
+    /// A store in the file at `path` (created at the first save).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            turn: Mutex::new(()),
+        }
+    }
+
+    /// `tidewire/tokens.json` in the user's config directory: `$XDG_CONFIG_HOME`, else
+    /// `~/.config` (`%APPDATA%` on Windows).
+    ///
+    /// # Errors
+    /// [`StoreError::NoConfigDir`] when none of those is set.
+    pub fn in_config_dir() -> Result<Self, StoreError> {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        let base = var("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|h| Path::new(&h).join(".config")))
+            .or_else(|| var("APPDATA").map(PathBuf::from))
+            .ok_or(StoreError::NoConfigDir)?;
+        Ok(Self::new(base.join("tidewire").join("tokens.json")))
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn io(&self, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn read(&self) -> Result<BTreeMap<String, Grant>, StoreError> {
+        let file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => return Err(self.io(e)),
+        };
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE + 1), &mut bytes)
+            .map_err(|e| self.io(e))?;
+        let corrupt = |reason: String| StoreError::Corrupt {
+            path: self.path.clone(),
+            reason,
+        };
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(corrupt(format!("longer than {MAX_FILE} bytes")));
+        }
+        let file: File = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        if file.version != 1 {
+            return Err(corrupt(format!("version {}", file.version)));
+        }
+        Ok(file.grants)
+    }
+
+    /// Replaces the file with `grants`: a private temporary file beside it, flushed to disk,
+    /// then renamed over it.
+    fn write(&self, grants: BTreeMap<String, Grant>) -> Result<(), StoreError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        private_dir(dir).map_err(|e| self.io(e))?;
+        let body = serde_json::to_vec_pretty(&File { version: 1, grants })
+            .map_err(|e| self.io(std::io::Error::other(e)))?;
+        let mut name = self.path.file_name().unwrap_or_default().to_owned();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let temporary = dir.join(name);
+        let written = (|| {
+            let mut file = private_file(&temporary)?;
+            file.write_all(&body)?;
+            file.sync_all()?;
+            std::fs::rename(&temporary, &self.path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        written.map_err(|e| self.io(e))
+    }
+
+    fn take_turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl TokenStore for FileStore {
+    fn load(&self, key: &str) -> Result<Option<Grant>, StoreError> {
+        let _turn = self.take_turn();
+        Ok(self.read()?.remove(key))
+    }
+
+    fn save(&self, key: &str, grant: &Grant) -> Result<(), StoreError> {
+        let _turn = self.take_turn();
+        let mut grants = self.read()?;
+        insert(&mut grants, key, grant)?;
+        self.write(grants)
+    }
+
+    fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        let _turn = self.take_turn();
+        let mut grants = self.read()?;
+        if grants.remove(key).is_none() {
+            return Ok(false);
+        }
+        self.write(grants).map(|()| true)
+    }
+
+    fn keys(&self) -> Result<Vec<String>, StoreError> {
+        let _turn = self.take_turn();
+        Ok(self.read()?.into_keys().collect())
+    }
+}
+
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::registration::{AuthMethod, Credentials};
+    use super::super::token::Token;
+    use super::*;
+
+    fn grant(access: &str) -> Grant {
+        Grant {
+            issuer: "http://as.test".into(),
+            token_endpoint: "http://as.test/token".into(),
+            client: Credentials {
+                client_id: "c".into(),
+                client_secret: Some("s".into()),
+                method: AuthMethod::SecretBasic,
+            },
+            resource: Some("http://mcp.test/mcp".into()),
+            token: Token {
+                access_token: access.into(),
+                token_type: "Bearer".into(),
+                expires_at: None,
+                refresh_token: Some("r".into()),
+                scope: None,
+            },
+        }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "tidewire-store-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir.join("sub").join("tokens.json")
+    }
+
+    #[test]
+    fn a_file_store_keeps_grants_across_instances_privately_and_forgets_on_request() {
+        let path = scratch("keep");
+        let store = FileStore::new(&path);
+        assert_eq!(store.load("http://mcp.test/mcp").expect("empty"), None);
+        store
+            .save("http://mcp.test/mcp", &grant("a1"))
+            .expect("save");
+        store
+            .save("http://other.test/mcp", &grant("b1"))
+            .expect("save");
+        let again = FileStore::new(&path);
+        assert_eq!(
+            again.load("http://mcp.test/mcp").expect("load"),
+            Some(grant("a1"))
+        );
+        assert_eq!(again.keys().expect("keys").len(), 2);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+            assert_eq!(mode(&path), 0o600);
+            assert_eq!(mode(path.parent().expect("dir")), 0o700);
+        }
+        assert!(again.remove("http://mcp.test/mcp").expect("remove"));
+        assert!(!again.remove("http://mcp.test/mcp").expect("gone"));
+        assert_eq!(store.load("http://mcp.test/mcp").expect("load"), None);
+        let leftovers = std::fs::read_dir(path.parent().expect("dir"))
+            .expect("dir")
+            .count();
+        assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error_and_is_not_overwritten() {
+        let path = scratch("damaged");
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");
+        std::fs::write(&path, b"{not json").expect("write");
+        let store = FileStore::new(&path);
+        assert!(matches!(store.load("k"), Err(StoreError::Corrupt { .. })));
+        assert!(matches!(
+            store.save("k", &grant("a")),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert_eq!(std::fs::read(&path).expect("read"), b"{not json");
+    }
+
+    #[test]
+    fn a_store_is_bounded() {
+        let store = MemoryStore::new();
+        for i in 0..MAX_GRANTS {
+            store.save(&i.to_string(), &grant("a")).expect("room");
+        }
+        assert!(matches!(
+            store.save("one more", &grant("a")),
+            Err(StoreError::Full)
+        ));
+        store
+            .save("0", &grant("b"))
+            .expect("a replacement needs no room");
+    }
+}
