@@ -8,9 +8,12 @@
 //!   that implements it (ours, or the official Python SDK's);
 //! - [`external`]: finding the outside programs (Python peers, official schemas) through
 //!   environment variables;
+//! - [`authorization_server`]: a small OAuth authorization server whose tokens can be made to
+//!   expire, be revoked and be rotated, for the end-to-end authorization tests;
 //! - [`fuzz`]: the harness of the fuzz targets (`tests/fuzz.rs`): proptest on stable Rust, for a
 //!   case count or a time set by the environment.
 
+pub mod authorization_server;
 pub mod external;
 pub mod fuzz;
 pub mod harness;

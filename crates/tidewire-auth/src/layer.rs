@@ -1,18 +1,25 @@
 //! [`BearerLayer`]: only requests with a valid access token reach the service it wraps.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
+use http_body::Body;
+use http_body_util::{BodyExt as _, Limited};
+use serde::Deserialize;
+use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
+
 use futures::future::BoxFuture;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
 use tidewire_core::transport::Principal;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::challenge::Challenge;
 use crate::metadata::ProtectedResourceMetadata;
-use crate::verify::{TokenError, TokenVerifier};
+use crate::verify::{TokenError, TokenVerifier, VerifiedToken};
 
 /// Checks `Authorization: Bearer <token>` on every request, before the service it wraps:
 ///
@@ -22,6 +29,7 @@ use crate::verify::{TokenError, TokenVerifier};
 /// | a header that is not one `Bearer <token>` | 400 `invalid_request` |
 /// | a token the verifier refuses | 401 `error="invalid_token"` |
 /// | a token without every required scope | 403 `error="insufficient_scope"`, `scope` naming every scope required |
+/// | a `tools/call` of a tool with its own scopes ([`tool_scopes`](Self::tool_scopes)), by a token without them | 403 `insufficient_scope`, `scope` naming every scope that call needs |
 /// | the verifier cannot decide | 503 |
 /// | a valid token | the service, with the [`VerifiedToken`](crate::VerifiedToken) and its [`Principal`] in the request's extensions |
 ///
@@ -39,6 +47,8 @@ pub struct BearerLayer {
     verifier: Arc<dyn TokenVerifier>,
     metadata_url: Arc<str>,
     required: Arc<[String]>,
+    tools: Arc<HashMap<String, Vec<String>>>,
+    max_body: usize,
 }
 
 impl std::fmt::Debug for BearerLayer {
@@ -46,6 +56,7 @@ impl std::fmt::Debug for BearerLayer {
         f.debug_struct("BearerLayer")
             .field("metadata_url", &self.metadata_url)
             .field("required", &self.required)
+            .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
 }
@@ -58,7 +69,48 @@ impl BearerLayer {
             verifier: Arc::new(verifier),
             metadata_url: metadata.url().into(),
             required: Arc::from(Vec::new()),
+            tools: Arc::new(HashMap::new()),
+            max_body: DEFAULT_MAX_MESSAGE_SIZE,
         }
+    }
+
+    /// A `tools/call` of `tool` also needs all of `scopes` (beyond those every request
+    /// needs). A token without them gets 403 `insufficient_scope` naming every scope the call
+    /// needs, so the client can step up. The layer then reads the body of each POST (up to
+    /// [`max_body`](Self::max_body)) to find the tools called, batches included.
+    #[must_use]
+    pub fn tool_scopes(
+        mut self,
+        tool: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Arc::make_mut(&mut self.tools)
+            .insert(tool.into(), scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The longest POST body read for [`tool_scopes`](Self::tool_scopes) (the transport's
+    /// default message limit unless set); a longer one gets 413.
+    #[must_use]
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Every scope a request calling `tools` needs, when `verified` lacks one of them.
+    fn missing(&self, verified: &VerifiedToken, tools: &[String]) -> Option<Vec<String>> {
+        let mut needed: Vec<String> = self.required.to_vec();
+        for tool in tools {
+            for scope in self.tools.get(tool).into_iter().flatten() {
+                if !needed.contains(scope) {
+                    needed.push(scope.clone());
+                }
+            }
+        }
+        needed
+            .iter()
+            .any(|s| !verified.has_scope(s))
+            .then_some(needed)
     }
 
     /// Every request needs a token that grants all of `scopes`.
@@ -92,7 +144,8 @@ where
     S: Service<Request<B>, Response = Response<R>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,
-    B: Send + 'static,
+    B: Body<Data = Bytes> + From<Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     R: From<String> + Send + 'static,
 {
     type Response = Response<R>;
@@ -126,7 +179,18 @@ where
                 }
             };
             if layer.required.iter().any(|s| !verified.has_scope(s)) {
-                return Ok(layer.refuse(Refusal::Scope));
+                return Ok(layer.refuse(Refusal::Scope(layer.required.to_vec())));
+            }
+            if !layer.tools.is_empty() && request.method() == Method::POST {
+                let (parts, body) = request.into_parts();
+                let bytes = match Limited::new(body, layer.max_body).collect().await {
+                    Ok(collected) => collected.to_bytes(),
+                    Err(_) => return Ok(layer.refuse(Refusal::TooLarge)),
+                };
+                if let Some(needed) = layer.missing(&verified, &tools_called(&bytes)) {
+                    return Ok(layer.refuse(Refusal::Scope(needed)));
+                }
+                request = Request::from_parts(parts, B::from(bytes));
             }
             request
                 .extensions_mut()
@@ -171,16 +235,49 @@ fn bearer<B>(request: &Request<B>) -> Bearer {
     Bearer::Token(token.to_owned())
 }
 
+/// The tools a JSON-RPC body calls (`tools/call`, alone or in a batch); none for a body that
+/// is not JSON, which the transport behind refuses on its own.
+fn tools_called(body: &[u8]) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Message {
+        method: Option<String>,
+        params: Option<Params>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        name: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Body {
+        One(Message),
+        Batch(Vec<Message>),
+    }
+    let messages = match serde_json::from_slice::<Body>(body) {
+        Ok(Body::One(message)) => vec![message],
+        Ok(Body::Batch(messages)) => messages,
+        Err(_) => Vec::new(),
+    };
+    messages
+        .into_iter()
+        .filter(|m| m.method.as_deref() == Some("tools/call"))
+        .filter_map(|m| m.params.and_then(|p| p.name))
+        .collect()
+}
+
 enum Refusal {
     NoToken,
     Malformed,
     Invalid,
-    Scope,
+    /// Every scope the request needs.
+    Scope(Vec<String>),
+    TooLarge,
     Unavailable,
 }
 
 impl BearerLayer {
     fn refuse<R: From<String>>(&self, refusal: Refusal) -> Response<R> {
+        let mut scopes = self.required.join(" ");
         let (status, error, description) = match refusal {
             Refusal::NoToken => (
                 StatusCode::UNAUTHORIZED,
@@ -197,10 +294,18 @@ impl BearerLayer {
                 Some("invalid_token"),
                 "the access token is not valid",
             ),
-            Refusal::Scope => (
-                StatusCode::FORBIDDEN,
-                Some("insufficient_scope"),
-                "the access token lacks a required scope",
+            Refusal::Scope(needed) => {
+                scopes = needed.join(" ");
+                (
+                    StatusCode::FORBIDDEN,
+                    Some("insufficient_scope"),
+                    "the access token lacks a required scope",
+                )
+            }
+            Refusal::TooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Some("invalid_request"),
+                "the request body is too long",
             ),
             Refusal::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -209,8 +314,8 @@ impl BearerLayer {
             ),
         };
         let mut challenge = Challenge::bearer().with("resource_metadata", &*self.metadata_url);
-        if !self.required.is_empty() {
-            challenge = challenge.with("scope", self.required.join(" "));
+        if !scopes.is_empty() {
+            challenge = challenge.with("scope", scopes);
         }
         if let Some(error) = error {
             challenge = challenge
@@ -226,6 +331,7 @@ impl BearerLayer {
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if status != StatusCode::SERVICE_UNAVAILABLE
+            && status != StatusCode::PAYLOAD_TOO_LARGE
             && let Ok(value) = HeaderValue::from_str(&challenge.to_string())
         {
             headers.insert(WWW_AUTHENTICATE, value);
@@ -248,7 +354,9 @@ mod tests {
     #[derive(Clone)]
     struct Echo;
 
-    impl Service<Request<()>> for Echo {
+    type Full = http_body_util::Full<Bytes>;
+
+    impl Service<Request<Full>> for Echo {
         type Response = Response<String>;
         type Error = Infallible;
         type Future = Ready<Result<Response<String>, Infallible>>;
@@ -257,7 +365,7 @@ mod tests {
             Poll::Ready(Ok(()))
         }
 
-        fn call(&mut self, request: Request<()>) -> Self::Future {
+        fn call(&mut self, request: Request<Full>) -> Self::Future {
             let who = request
                 .extensions()
                 .get::<Principal>()
@@ -282,8 +390,55 @@ mod tests {
         for value in authorization {
             request = request.header(AUTHORIZATION, *value);
         }
-        let Ok(response) = service.call(request.body(()).expect("request")).await;
+        let Ok(response) = service
+            .call(request.body(Full::default()).expect("request"))
+            .await;
         response
+    }
+
+    async fn call_tools(token: &str, body: &str) -> Response<String> {
+        let metadata = ProtectedResourceMetadata::new("http://127.0.0.1:9/mcp", "http://as.test");
+        let tokens = StaticTokens::new().with("t", VerifiedToken::new("alice", ["mcp:use"]));
+        let mut service = BearerLayer::new(tokens, &metadata)
+            .require_scopes(["mcp:use"])
+            .tool_scopes("delete", ["mcp:admin", "mcp:write"])
+            .max_body(256)
+            .layer(Echo);
+        let request = Request::post("/mcp")
+            .header(AUTHORIZATION, format!("Bearer {token}"))
+            .body(Full::from(Bytes::from(body.to_owned())))
+            .expect("request");
+        let Ok(response) = service.call(request).await;
+        response
+    }
+
+    #[tokio::test]
+    async fn a_tool_with_its_own_scopes_needs_them_alone_or_in_a_batch() {
+        let call = |name: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}"}}}}"#
+            )
+        };
+        assert_eq!(
+            call_tools("t", &call("echo")).await.status(),
+            StatusCode::OK
+        );
+        let refused = call_tools("t", &call("delete")).await;
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        let c = challenge(&refused);
+        assert_eq!(c.param("error"), Some("insufficient_scope"));
+        assert_eq!(c.param("scope"), Some("mcp:use mcp:admin mcp:write"));
+        let batch = format!("[{},{}]", call("echo"), call("delete"));
+        assert_eq!(
+            call_tools("t", &batch).await.status(),
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(call_tools("t", "{not json").await.status(), StatusCode::OK);
+        let long = format!("{:300}", call("echo"));
+        assert_eq!(
+            call_tools("t", &long).await.status(),
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
     }
 
     fn challenge(response: &Response<String>) -> Challenge {

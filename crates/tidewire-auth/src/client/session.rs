@@ -21,7 +21,8 @@ pub const RENEW_MARGIN: Duration = Duration::from_secs(30);
 /// Keeps the access of one MCP endpoint and renews it:
 /// - before a request, a token within [`RENEW_MARGIN`] of its expiry is refreshed;
 /// - a 401 (a token expired or revoked early) refreshes once; when the refreshed token is
-///   refused too, or there is no refresh token, the flow runs again from the challenge;
+///   refused at once too (that request fails), or there is no refresh token, the next 401 runs
+///   the flow again from the challenge;
 /// - a 403 `insufficient_scope` steps up to the scopes the server names.
 ///
 /// Each new grant is saved in the [`TokenStore`] before its token is used (a rotated refresh
@@ -243,6 +244,14 @@ impl Authorizer for OAuthSession {
             };
             let _ = self.refresh(&grant).await;
         })
+    }
+
+    fn accepted(&self, sent: Option<&HeaderValue>) {
+        let mut state = self.state();
+        if sent.is_some() && state.refreshed.as_ref() == sent {
+            // The token refreshed after a 401 works: a later 401 may refresh again.
+            state.refreshed = None;
+        }
     }
 
     fn refused<'a>(

@@ -30,6 +30,12 @@ pub trait Authorizer: Send + Sync + 'static {
         challenges: &'a [String],
         sent: Option<&'a HeaderValue>,
     ) -> BoxFuture<'a, bool>;
+
+    /// The request sent once more after [`refused`](Self::refused) was not refused: the
+    /// credentials it carried (`sent`) work. The default does nothing.
+    fn accepted(&self, sent: Option<&HeaderValue>) {
+        let _ = sent;
+    }
 }
 
 /// A transport's authorizer, if it has one (a slot the builders share, with a `Debug` that

@@ -60,7 +60,11 @@ pub async fn send(
     if !authorizer.refused(status, &challenges, sent.as_ref()).await {
         return Ok(response);
     }
-    with_header(build(body), authorizer.authorization())
-        .send()
-        .await
+    let renewed = authorizer.authorization();
+    let response = with_header(build(body), renewed.clone()).send().await?;
+    let status = response.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        authorizer.accepted(renewed.as_ref());
+    }
+    Ok(response)
 }
