@@ -52,7 +52,10 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         let local = listener
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
-        if !local.ip().is_loopback() {
+        let protection = args
+            .auth
+            .protection(&format!("http://{local}/mcp"), args.max_message_size)?;
+        if !local.ip().is_loopback() && protection.is_none() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
         let server = builder.build();
@@ -60,10 +63,25 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
         let ws = WebSocketServer::new(ws_config, server);
-        let app = mcp
+        let mut app = mcp
             .router("/mcp")
             .merge(sse.router("/sse", "/messages"))
             .merge(ws.router("/ws"));
+        if let Some(protection) = protection {
+            let document = serde_json::to_string(&protection.metadata)
+                .map_err(|e| format!("cannot write the resource metadata: {e}"))?;
+            eprintln!(
+                "tidewire serve: access tokens from {} are required; the resource metadata is at {}",
+                protection.metadata.authorization_servers.join(", "),
+                protection.metadata.url()
+            );
+            app = app.layer(protection.layer).route(
+                &protection.metadata.path(),
+                axum::routing::get(move || async move {
+                    ([(axum::http::header::CONTENT_TYPE, "application/json")], document)
+                }),
+            );
+        }
         // The first stdout line is the URL (scripts and tests read it); a closed stdout is not
         // a reason to stop serving.
         crate::output::out(&format!("http://{local}/mcp"));

@@ -18,6 +18,7 @@ mod output;
 mod sanitize;
 mod save;
 mod serve;
+mod serve_auth;
 mod target;
 mod ui;
 

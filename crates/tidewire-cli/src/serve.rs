@@ -113,6 +113,9 @@ pub(crate) struct ServeArgs {
     /// skill://<its path below DIR>/SKILL.md) instead of the demo's own.
     #[arg(long, value_name = "DIR")]
     pub(crate) skills: Option<std::path::PathBuf>,
+
+    #[command(flatten)]
+    pub(crate) auth: crate::serve_auth::AuthArgs,
 }
 
 /// The demo server's builder with what the options say of it: its eras, and its skills.
@@ -160,6 +163,10 @@ pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
             Ok(builder) => http::serve(address, args, builder),
             Err(code) => code,
         };
+    }
+    if args.auth.auth_issuer.is_some() {
+        eprintln!("tidewire serve: --auth-issuer protects HTTP endpoints: use it with --bind ADDR");
+        return ExitCode::from(USAGE_ERROR);
     }
     if args.json_response || args.stateless {
         eprintln!(

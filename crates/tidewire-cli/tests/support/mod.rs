@@ -45,9 +45,15 @@ impl HttpServer {
 
     /// `tidewire serve --bind 127.0.0.1:0 EXTRA…`.
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// `tidewire serve --bind 127.0.0.1:0 EXTRA…` with the environment variables `env`.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

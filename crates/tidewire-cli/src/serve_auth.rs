@@ -1,0 +1,128 @@
+//! `tidewire serve --bind ADDR --auth-issuer …`: the demo server as an OAuth protected
+//! resource. Every HTTP endpoint (`/mcp`, `/sse` and `/messages`, `/ws`) wants a bearer token
+//! from the issuer, checked against its key set (`--auth-jwks`) or at its introspection
+//! endpoint (`--auth-introspection`); the RFC 9728 metadata document is served beside them.
+
+use clap::Args;
+use tidewire_auth::{BearerLayer, Introspection, JwtVerifier, ProtectedResourceMetadata};
+
+/// The environment variable holding the introspection client's secret (kept off the command
+/// line, where other users could read it).
+pub(crate) const CLIENT_SECRET_VAR: &str = "TIDEWIRE_AUTH_CLIENT_SECRET";
+
+#[derive(Debug, Args)]
+pub(crate) struct AuthArgs {
+    /// HTTP: require OAuth access tokens issued by this authorization server (its issuer
+    /// identifier). Needs --auth-jwks or --auth-introspection.
+    #[arg(long, value_name = "URL")]
+    pub(crate) auth_issuer: Option<String>,
+
+    /// Check tokens as JWTs signed by a key of the set at this URL (the issuer's jwks_uri).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "auth_issuer",
+        conflicts_with = "auth_introspection"
+    )]
+    pub(crate) auth_jwks: Option<String>,
+
+    /// Check each token at this introspection endpoint (RFC 7662), as the client
+    /// --auth-client-id with the secret in $TIDEWIRE_AUTH_CLIENT_SECRET.
+    #[arg(long, value_name = "URL", requires_all = ["auth_issuer", "auth_client_id"])]
+    pub(crate) auth_introspection: Option<String>,
+
+    /// The client id the server introspects tokens as.
+    #[arg(long, value_name = "ID", requires = "auth_introspection")]
+    pub(crate) auth_client_id: Option<String>,
+
+    /// The resource tokens must be for (their audience), and the `resource` of the metadata
+    /// document: the URL clients use for /mcp (default: http://ADDR/mcp as bound).
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub(crate) auth_audience: Option<String>,
+
+    /// A scope every request needs (repeat for more); clients are told to ask for them.
+    #[arg(long = "auth-scope", value_name = "SCOPE", requires = "auth_issuer")]
+    pub(crate) auth_scopes: Vec<String>,
+
+    /// A scope a tool's calls need besides, as TOOL=SCOPE (repeat for more); a token without
+    /// it gets 403 insufficient_scope, so the client steps up.
+    #[arg(long = "auth-tool-scope", value_name = "TOOL=SCOPE", requires = "auth_issuer", value_parser = parse_tool_scope)]
+    pub(crate) auth_tool_scopes: Vec<(String, String)>,
+}
+
+fn parse_tool_scope(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() => {
+            Ok((tool.to_owned(), scope.to_owned()))
+        }
+        _ => Err("write it as TOOL=SCOPE".to_owned()),
+    }
+}
+
+/// What protects the server: the layer, and the metadata document to serve.
+pub(crate) struct Protection {
+    pub(crate) layer: BearerLayer,
+    pub(crate) metadata: ProtectedResourceMetadata,
+}
+
+impl AuthArgs {
+    /// The protection the options ask for, for the endpoint at `mcp_url` (`None`: none asked).
+    pub(crate) fn protection(
+        &self,
+        mcp_url: &str,
+        max_body: usize,
+    ) -> Result<Option<Protection>, String> {
+        let Some(issuer) = &self.auth_issuer else {
+            return Ok(None);
+        };
+        let resource = self
+            .auth_audience
+            .clone()
+            .unwrap_or_else(|| mcp_url.to_owned());
+        let mut offered = self.auth_scopes.clone();
+        for (_, scope) in &self.auth_tool_scopes {
+            if !offered.contains(scope) {
+                offered.push(scope.clone());
+            }
+        }
+        let metadata =
+            ProtectedResourceMetadata::new(resource.clone(), issuer.clone()).scopes(offered);
+        let layer = match (
+            &self.auth_jwks,
+            &self.auth_introspection,
+            &self.auth_client_id,
+        ) {
+            (Some(jwks), None, _) => BearerLayer::new(
+                JwtVerifier::from_jwks_url(jwks.clone(), issuer.clone(), resource),
+                &metadata,
+            ),
+            (None, Some(endpoint), Some(client_id)) => {
+                let secret = std::env::var(CLIENT_SECRET_VAR).map_err(|_| {
+                    format!(
+                        "--auth-introspection needs the client's secret in ${CLIENT_SECRET_VAR}"
+                    )
+                })?;
+                BearerLayer::new(
+                    Introspection::new(endpoint.clone(), client_id, &secret).audience(resource),
+                    &metadata,
+                )
+            }
+            _ => {
+                return Err(
+                    "--auth-issuer needs --auth-jwks URL or --auth-introspection URL".to_owned(),
+                );
+            }
+        };
+        let mut layer = layer
+            .require_scopes(self.auth_scopes.clone())
+            .max_body(max_body);
+        let mut by_tool: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for (tool, scope) in &self.auth_tool_scopes {
+            by_tool.entry(tool).or_default().push(scope.clone());
+        }
+        for (tool, scopes) in by_tool {
+            layer = layer.tool_scopes(tool, scopes);
+        }
+        Ok(Some(Protection { layer, metadata }))
+    }
+}
