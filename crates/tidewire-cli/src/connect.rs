@@ -17,7 +17,10 @@ use tidewire_sse::client::SseClient;
 use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioClient};
 use tidewire_ws::client::WsClient;
 
+use tidewire_auth::client::OAuthSession;
+
 use crate::error::{CliError, describe};
+use crate::oauth;
 use crate::sanitize;
 use crate::target::Target;
 use crate::ui::Ui;
@@ -49,6 +52,22 @@ pub(crate) struct ConnectArgs {
     /// server/discover, fall back to initialize).
     #[arg(long, value_name = "ERA", default_value = "legacy", value_parser = parse_era)]
     pub(crate) era: CliEra,
+
+    /// HTTP targets: log in with OAuth when the server asks (a 401): the authorization URL is
+    /// printed (and opened in a browser), the browser comes back to a loopback port, and the
+    /// tokens are kept in the token file and refreshed. Without it, a saved login (`tidewire
+    /// auth login`) is still used, and on a terminal a 401 starts the login by itself.
+    #[arg(long, conflicts_with = "bearer")]
+    pub(crate) oauth: bool,
+
+    /// With OAuth: print the authorization URL only; do not open a browser.
+    #[arg(long)]
+    pub(crate) no_browser: bool,
+
+    /// Where OAuth tokens are kept (default: $TIDEWIRE_TOKEN_FILE, else
+    /// tidewire/tokens.json in the user's config directory; written with mode 0600).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<std::path::PathBuf>,
 }
 
 /// The `--era` of a connection.
@@ -140,27 +159,24 @@ pub(crate) async fn connect_observed(
 ) -> Result<Connection, CliError> {
     match target {
         Target::Http(url) => {
-            if args.era != CliEra::Legacy {
-                // The era decides the transport: the stateless wire first.
-                let transport = stateless_transport(url, args).await?;
-                match handshake(tap(transport, observer.clone()), target, None, Era::Modern).await {
-                    Ok(client) => return Ok(Connection::remote(client)),
-                    Err(failure) if args.era == CliEra::Modern || stateless_refusal(&failure) => {
-                        return Err(failure.error);
+            let auth = saved_login(url, args, ui).await?;
+            let Some(session) = auth else {
+                return match connect_http(url, args, observer.clone(), target, None).await {
+                    Err(failure) if args.bearer.is_none() && unauthorized(&failure) => {
+                        if !ui.is_interactive() {
+                            return Err(CliError::new(format!(
+                                "{} (run again with --oauth to log in, or `tidewire auth \
+                                 login {url}` first)",
+                                failure.error
+                            )));
+                        }
+                        let session = login_session(url, args, ui).await?;
+                        connect_authorized(url, args, observer, target, session).await
                     }
-                    // Not a server of the stateless revision: sessions, as below.
-                    Err(_) => {}
-                }
-            }
-            let transport = http_transport(url, args).await?;
-            match handshake(tap(transport, observer.clone()), target, None, Era::Legacy).await {
-                Ok(client) => Ok(Connection::remote(client)),
-                Err(failure) => match refused_status(&failure) {
-                    // Not a Streamable HTTP endpoint: an older server may serve legacy SSE here.
-                    Some(status) => legacy_sse(url, args, observer, target, status).await,
-                    None => Err(failure.error),
-                },
-            }
+                    other => other.map_err(|f| f.error),
+                };
+            };
+            connect_authorized(url, args, observer, target, session).await
         }
         Target::WebSocket(url) => {
             let builder = WsClient::new(url).request_headers(request_headers(args)?);
@@ -205,6 +221,98 @@ pub(crate) async fn connect_observed(
     }
 }
 
+/// An HTTP target: the stateless wire first unless `--era legacy`, then Streamable HTTP
+/// sessions, then legacy HTTP+SSE for an older server; each transport authorized by `auth`.
+async fn connect_http(
+    url: &str,
+    args: &ConnectArgs,
+    observer: Option<Observer>,
+    target: &Target,
+    auth: Option<OAuthSession>,
+) -> Result<Connection, Failure> {
+    let plain = |error: CliError| Failure { error, cause: None };
+    if args.era != CliEra::Legacy {
+        // The era decides the transport: the stateless wire first.
+        let transport = stateless_transport(url, args, auth.clone())
+            .await
+            .map_err(plain)?;
+        match handshake(tap(transport, observer.clone()), target, None, Era::Modern).await {
+            Ok(client) => return Ok(Connection::remote(client)),
+            Err(failure) if args.era == CliEra::Modern || stateless_refusal(&failure) => {
+                return Err(failure);
+            }
+            // Not a server of the stateless revision: sessions, as below.
+            Err(_) => {}
+        }
+    }
+    let transport = http_transport(url, args, auth.clone())
+        .await
+        .map_err(plain)?;
+    match handshake(tap(transport, observer.clone()), target, None, Era::Legacy).await {
+        Ok(client) => Ok(Connection::remote(client)),
+        Err(failure) => match refused_status(&failure) {
+            // Not a Streamable HTTP endpoint: an older server may serve legacy SSE here.
+            Some(status) => legacy_sse(url, args, observer, target, status, auth)
+                .await
+                .map_err(plain),
+            None => Err(failure),
+        },
+    }
+}
+
+/// [`connect_http`] with OAuth; a failure says why the login failed, when it did.
+async fn connect_authorized(
+    url: &str,
+    args: &ConnectArgs,
+    observer: Option<Observer>,
+    target: &Target,
+    session: OAuthSession,
+) -> Result<Connection, CliError> {
+    connect_http(url, args, observer, target, Some(session.clone()))
+        .await
+        .map_err(|failure| match session.last_error() {
+            Some(why) => CliError::new(format!("{} (OAuth: {why})", failure.error)),
+            None => failure.error,
+        })
+}
+
+/// The OAuth session to connect with before any refusal: with `--oauth`, or when a login for
+/// `url` is saved; none with `--bearer`.
+async fn saved_login(
+    url: &str,
+    args: &ConnectArgs,
+    ui: &Ui,
+) -> Result<Option<OAuthSession>, CliError> {
+    if args.bearer.is_some() {
+        return Ok(None);
+    }
+    let saved = oauth::store(args.token_file.as_ref())
+        .load(url)
+        .map_err(|e| CliError::with_cause("cannot read the saved logins", &e))?
+        .is_some();
+    if args.oauth || saved {
+        return login_session(url, args, ui).await.map(Some);
+    }
+    Ok(None)
+}
+
+async fn login_session(url: &str, args: &ConnectArgs, ui: &Ui) -> Result<OAuthSession, CliError> {
+    let browser = oauth::Browser {
+        open: !args.no_browser,
+    };
+    oauth::session(url, oauth::store(args.token_file.as_ref()), browser, ui).await
+}
+
+/// Whether the server refused the handshake with 401 (it wants a token).
+fn unauthorized(failure: &Failure) -> bool {
+    failure
+        .cause
+        .as_ref()
+        .and_then(ClientError::remote)
+        .and_then(|remote| remote.data.as_ref()?.get("httpStatus")?.as_u64())
+        == Some(401)
+}
+
 /// Kills a server process when dropped, unless taken out first.
 struct KillOnDrop(Option<ChildHandle>);
 
@@ -224,8 +332,12 @@ async fn legacy_sse(
     observer: Option<Observer>,
     target: &Target,
     status: u64,
+    auth: Option<OAuthSession>,
 ) -> Result<Connection, CliError> {
-    let builder = SseClient::new(url).request_headers(request_headers(args)?);
+    let mut builder = SseClient::new(url).request_headers(request_headers(args)?);
+    if let Some(auth) = auth {
+        builder = builder.authorizer(auth);
+    }
     let transport = builder.connect().await.map_err(|e| {
         CliError::new(format!(
             "cannot connect to {url}: it refused Streamable HTTP (HTTP {status} to the \
@@ -243,9 +355,13 @@ async fn legacy_sse(
 async fn stateless_transport(
     url: &str,
     args: &ConnectArgs,
+    auth: Option<OAuthSession>,
 ) -> Result<tidewire_http::client::StatelessHttpTransport, CliError> {
-    StatelessHttpClient::new(url)
-        .request_headers(request_headers(args)?)
+    let mut builder = StatelessHttpClient::new(url).request_headers(request_headers(args)?);
+    if let Some(auth) = auth {
+        builder = builder.authorizer(auth);
+    }
+    builder
         .connect()
         .await
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))
@@ -294,6 +410,7 @@ fn refused_status(failure: &Failure) -> Option<u64> {
 async fn http_transport(
     url: &str,
     args: &ConnectArgs,
+    auth: Option<OAuthSession>,
 ) -> Result<tidewire_http::client::HttpClientTransport, CliError> {
     if !cfg!(feature = "tls") && url.to_ascii_lowercase().starts_with("https://") {
         return Err(CliError::new(format!(
@@ -301,8 +418,11 @@ async fn http_transport(
              `--features tls` for https:// targets"
         )));
     }
-    StreamableHttpClient::new(url)
-        .request_headers(request_headers(args)?)
+    let mut builder = StreamableHttpClient::new(url).request_headers(request_headers(args)?);
+    if let Some(auth) = auth {
+        builder = builder.authorizer(auth);
+    }
+    builder
         .connect()
         .await
         .map_err(|e| CliError::with_cause(format!("cannot connect to {url}"), &e))

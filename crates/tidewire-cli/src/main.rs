@@ -2,6 +2,8 @@
 //!
 //! - `tidewire call TARGET TOOL [JSON-ARGS]` calls a tool on any MCP server, with a live progress
 //!   bar and Ctrl-C to cancel; `list`, `read` and `prompt` show what the server offers.
+//! - `tidewire auth login|logout|status URL` keeps OAuth logins (a browser and a loopback
+//!   redirect); the client commands use and refresh them, and log in on `--oauth`.
 //! - `tidewire serve` serves the tidewire demo server (the interop peer tools and the
 //!   conformance-suite server contract, see `tidewire-demo`) over stdio or HTTP.
 //! - `tidewire demo` runs the crawl-and-cancel walkthrough on every transport in this build.
@@ -14,6 +16,7 @@ mod connect;
 mod duration;
 mod error;
 mod http;
+mod oauth;
 mod output;
 mod sanitize;
 mod save;
@@ -32,6 +35,7 @@ use tracing_subscriber::EnvFilter;
 pub(crate) use serve::ServeArgs;
 
 use crate::commands::OutputArgs;
+use crate::commands::auth::AuthArgs as AuthCommandArgs;
 use crate::commands::call::CallArgs;
 use crate::commands::demo::DemoArgs;
 use crate::commands::list::ListArgs;
@@ -117,6 +121,18 @@ enum Command {
         after_help = TARGETS
     )]
     Task(TaskArgs),
+    /// Log in to an MCP server with OAuth, log out, or show the kept logins.
+    #[command(
+        long_about = "Log in to an MCP server with OAuth, log out, or show the kept logins.\n\n\
+                  `tidewire auth login URL` finds the server's authorization server (its \
+                  protected-resource metadata), registers tidewire there if needed, prints the \
+                  authorization URL and opens a browser on it (--no-browser: print only), and \
+                  waits for the browser's return on a loopback port. The tokens go to the token \
+                  file (mode 0600), where `call`, `list`, `read` and `prompt` find them and \
+                  refresh them. `logout URL` forgets a login; `status` lists them, never \
+                  showing a token."
+    )]
+    Auth(AuthCommandArgs),
     /// Serve the tidewire demo MCP server over stdio or HTTP.
     #[command(long_about = "Serve the tidewire demo MCP server.\n\n\
                   The demo server offers, in one server:\n  \
@@ -180,6 +196,11 @@ fn main() -> ExitCode {
         Command::Task(args) => {
             let ui = start(args.output());
             commands::run(&ui, commands::task::run(args, ui.clone()))
+        }
+        Command::Auth(args) => {
+            output::init(false);
+            let ui = Ui::new(false);
+            commands::run(&ui, commands::auth::run(args, ui.clone()))
         }
         Command::Demo(args) => {
             output::init(false);

@@ -161,3 +161,118 @@ async fn status_without_token(url: &str) -> u16 {
         }
     }
 }
+
+/// Runs `tidewire ARGS…` to its end: its exit code, stdout and stderr.
+fn tidewire(args: &[&str], token_file: &std::path::Path) -> (i32, String, String) {
+    let output = std::process::Command::new(support::BIN)
+        .args(args)
+        .env("TIDEWIRE_TOKEN_FILE", token_file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("tidewire runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logout() {
+    use std::io::{BufRead, BufReader};
+
+    tokio::time::timeout(support::LIMIT, async {
+        let auth = TestAuthorizationServer::start(3600).await;
+        let server = serve(&auth);
+        let url = server.url.clone();
+        let dir = std::env::temp_dir().join(format!("tidewire-cli-oauth-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tokens = dir.join("tokens.json");
+
+        // Without a login and without a terminal: a clear refusal naming the way out.
+        let (code, _, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains("401") && stderr.contains("--oauth"),
+            "{stderr}"
+        );
+
+        // `auth login`: the URL is printed; the "browser" (this test) follows it.
+        let mut login = std::process::Command::new(support::BIN)
+            .args(["auth", "login", &url, "--no-browser"])
+            .env("TIDEWIRE_TOKEN_FILE", &tokens)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tidewire auth login");
+        let stderr = login.stderr.take().expect("stderr");
+        let authorization_url = tokio::task::spawn_blocking(move || {
+            BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+                .find_map(|line| {
+                    line.trim()
+                        .starts_with("http://")
+                        .then(|| line.trim().to_owned())
+                })
+        })
+        .await
+        .expect("reader")
+        .expect("the authorization URL is printed");
+        assert!(authorization_url.starts_with(&format!("{}/authorize?", auth.issuer)));
+        let page = reqwest::get(&authorization_url)
+            .await
+            .expect("the browser's round trip");
+        assert_eq!(page.status(), 200, "the loopback page");
+        let finished = tokio::task::spawn_blocking(move || login.wait_with_output())
+            .await
+            .expect("waiter")
+            .expect("login ends");
+        let said = String::from_utf8_lossy(&finished.stdout).into_owned();
+        assert!(finished.status.success(), "{said}");
+        assert!(
+            said.starts_with(&format!("logged in to {url}: issuer {}", auth.issuer)),
+            "{said}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&tokens)
+                .expect("saved")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let contents = std::fs::read_to_string(&tokens).expect("token file");
+        assert!(!said.contains("refresh-"), "no token on the screen");
+
+        // A call uses the saved login: no new authorization.
+        let logins = count(&auth, "authorization_code");
+        let (code, stdout, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
+        assert_eq!((code, stdout.trim()), (0, "hi"), "{stderr}");
+        assert_eq!(count(&auth, "authorization_code"), logins);
+
+        let (code, status, _) = tidewire(&["auth", "status"], &tokens);
+        assert_eq!(code, 0);
+        assert!(
+            status.contains(&url) && status.contains("can be refreshed"),
+            "{status}"
+        );
+        assert!(
+            !contents.is_empty() && !status.contains("eyJ"),
+            "no token in the status"
+        );
+
+        let (code, out, _) = tidewire(&["auth", "logout", &url], &tokens);
+        assert_eq!(
+            (code, out.trim()),
+            (0, format!("logged out of {url}").as_str())
+        );
+        let (_, status, _) = tidewire(&["auth", "status"], &tokens);
+        assert_eq!(status.trim(), "no logins");
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("within the limit");
+}

@@ -14,7 +14,8 @@
 //!    `offline_access` only where the server lists it; a 403 `insufficient_scope` asks again
 //!    with the union of what was asked and what is missing, at most three times in a row;
 //! 5. the authorization request with PKCE S256, `state` and RFC 8707 `resource`, through a
-//!    [`FrontChannel`]; the response's `state` and RFC 9207 `iss` are checked exactly;
+//!    [`FrontChannel`] ([`LoopbackRedirect`] for a person with a browser, [`HeadlessRedirect`]
+//!    for a server that approves at once); the response's `state` and RFC 9207 `iss` are checked exactly;
 //! 6. the token request, with `resource` and the client's authentication method.
 //!
 //! [`OAuthClient::refresh`] renews a [`Grant`] with its refresh token (with `resource` again),
@@ -31,6 +32,7 @@ mod discovery;
 mod error;
 mod flow;
 mod http;
+mod loopback;
 mod oauth;
 mod registration;
 mod session;
@@ -39,6 +41,7 @@ mod token;
 
 pub use error::AuthError;
 pub use flow::{FrontChannel, HeadlessRedirect};
+pub use loopback::LoopbackRedirect;
 pub use oauth::{MAX_ATTEMPTS, OAuthClient, OAuthConfig};
 pub use registration::{AuthMethod, Credentials};
 pub use session::{OAuthSession, RENEW_MARGIN};

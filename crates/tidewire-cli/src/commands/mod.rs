@@ -1,5 +1,6 @@
-//! The client commands (`call`, `list`, `read`, `prompt`) and `demo`.
+//! The client commands (`call`, `list`, `read`, `prompt`, `task`, `auth`) and `demo`.
 
+pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod demo;
 pub(crate) mod list;

@@ -1,0 +1,195 @@
+//! [`LoopbackRedirect`]: the front channel of a program on the user's machine (RFC 8252): the
+//! user opens the authorization URL in a browser, and the authorization server sends the
+//! browser back to a port on 127.0.0.1 where this program listens.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpListener;
+
+use super::error::AuthError;
+use super::flow::FrontChannel;
+
+/// The longest request head read from the browser.
+const MAX_HEAD: usize = 16 * 1024;
+/// How long one connection may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections that are not the redirect (a favicon, a scanner) before giving up.
+const MAX_STRAYS: usize = 32;
+
+/// Waits on a loopback port for the browser's return from the authorization server. The
+/// authorization URL goes to a callback (print it, open a browser), then one request to the
+/// callback path is taken as the authorization response and answered with a page telling the
+/// user they can close it. Other requests get 404 and the wait goes on, up to a time limit.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use tidewire_auth::client::{LoopbackRedirect, OAuthClient, OAuthConfig};
+///
+/// let front = LoopbackRedirect::bind()
+///     .await?
+///     .on_url(|url| eprintln!("Open this URL to authorize: {url}"));
+/// let oauth = OAuthClient::new(OAuthConfig::new("my-agent", front.redirect_uri(), front))?;
+/// # let _ = oauth;
+/// # Ok(()) }
+/// ```
+pub struct LoopbackRedirect {
+    listener: TcpListener,
+    port: u16,
+    show: Arc<dyn Fn(&str) + Send + Sync>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for LoopbackRedirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopbackRedirect")
+            .field("port", &self.port)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopbackRedirect {
+    /// Listens on a free port of 127.0.0.1; the URL is shown nowhere until
+    /// [`on_url`](Self::on_url) says where.
+    ///
+    /// # Errors
+    /// The port cannot be bound.
+    pub async fn bind() -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        Ok(Self {
+            listener,
+            port,
+            show: Arc::new(|_| {}),
+            timeout: Duration::from_secs(300),
+        })
+    }
+
+    /// Calls `show` with each authorization URL (print it, open a browser on it).
+    #[must_use]
+    pub fn on_url(mut self, show: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.show = Arc::new(show);
+        self
+    }
+
+    /// How long to wait for the browser's return (five minutes unless set).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The redirect URI to register: `http://127.0.0.1:PORT/callback`.
+    pub fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}/callback", self.port)
+    }
+
+    async fn wait(&self) -> Result<String, AuthError> {
+        let failed =
+            |e: std::io::Error| AuthError::Authorization(format!("the loopback port: {e}"));
+        for _ in 0..MAX_STRAYS {
+            let (mut stream, _) = self.listener.accept().await.map_err(failed)?;
+            let Ok(Ok(head)) = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await
+            else {
+                continue;
+            };
+            let target = head
+                .lines()
+                .next()
+                .and_then(|line| line.strip_prefix("GET "))
+                .and_then(|rest| rest.split(' ').next())
+                .filter(|t| t.starts_with("/callback"));
+            let Some(target) = target else {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            };
+            let page = "<!doctype html><title>Authorized</title><p>You can close this window \
+                        and return to the program.</p>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
+                 content-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            return Ok(format!("http://127.0.0.1:{}{target}", self.port));
+        }
+        Err(AuthError::Authorization(
+            "too many requests to the loopback port that were not the redirect".to_owned(),
+        ))
+    }
+}
+
+/// The request head (up to the blank line), at most [`MAX_HEAD`] bytes.
+async fn read_head(stream: &mut tokio::net::TcpStream) -> std::io::Result<String> {
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).await?;
+        if read == 0 || head.len() + read > MAX_HEAD {
+            break;
+        }
+        head.extend_from_slice(&buffer[..read]);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
+impl FrontChannel for LoopbackRedirect {
+    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(async move {
+            (self.show)(url);
+            tokio::time::timeout(self.timeout, self.wait())
+                .await
+                .map_err(|_| {
+                    AuthError::Authorization(format!(
+                        "no answer from the browser within {} s",
+                        self.timeout.as_secs()
+                    ))
+                })?
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_redirect_is_taken_and_stray_requests_are_not() {
+        let front = LoopbackRedirect::bind().await.expect("bind");
+        let base = front.redirect_uri().replace("/callback", "");
+        let browser = tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let stray = http
+                .get(format!("{base}/favicon.ico"))
+                .send()
+                .await
+                .expect("stray");
+            assert_eq!(stray.status(), 404);
+            let back = http
+                .get(format!("{base}/callback?code=c&state=s"))
+                .send()
+                .await
+                .expect("redirect");
+            assert_eq!(back.status(), 200);
+        });
+        let redirected = tokio::time::timeout(
+            Duration::from_secs(30),
+            front.authorize("http://as/authorize"),
+        )
+        .await
+        .expect("in time")
+        .expect("the redirect");
+        assert!(
+            redirected.ends_with("/callback?code=c&state=s"),
+            "{redirected}"
+        );
+        browser.await.expect("browser");
+    }
+}
