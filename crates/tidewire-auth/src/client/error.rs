@@ -1,4 +1,6 @@
-//! Why a client could not get a token.
+//! Why a client could not get a token, or keep one.
+
+use std::path::PathBuf;
 
 /// The authorization flow failed; nothing was sent to a server it should not trust.
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +54,36 @@ pub enum AuthError {
     /// The token store could not keep or give back a grant; a token that could not be kept
     /// is not used.
     #[error("the token store failed: {0}")]
-    Store(#[from] super::store::StoreError),
+    Store(#[from] StoreError),
     /// More authorization attempts than allowed for one resource.
     #[error("gave up after {0} authorization attempts")]
     TooManyAttempts(usize),
+}
+
+/// Why a store could not keep or give back a grant.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not a token file this version can read.
+    #[error("{path}: not a tidewire token file ({reason})")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The store already holds its most grants ([`MAX_GRANTS`](super::MAX_GRANTS)).
+    #[error("the token store is full")]
+    Full,
+    /// No place for a file store: neither a config directory nor a home is known.
+    #[error("no config directory: set XDG_CONFIG_HOME or HOME")]
+    NoConfigDir,
 }

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::error::StoreError;
 use super::token::Grant;
 
 /// The most grants a store holds (one per MCP endpoint).
@@ -15,34 +16,6 @@ pub const MAX_GRANTS: usize = 1024;
 
 /// The largest token file read.
 const MAX_FILE: u64 = 4 * 1024 * 1024;
-
-/// Why a store could not keep or give back a grant.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// Reading or writing the file failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What failed.
-        source: std::io::Error,
-    },
-    /// The file is not a token file this version can read.
-    #[error("{path}: not a tidewire token file ({reason})")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The store already holds [`MAX_GRANTS`] grants.
-    #[error("the token store is full ({MAX_GRANTS} grants)")]
-    Full,
-    /// No place for a file store: neither a config directory nor a home is known.
-    #[error("no config directory: set XDG_CONFIG_HOME or HOME")]
-    NoConfigDir,
-}
 
 /// Keeps one [`Grant`] per key (the MCP endpoint's URL). A save must be durable when it
 /// returns `Ok`: a rotated refresh token is saved before the token it came with is used,
