@@ -80,7 +80,7 @@ pub(crate) struct Pending {
 }
 
 /// 32 random bytes, base64url: a PKCE verifier (43 characters) or a `state`.
-fn random() -> Result<String, AuthError> {
+pub(crate) fn random() -> Result<String, AuthError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| AuthError::Unusable(format!("no randomness: {e}")))?;
     Ok(URL_SAFE_NO_PAD.encode(bytes))
@@ -172,11 +172,18 @@ pub(crate) fn code(
     param("code").ok_or_else(|| AuthError::Authorization("it has no code".to_owned()))
 }
 
+/// The client as it presents itself at a token endpoint: its credentials, and the signed
+/// assertion that goes with them under `private_key_jwt`.
+pub(crate) struct Presented<'a> {
+    pub(crate) client: &'a Credentials,
+    pub(crate) assertion: Option<String>,
+}
+
 /// Exchanges `code` for a token.
 pub(crate) async fn exchange(
     http: &Http,
     server: &ServerMetadata,
-    client: &Credentials,
+    client: Presented<'_>,
     pending: &Pending,
     code: &str,
     redirect_uri: &str,
@@ -197,7 +204,11 @@ pub(crate) async fn exchange(
 /// Refreshes `grant`'s token (RFC 6749 §6), naming its resource again (RFC 8707). A server
 /// that rotates refresh tokens answers a new one; one that does not leaves the old one valid,
 /// so it is kept, and so are the scopes when the answer does not name them.
-pub(crate) async fn refresh(http: &Http, grant: &Grant) -> Result<Token, AuthError> {
+pub(crate) async fn refresh(
+    http: &Http,
+    grant: &Grant,
+    assertion: Option<String>,
+) -> Result<Token, AuthError> {
     let Some(refresh_token) = &grant.token.refresh_token else {
         return Err(AuthError::InvalidGrant);
     };
@@ -208,7 +219,11 @@ pub(crate) async fn refresh(http: &Http, grant: &Grant) -> Result<Token, AuthErr
     if let Some(resource) = &grant.resource {
         form.push(("resource", resource.clone()));
     }
-    let mut token = token_request(http, &grant.token_endpoint, &grant.client, form).await?;
+    let client = Presented {
+        client: &grant.client,
+        assertion,
+    };
+    let mut token = token_request(http, &grant.token_endpoint, client, form).await?;
     if token.refresh_token.is_none() {
         token.refresh_token = Some(refresh_token.clone());
     }
@@ -218,13 +233,26 @@ pub(crate) async fn refresh(http: &Http, grant: &Grant) -> Result<Token, AuthErr
     Ok(token)
 }
 
-/// POSTs a token request to `url` with the client's authentication.
-async fn token_request(
+/// POSTs a token request to `url` with the client's authentication: its secret (Basic or in
+/// the form), its signed `assertion` (`private_key_jwt`), or its id alone.
+pub(crate) async fn token_request(
     http: &Http,
     url: &str,
-    client: &Credentials,
-    mut form: Vec<(&str, String)>,
+    client: Presented<'_>,
+    form: Vec<(&str, String)>,
 ) -> Result<Token, AuthError> {
+    let body = post_form(http, url, client, form).await?;
+    Token::from_response(&body)
+}
+
+/// POSTs `form` to `url` with the client's authentication; the body of a success.
+pub(crate) async fn post_form(
+    http: &Http,
+    url: &str,
+    presented: Presented<'_>,
+    mut form: Vec<(&str, String)>,
+) -> Result<Vec<u8>, AuthError> {
+    let Presented { client, assertion } = presented;
     let mut request = http.raw().post(url).header("accept", "application/json");
     match (client.method, &client.client_secret) {
         (AuthMethod::SecretBasic, Some(secret)) => {
@@ -235,6 +263,22 @@ async fn token_request(
             form.push(("client_id", client.client_id.clone()));
             form.push(("client_secret", secret.clone()));
         }
+        (AuthMethod::PrivateKeyJwt, _) => {
+            let Some(assertion) = assertion else {
+                return Err(AuthError::Unusable(
+                    "private_key_jwt needs the client's signing key (OAuthConfig::client_key)"
+                        .to_owned(),
+                ));
+            };
+            form.push(("client_id", client.client_id.clone()));
+            form.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+            ));
+            form.push(("client_assertion", assertion));
+        }
+        // A client unknown there (an identity provider that asks for none) sends no id.
+        _ if client.client_id.is_empty() => {}
         _ => form.push(("client_id", client.client_id.clone())),
     }
     let body = form_body(&form);
@@ -254,7 +298,7 @@ async fn token_request(
         }
         return Err(AuthError::Token(format!("HTTP {status}, error {code:?}")));
     }
-    Token::from_response(&body)
+    Ok(body)
 }
 
 /// `application/x-www-form-urlencoded` of `pairs`.

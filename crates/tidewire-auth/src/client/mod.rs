@@ -16,7 +16,14 @@
 //! 5. the authorization request with PKCE S256, `state` and RFC 8707 `resource`, through a
 //!    [`FrontChannel`] ([`LoopbackRedirect`] for a person with a browser, [`HeadlessRedirect`]
 //!    for a server that approves at once); the response's `state` and RFC 9207 `iss` are checked exactly;
-//! 6. the token request, with `resource` and the client's authentication method.
+//! 6. the token request, with `resource` and the client's authentication method
+//!    (`client_secret_basic`, `client_secret_post`, `none`, or `private_key_jwt` with a
+//!    `ClientKey` under the feature `jwt`).
+//!
+//! Without a person at a browser, [`GrantFlow`] chooses the `client_credentials` grant (a
+//! machine with its own credentials) or enterprise-managed authorization (an identity
+//! provider's ID token exchanged for an identity assertion, then a `jwt-bearer` grant), or
+//! workload identity federation (a platform-issued JWT as a `jwt-bearer` grant).
 //!
 //! [`OAuthClient::refresh`] renews a [`Grant`] with its refresh token (with `resource` again),
 //! keeping a rotated refresh token.
@@ -28,9 +35,12 @@
 //! [`TokenStore`]: [`MemoryStore`] by default, [`FileStore`] (one private file, written
 //! atomically) for a program that runs again later.
 
+#[cfg(feature = "jwt")]
+mod assertion;
 mod discovery;
 mod error;
 mod flow;
+mod grants;
 mod http;
 mod loopback;
 mod oauth;
@@ -39,8 +49,11 @@ mod session;
 mod store;
 mod token;
 
+#[cfg(feature = "jwt")]
+pub use assertion::ClientKey;
 pub use error::AuthError;
 pub use flow::{FrontChannel, HeadlessRedirect};
+pub use grants::{GrantFlow, IdentityProvider, WorkloadAssertion};
 pub use loopback::LoopbackRedirect;
 pub use oauth::{MAX_ATTEMPTS, OAuthClient, OAuthConfig};
 pub use registration::{AuthMethod, Credentials};

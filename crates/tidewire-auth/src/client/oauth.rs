@@ -9,7 +9,8 @@ use std::time::Duration;
 use super::error::AuthError;
 #[cfg(test)]
 use super::flow::HeadlessRedirect;
-use super::flow::{self, FrontChannel};
+use super::flow::{self, FrontChannel, Presented};
+use super::grants::{self, GrantFlow};
 use super::http;
 use super::registration::{self, AuthMethod, Credentials};
 use super::token::Grant;
@@ -34,6 +35,12 @@ pub struct OAuthConfig {
     pub front_channel: Arc<dyn FrontChannel>,
     /// The time limit of each HTTP exchange.
     pub timeout: Duration,
+    /// How tokens are granted: through a browser (the default), to a machine with its own
+    /// credentials, or from an enterprise identity provider's assertion.
+    pub flow: GrantFlow,
+    /// The client's signing key, for `private_key_jwt` credentials.
+    #[cfg(feature = "jwt")]
+    pub client_key: Option<super::assertion::ClientKey>,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -42,6 +49,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("redirect_uri", &self.redirect_uri)
             .field("client_name", &self.client_name)
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("flow", &self.flow)
             .finish_non_exhaustive()
     }
 }
@@ -61,6 +69,9 @@ impl OAuthConfig {
             client_metadata_url: None,
             front_channel: Arc::new(front_channel),
             timeout: Duration::from_secs(30),
+            flow: GrantFlow::AuthorizationCode,
+            #[cfg(feature = "jwt")]
+            client_key: None,
         }
     }
 }
@@ -137,26 +148,68 @@ impl OAuthClient {
         let client = self.credentials(&server).await?.fitted(&server);
         let scopes = self.scopes(url, challenge, resource.as_ref(), &server)?;
         let resource_id = resource.as_ref().and_then(|r| r.resource.clone());
-        let redirect_uri = &self.config.redirect_uri;
-        let pending = flow::request(
-            &server,
-            &client,
-            redirect_uri,
-            &scopes,
-            resource_id.as_deref(),
-        )?;
-        let redirected = self.config.front_channel.authorize(&pending.url).await?;
-        let code = flow::code(&pending, &server, &redirected)?;
-        let token = flow::exchange(
-            &self.http,
-            &server,
-            &client,
-            &pending,
-            &code,
-            redirect_uri,
-            resource_id.as_deref(),
-        )
-        .await?;
+        let assertion = self.assertion(&client, &server.issuer)?;
+        let presented = Presented {
+            client: &client,
+            assertion,
+        };
+        let token = match &self.config.flow {
+            GrantFlow::AuthorizationCode => {
+                let redirect_uri = &self.config.redirect_uri;
+                let pending = flow::request(
+                    &server,
+                    &client,
+                    redirect_uri,
+                    &scopes,
+                    resource_id.as_deref(),
+                )?;
+                let redirected = self.config.front_channel.authorize(&pending.url).await?;
+                let code = flow::code(&pending, &server, &redirected)?;
+                flow::exchange(
+                    &self.http,
+                    &server,
+                    presented,
+                    &pending,
+                    &code,
+                    redirect_uri,
+                    resource_id.as_deref(),
+                )
+                .await?
+            }
+            GrantFlow::ClientCredentials => {
+                grants::client_credentials(
+                    &self.http,
+                    &server,
+                    presented,
+                    &scopes,
+                    resource_id.as_deref(),
+                )
+                .await?
+            }
+            GrantFlow::IdentityAssertion(idp) => {
+                let resource = resource_id.as_deref().unwrap_or(url);
+                grants::identity_assertion(
+                    &self.http,
+                    idp,
+                    &server,
+                    presented,
+                    &scopes,
+                    Some(resource),
+                )
+                .await?
+            }
+            GrantFlow::JwtBearer(workload) => {
+                grants::jwt_bearer(
+                    &self.http,
+                    &server,
+                    presented,
+                    workload.0.clone(),
+                    &scopes,
+                    resource_id.as_deref(),
+                )
+                .await?
+            }
+        };
         Ok(Grant {
             issuer: server.issuer,
             token_endpoint: server.token_endpoint,
@@ -174,7 +227,8 @@ impl OAuthClient {
     /// [`AuthError::InvalidGrant`] when there is no refresh token or the server no longer
     /// honours it (authorize again); any other [`AuthError`] of the token request.
     pub async fn refresh(&self, grant: &Grant) -> Result<Grant, AuthError> {
-        let token = flow::refresh(&self.http, grant).await?;
+        let assertion = self.assertion(&grant.client, &grant.issuer)?;
+        let token = flow::refresh(&self.http, grant, assertion).await?;
         Ok(Grant {
             token,
             ..grant.clone()
@@ -191,6 +245,22 @@ impl OAuthClient {
             .or_insert(credentials);
     }
 
+    /// A signed client assertion for `issuer`, when the client authenticates with its key.
+    fn assertion(&self, client: &Credentials, issuer: &str) -> Result<Option<String>, AuthError> {
+        if client.method != AuthMethod::PrivateKeyJwt {
+            return Ok(None);
+        }
+        #[cfg(feature = "jwt")]
+        if let Some(key) = &self.config.client_key {
+            return key.sign(&client.client_id, issuer).map(Some);
+        }
+        let _ = issuer;
+        Err(AuthError::Unusable(
+            "private_key_jwt needs the client's signing key (OAuthConfig::client_key, feature jwt)"
+                .to_owned(),
+        ))
+    }
+
     /// The client's credentials at `server`: kept from before, pre-registered, its metadata
     /// document's URL, or a new registration.
     async fn credentials(&self, server: &ServerMetadata) -> Result<Credentials, AuthError> {
@@ -200,6 +270,12 @@ impl OAuthClient {
         let credentials = match &self.config.pre_registered {
             Some((credentials, issuer)) if issuer.as_deref().is_none_or(|i| i == server.issuer) => {
                 credentials.clone()
+            }
+            _ if !matches!(self.config.flow, GrantFlow::AuthorizationCode) => {
+                return Err(AuthError::Unusable(
+                    "a grant without a browser needs the client's pre-registered credentials"
+                        .to_owned(),
+                ));
             }
             _ => match &self.config.client_metadata_url {
                 Some(url) if server.client_id_metadata_document_supported => Credentials {
@@ -275,10 +351,12 @@ impl OAuthClient {
             }
             wanted.extend(before.iter().cloned());
         }
-        if server
-            .scopes_supported
-            .iter()
-            .any(|s| s == "offline_access")
+        // Only a person's login is kept for later (a machine asks again).
+        if matches!(self.config.flow, GrantFlow::AuthorizationCode)
+            && server
+                .scopes_supported
+                .iter()
+                .any(|s| s == "offline_access")
         {
             wanted.insert("offline_access".to_owned());
         }

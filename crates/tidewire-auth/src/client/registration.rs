@@ -20,6 +20,10 @@ pub enum AuthMethod {
     /// A public client: the id only.
     #[serde(rename = "none")]
     None,
+    /// A JWT signed with the client's private key (RFC 7523 §2.2), see
+    /// `OAuthConfig::client_key` (feature `jwt`).
+    #[serde(rename = "private_key_jwt")]
+    PrivateKeyJwt,
 }
 
 impl AuthMethod {
@@ -28,6 +32,7 @@ impl AuthMethod {
             "client_secret_basic" => Some(Self::SecretBasic),
             "client_secret_post" => Some(Self::SecretPost),
             "none" => Some(Self::None),
+            "private_key_jwt" => Some(Self::PrivateKeyJwt),
             _ => None,
         }
     }
@@ -37,6 +42,7 @@ impl AuthMethod {
             Self::SecretBasic => "client_secret_basic",
             Self::SecretPost => "client_secret_post",
             Self::None => "none",
+            Self::PrivateKeyJwt => "private_key_jwt",
         }
     }
 }
@@ -78,11 +84,23 @@ impl Credentials {
         }
     }
 
+    /// These credentials, authenticating with `method` (`private_key_jwt` for a client that
+    /// signs its assertions).
+    #[must_use]
+    pub fn with_method(mut self, method: AuthMethod) -> Self {
+        self.method = method;
+        self
+    }
+
     /// The method to use at `server`: this one if it supports it (or says nothing), else the
     /// first it supports that these credentials allow.
     pub(crate) fn fitted(mut self, server: &ServerMetadata) -> Self {
         let supported = &server.token_endpoint_auth_methods_supported;
-        if supported.is_empty() || supported.iter().any(|m| m == self.method.name()) {
+        // A signing client has no secret to fall back on.
+        if self.method == AuthMethod::PrivateKeyJwt
+            || supported.is_empty()
+            || supported.iter().any(|m| m == self.method.name())
+        {
             return self;
         }
         let allowed: &[AuthMethod] = if self.client_secret.is_some() {

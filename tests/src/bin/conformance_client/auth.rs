@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 use tidewire_auth::client::{
-    Credentials, HeadlessRedirect, OAuthClient, OAuthConfig, OAuthSession,
+    AuthMethod, ClientKey, Credentials, GrantFlow, HeadlessRedirect, IdentityProvider, OAuthClient,
+    OAuthConfig, OAuthSession, WorkloadAssertion,
 };
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::Implementation;
@@ -19,7 +20,7 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 /// A client of the MCP endpoint `url` whose transport gets its tokens from the OAuth client:
 /// the first 401 starts the flow, a 403 `insufficient_scope` steps up, a later 401 starts over.
 pub(crate) async fn connect(url: &str, modern: bool) -> Result<Client, String> {
-    let oauth = OAuthClient::new(config()).map_err(|e| e.to_string())?;
+    let oauth = OAuthClient::new(config()?).map_err(|e| e.to_string())?;
     let session = OAuthSession::new(oauth, url);
     let info = Implementation::new("tidewire-conformance-client", env!("CARGO_PKG_VERSION"));
     let connected = if modern {
@@ -46,8 +47,9 @@ pub(crate) async fn connect(url: &str, modern: bool) -> Result<Client, String> {
     connected.map_err(|e| format!("connecting: {e}"))
 }
 
-/// The OAuth client, with the pre-registered credentials the scenario's context gives.
-fn config() -> OAuthConfig {
+/// The OAuth client, with what the scenario's context gives: pre-registered credentials (a
+/// secret, or a signing key), and for the extensions the grant they exercise.
+fn config() -> Result<OAuthConfig, String> {
     let mut config = OAuthConfig::new(
         "tidewire-conformance-client",
         REDIRECT_URI,
@@ -58,16 +60,30 @@ fn config() -> OAuthConfig {
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
-    if let Some(id) = context.get("client_id").and_then(Value::as_str) {
-        let secret = context
-            .get("client_secret")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let issuer = context
-            .get("issuer")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        config.pre_registered = Some((Credentials::pre_registered(id, secret), issuer));
+    let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
+    if let Some(id) = field("client_id") {
+        let mut credentials = Credentials::pre_registered(id, field("client_secret"));
+        if let Some(pem) = field("private_key_pem") {
+            let algorithm = field("signing_algorithm").unwrap_or_else(|| "ES256".to_owned());
+            config.client_key =
+                Some(ClientKey::from_pem(pem.as_bytes(), &algorithm).map_err(|e| e.to_string())?);
+            credentials = credentials.with_method(AuthMethod::PrivateKeyJwt);
+        }
+        config.pre_registered = Some((credentials, field("issuer")));
     }
-    config
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    if scenario.starts_with("auth/client-credentials") {
+        config.flow = GrantFlow::ClientCredentials;
+    } else if let Some(jwt) = field("valid_jwt") {
+        config.flow = GrantFlow::JwtBearer(WorkloadAssertion(jwt));
+    } else if let (Some(token_endpoint), Some(id_token)) =
+        (field("idp_token_endpoint"), field("idp_id_token"))
+    {
+        config.flow = GrantFlow::IdentityAssertion(IdentityProvider {
+            token_endpoint,
+            id_token,
+            client: field("idp_client_id").map(|id| Credentials::pre_registered(id, None)),
+        });
+    }
+    Ok(config)
 }
