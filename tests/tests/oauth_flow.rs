@@ -62,7 +62,15 @@ async fn protected(auth: &TestAuthorizationServer, check: Check) -> String {
         .tool(
             "admin",
             "Needs mcp:admin",
-            |_: NoArgs, _: Context| async move { Ok(CallToolResult::text("done")) },
+            |_: NoArgs, ctx: Context| async move {
+                // The handler sees what the token granted.
+                let granted = ctx.auth().is_some_and(|a| a.has_scope("mcp:admin"));
+                Ok(CallToolResult::text(if granted {
+                    "done"
+                } else {
+                    "not granted"
+                }))
+            },
         )
         .build();
     let document = serde_json::to_string(&metadata).expect("JSON");

@@ -192,9 +192,9 @@ where
                 }
                 request = Request::from_parts(parts, B::from(bytes));
             }
-            request
-                .extensions_mut()
-                .insert(Principal(verified.subject.clone()));
+            request.extensions_mut().insert(
+                Principal::new(verified.subject.clone()).with_scopes(verified.scopes.clone()),
+            );
             request.extensions_mut().insert(verified);
             inner.call(request).await
         })
@@ -369,7 +369,7 @@ mod tests {
             let who = request
                 .extensions()
                 .get::<Principal>()
-                .map(|p| p.0.clone())
+                .map(|p| p.subject.clone())
                 .unwrap_or_default();
             ready(Ok(Response::new(who)))
         }

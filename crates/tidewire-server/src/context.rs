@@ -166,7 +166,18 @@ impl Context {
         self.request()
             .extensions()
             .get::<tidewire_core::transport::Principal>()
-            .map(|p| p.0.as_str())
+            .map(|p| p.subject.as_str())
+    }
+
+    /// Who the request acts for and what it was granted (its token's scopes), as the
+    /// authentication layer established it; `None` when nothing authenticated it. A handler
+    /// checks a scope of its own with [`Principal::has_scope`].
+    ///
+    /// [`Principal::has_scope`]: tidewire_core::transport::Principal::has_scope
+    pub fn auth(&self) -> Option<&tidewire_core::transport::Principal> {
+        self.request()
+            .extensions()
+            .get::<tidewire_core::transport::Principal>()
     }
 
     /// The engine-level request context (id, `_meta`, transport extensions, raw peer).

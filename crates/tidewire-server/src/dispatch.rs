@@ -253,7 +253,9 @@ fn task_payload(record: &TaskRecord) -> Result<Value, ErrorObject> {
 
 /// The authenticated principal of a request, when the transport knows one.
 fn principal(ctx: &RequestContext) -> Option<String> {
-    ctx.extensions().get::<Principal>().map(|p| p.0.clone())
+    ctx.extensions()
+        .get::<Principal>()
+        .map(|p| p.subject.clone())
 }
 
 /// The answer of a server that serves only the stateless revision to a session-era request:

@@ -70,7 +70,51 @@ pub struct HttpRequestInfo {
 }
 
 /// Who the request acts for, as an authentication layer established it (an OAuth subject, a
-/// user id). Put in the envelope extensions by whatever authenticated the request; state the
-/// server hands to the client (a stateless request's `requestState`) is bound to it.
+/// user id), and what it was granted (the token's scopes). Put in the envelope extensions by
+/// whatever authenticated the request. What belongs to a principal is bound to its
+/// [`subject`](Self::subject) alone: a session, a stateless request's `requestState`, a task
+/// stay its own when a step-up brings a token with more scopes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal(pub String);
+pub struct Principal {
+    /// Who: the token's subject.
+    pub subject: String,
+    /// What the request may do: the token's scopes.
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    /// `subject`, with no scopes.
+    pub fn new(subject: impl Into<String>) -> Self {
+        Self {
+            subject: subject.into(),
+            scopes: Vec::new(),
+        }
+    }
+
+    /// With `scopes` granted.
+    #[must_use]
+    pub fn with_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether `scope` was granted.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// Whether `other` is the same principal (the same subject, whatever its scopes).
+    pub fn is(&self, other: &Principal) -> bool {
+        self.subject == other.subject
+    }
+
+    /// Whether a request acting for `principal` may use what `owner` opened: the same
+    /// subject, or no principal on either side.
+    pub fn may_use(owner: Option<&Principal>, principal: Option<&Principal>) -> bool {
+        match (owner, principal) {
+            (None, None) => true,
+            (Some(owner), Some(principal)) => owner.is(principal),
+            _ => false,
+        }
+    }
+}

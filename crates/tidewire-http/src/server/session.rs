@@ -85,7 +85,7 @@ impl HttpSession {
     /// Whether a request acting for `principal` may use the session: it must act for the
     /// principal that opened it (or for none, when none opened it).
     pub(crate) fn is_owned_by(&self, principal: Option<&Principal>) -> bool {
-        self.owner.get() == principal
+        Principal::may_use(self.owner.get(), principal)
     }
 
     fn routes(&self) -> MutexGuard<'_, HashMap<RequestId, ReplyTarget>> {

@@ -37,7 +37,10 @@ pub(crate) async fn listen(
     tasks_declared: bool,
 ) -> Result<Value, ErrorObject> {
     let accepted = honoured(server, &params.notifications, tasks_declared)?;
-    let principal = ctx.extensions().get::<Principal>().map(|p| p.0.clone());
+    let principal = ctx
+        .extensions()
+        .get::<Principal>()
+        .map(|p| p.subject.clone());
     let _slot = ListenerSlot::take(server)?;
     let id = ctx.id().to_json();
     let mut tag = Meta::new();

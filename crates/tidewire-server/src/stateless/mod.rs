@@ -307,5 +307,7 @@ fn tasks_declared(meta: &RequestMeta) -> Result<(), ErrorObject> {
 }
 
 fn principal(ctx: &RequestContext) -> Option<String> {
-    ctx.extensions().get::<Principal>().map(|p| p.0.clone())
+    ctx.extensions()
+        .get::<Principal>()
+        .map(|p| p.subject.clone())
 }
