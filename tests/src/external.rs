@@ -136,3 +136,85 @@ impl Drop for PythonPeerServer {
         let _ = self.child.start_kill();
     }
 }
+
+/// The Python interpreter with the official SDK (`TIDEWIRE_PY_PYTHON`), or `None` after
+/// printing why the test skips.
+///
+/// # Panics
+/// When it is required and missing.
+pub fn python_interpreter() -> Option<PathBuf> {
+    match path_var("TIDEWIRE_PY_PYTHON") {
+        Some(python) if python.exists() => Some(python),
+        Some(python) => {
+            skip(&format!(
+                "TIDEWIRE_PY_PYTHON names no file: {}",
+                python.display()
+            ));
+            None
+        }
+        None => {
+            skip("TIDEWIRE_PY_PYTHON is not set (see .ci/run)");
+            None
+        }
+    }
+}
+
+/// `tests/python/authorization_server.py`: an OAuth authorization server built on the official
+/// Python SDK's auth routes (metadata, registration, PKCE, token, revocation), with opaque
+/// tokens checked at its `/introspect` and test controls under `/control/`. Killed when
+/// dropped.
+#[derive(Debug)]
+pub struct PythonAuthorizationServer {
+    child: std::process::Child,
+    /// Its issuer identifier, as the SDK writes it (`http://127.0.0.1:PORT/`).
+    pub issuer: String,
+}
+
+impl PythonAuthorizationServer {
+    /// Starts it with `python` and waits (30 s at most) for the issuer URL it prints once it
+    /// listens.
+    ///
+    /// # Panics
+    /// When it does not start in time (a test failure).
+    pub fn start(python: &std::path::Path) -> Self {
+        use std::io::BufRead as _;
+
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/python/authorization_server.py"
+        );
+        let mut child = std::process::Command::new(python)
+            .arg(script)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start the Python authorization server");
+        let stdout = child.stdout.take().expect("its stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let issuer = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the authorization server prints its issuer in time")
+            .trim()
+            .to_owned();
+        assert!(issuer.starts_with("http://127.0.0.1:"), "{issuer:?}");
+        Self { child, issuer }
+    }
+
+    /// `issuer` followed by `path` (no leading slash).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.issuer)
+    }
+}
+
+impl Drop for PythonAuthorizationServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -14,14 +14,82 @@ use tidewire_client::{Client, Era};
 use tidewire_core::schema::Implementation;
 use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
 use tidewire_tests::authorization_server::{INTROSPECTION_CLIENT, TestAuthorizationServer};
+use tidewire_tests::external::PythonAuthorizationServer;
 
-fn serve(auth: &TestAuthorizationServer) -> HttpServer {
+/// What the end-to-end flow needs of an authorization server: where it is, and the test
+/// controls that make its tokens expire or be revoked, and show which grants it served.
+trait Issuer {
+    fn issuer(&self) -> String;
+    fn introspection_endpoint(&self) -> String;
+    async fn grants(&self) -> Vec<String>;
+    async fn revoke_access_tokens(&self);
+    async fn revoke_refresh_tokens(&self);
+    async fn set_lifetime(&self, seconds: u64);
+}
+
+impl Issuer for TestAuthorizationServer {
+    fn issuer(&self) -> String {
+        self.issuer.clone()
+    }
+    fn introspection_endpoint(&self) -> String {
+        TestAuthorizationServer::introspection_endpoint(self)
+    }
+    async fn grants(&self) -> Vec<String> {
+        TestAuthorizationServer::grants(self)
+    }
+    async fn revoke_access_tokens(&self) {
+        TestAuthorizationServer::revoke_access_tokens(self);
+    }
+    async fn revoke_refresh_tokens(&self) {
+        TestAuthorizationServer::revoke_refresh_tokens(self);
+    }
+    async fn set_lifetime(&self, seconds: u64) {
+        TestAuthorizationServer::set_lifetime(self, seconds);
+    }
+}
+
+/// The Python SDK's authorization server, driven through its `/control/` routes.
+impl Issuer for PythonAuthorizationServer {
+    fn issuer(&self) -> String {
+        self.issuer.clone()
+    }
+    fn introspection_endpoint(&self) -> String {
+        self.url("introspect")
+    }
+    async fn grants(&self) -> Vec<String> {
+        let answer = reqwest::get(self.url("control/grants"))
+            .await
+            .expect("grants");
+        serde_json::from_str(&answer.text().await.expect("body")).expect("a list")
+    }
+    async fn revoke_access_tokens(&self) {
+        control(&self.url("control/revoke-access")).await;
+    }
+    async fn revoke_refresh_tokens(&self) {
+        control(&self.url("control/revoke-refresh")).await;
+    }
+    async fn set_lifetime(&self, seconds: u64) {
+        control(&self.url(&format!("control/lifetime?seconds={seconds}"))).await;
+    }
+}
+
+async fn control(url: &str) {
+    let answer = reqwest::Client::new()
+        .post(url)
+        .send()
+        .await
+        .expect("control");
+    assert!(answer.status().is_success(), "{url}: {}", answer.status());
+}
+
+fn serve(auth: &impl Issuer) -> HttpServer {
     let (id, secret) = INTROSPECTION_CLIENT;
+    let issuer = auth.issuer();
     let introspection = auth.introspection_endpoint();
     HttpServer::start_with_env(
         &[
             "--auth-issuer",
-            &auth.issuer,
+            &issuer,
             "--auth-introspection",
             &introspection,
             "--auth-client-id",
@@ -47,21 +115,27 @@ fn session(url: &str) -> OAuthSession {
 
 async fn connect(url: &str, session: OAuthSession, era: Era) -> Client {
     let builder = Client::builder(Implementation::new("t", "1")).era(era);
-    match era {
+    let connected = match era {
         Era::Modern => {
-            let transport = StatelessHttpClient::new(url).authorizer(session);
+            let transport = StatelessHttpClient::new(url).authorizer(session.clone());
             builder
                 .connect(transport.connect().await.expect("transport"))
                 .await
         }
         _ => {
-            let transport = StreamableHttpClient::new(url).authorizer(session);
+            let transport = StreamableHttpClient::new(url).authorizer(session.clone());
             builder
                 .connect(transport.connect().await.expect("transport"))
                 .await
         }
+    };
+    match connected {
+        Ok(client) => client,
+        Err(error) => panic!(
+            "not connected ({era:?}): {error}; the login: {:?}",
+            session.last_error()
+        ),
     }
-    .expect("connected, logged in on the way")
 }
 
 async fn echo(client: &Client) -> String {
@@ -72,72 +146,105 @@ async fn echo(client: &Client) -> String {
     result.first_text().expect("text").to_owned()
 }
 
-fn count(auth: &TestAuthorizationServer, grant: &str) -> usize {
-    auth.grants().iter().filter(|g| *g == grant).count()
+async fn count(auth: &impl Issuer, grant: &str) -> usize {
+    auth.grants().await.iter().filter(|g| *g == grant).count()
+}
+
+fn refresh_token(session: &OAuthSession) -> Option<String> {
+    session.grant().expect("grant").token.refresh_token
+}
+
+/// Login, a call, revocation refreshed once, revocation with the refresh token a new login,
+/// step-up for a tool's scope, and refresh before expiry with rotation, in both eras, against
+/// `tidewire serve` checking tokens at `auth`'s introspection endpoint.
+async fn the_whole_flow(auth: &impl Issuer) {
+    let server = serve(auth);
+    let refused = status_without_token(&server.url).await;
+    assert_eq!(refused, 401, "no token, no access");
+
+    for era in [Era::Legacy, Era::Modern] {
+        let logins = count(auth, "authorization_code").await;
+        let session = session(&server.url);
+        // Login and a call.
+        let client = connect(&server.url, session.clone(), era).await;
+        assert_eq!(echo(&client).await, "hi", "{era:?}");
+        assert_eq!(
+            count(auth, "authorization_code").await,
+            logins + 1,
+            "{era:?}"
+        );
+
+        // Revoked: refreshed once, and the call goes through.
+        let refreshes = count(auth, "refresh_token").await;
+        auth.revoke_access_tokens().await;
+        assert_eq!(echo(&client).await, "hi", "{era:?}");
+        assert_eq!(count(auth, "refresh_token").await, refreshes + 1, "{era:?}");
+
+        // Revoked with its refresh token: a new login.
+        auth.revoke_access_tokens().await;
+        auth.revoke_refresh_tokens().await;
+        assert_eq!(echo(&client).await, "hi", "{era:?}");
+        assert_eq!(
+            count(auth, "authorization_code").await,
+            logins + 2,
+            "{era:?}"
+        );
+
+        // A tool that needs mcp:admin: 403, step-up, the call goes through.
+        let result = client
+            .call_tool("test_simple_text", json!({}))
+            .await
+            .expect("after a step-up");
+        assert!(!result.first_text().expect("text").is_empty());
+        let scope = session
+            .grant()
+            .expect("grant")
+            .token
+            .scope
+            .unwrap_or_default();
+        assert!(
+            scope.contains("mcp:admin") && scope.contains("mcp:use"),
+            "{scope}"
+        );
+
+        // Short tokens: each request refreshes first; the server rotates refresh tokens (an
+        // old one is refused), so calls going on prove the rotated one was kept.
+        auth.set_lifetime(10).await;
+        auth.revoke_access_tokens().await;
+        assert_eq!(echo(&client).await, "hi", "{era:?}");
+        let (refreshes, before) = (count(auth, "refresh_token").await, refresh_token(&session));
+        assert_eq!(echo(&client).await, "hi", "{era:?}");
+        assert_eq!(echo(&client).await, "hi", "{era:?}");
+        assert!(
+            count(auth, "refresh_token").await >= refreshes + 2,
+            "refreshed before expiry"
+        );
+        assert_ne!(refresh_token(&session), before, "rotated");
+        auth.set_lifetime(3600).await;
+        client.close().await;
+    }
 }
 
 #[tokio::test]
 async fn login_call_refresh_revocation_and_step_up_against_tidewire_serve() {
     tokio::time::timeout(support::LIMIT, async {
         let auth = TestAuthorizationServer::start(3600).await;
-        let server = serve(&auth);
-        let refused = status_without_token(&server.url).await;
-        assert_eq!(refused, 401, "no token, no access");
+        the_whole_flow(&auth).await;
+    })
+    .await
+    .expect("within the limit");
+}
 
-        for era in [Era::Legacy, Era::Modern] {
-            let logins = count(&auth, "authorization_code");
-            let session = session(&server.url);
-            // Login and a call.
-            let client = connect(&server.url, session.clone(), era).await;
-            assert_eq!(echo(&client).await, "hi", "{era:?}");
-            assert_eq!(count(&auth, "authorization_code"), logins + 1, "{era:?}");
-
-            // Revoked: refreshed once, and the call goes through.
-            let refreshes = count(&auth, "refresh_token");
-            auth.revoke_access_tokens();
-            assert_eq!(echo(&client).await, "hi", "{era:?}");
-            assert_eq!(count(&auth, "refresh_token"), refreshes + 1, "{era:?}");
-
-            // Revoked with its refresh token: a new login.
-            auth.revoke_access_tokens();
-            auth.revoke_refresh_tokens();
-            assert_eq!(echo(&client).await, "hi", "{era:?}");
-            assert_eq!(count(&auth, "authorization_code"), logins + 2, "{era:?}");
-
-            // A tool that needs mcp:admin: 403, step-up, the call goes through.
-            let result = client
-                .call_tool("test_simple_text", json!({}))
-                .await
-                .expect("after a step-up");
-            assert!(!result.first_text().expect("text").is_empty());
-            let scope = session
-                .grant()
-                .expect("grant")
-                .token
-                .scope
-                .unwrap_or_default();
-            assert!(
-                scope.contains("mcp:admin") && scope.contains("mcp:use"),
-                "{scope}"
-            );
-
-            // Short tokens: each request refreshes first, and the rotated token is the one kept.
-            auth.set_lifetime(10);
-            auth.revoke_access_tokens();
-            assert_eq!(echo(&client).await, "hi", "{era:?}");
-            let refreshes = count(&auth, "refresh_token");
-            assert_eq!(echo(&client).await, "hi", "{era:?}");
-            assert!(
-                count(&auth, "refresh_token") > refreshes,
-                "refreshed before expiry"
-            );
-            assert_eq!(
-                session.grant().expect("grant").token.refresh_token,
-                auth.last_refresh_token()
-            );
-            auth.set_lifetime(3600);
-            client.close().await;
-        }
+/// The same against a real authorization server: the official Python SDK's, whose token
+/// endpoint (PKCE, client authentication, refresh) is not ours.
+#[tokio::test]
+async fn the_same_flow_against_the_python_sdk_authorization_server() {
+    let Some(python) = tidewire_tests::external::python_interpreter() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let auth = PythonAuthorizationServer::start(&python);
+        the_whole_flow(&auth).await;
     })
     .await
     .expect("within the limit");
@@ -248,10 +355,10 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
         assert!(!said.contains("refresh-"), "no token on the screen");
 
         // A call uses the saved login: no new authorization.
-        let logins = count(&auth, "authorization_code");
+        let logins = count(&auth, "authorization_code").await;
         let (code, stdout, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
         assert_eq!((code, stdout.trim()), (0, "hi"), "{stderr}");
-        assert_eq!(count(&auth, "authorization_code"), logins);
+        assert_eq!(count(&auth, "authorization_code").await, logins);
 
         let (code, status, _) = tidewire(&["auth", "status"], &tokens);
         assert_eq!(code, 0);

@@ -258,6 +258,9 @@ pub(crate) async fn post_form(
         (AuthMethod::SecretBasic, Some(secret)) => {
             let pair = format!("{}:{}", encode(&client.client_id), encode(secret));
             request = request.header("authorization", format!("Basic {}", STANDARD.encode(pair)));
+            // Also in the body: some servers (the MCP Python SDK's among them) look the client
+            // up by it before reading the header; RFC 6749 allows both.
+            form.push(("client_id", client.client_id.clone()));
         }
         (AuthMethod::SecretPost, Some(secret)) => {
             form.push(("client_id", client.client_id.clone()));
