@@ -170,7 +170,7 @@ pub(crate) async fn connect_observed(
                                 failure.error
                             )));
                         }
-                        let session = login_session(url, args, ui).await?;
+                        let session = login_session(url, args, ui, true).await?;
                         connect_authorized(url, args, observer, target, session).await
                     }
                     other => other.map_err(|f| f.error),
@@ -291,14 +291,22 @@ async fn saved_login(
         .map_err(|e| CliError::with_cause("cannot read the saved logins", &e))?
         .is_some();
     if args.oauth || saved {
-        return login_session(url, args, ui).await.map(Some);
+        let ask = args.oauth || ui.is_interactive();
+        return login_session(url, args, ui, ask).await.map(Some);
     }
     Ok(None)
 }
 
-async fn login_session(url: &str, args: &ConnectArgs, ui: &Ui) -> Result<OAuthSession, CliError> {
+/// The OAuth session for `url`; `ask`: whether a login may ask the user.
+async fn login_session(
+    url: &str,
+    args: &ConnectArgs,
+    ui: &Ui,
+    ask: bool,
+) -> Result<OAuthSession, CliError> {
     let browser = oauth::Browser {
         open: !args.no_browser,
+        ask,
     };
     oauth::session(url, oauth::store(args.token_file.as_ref()), browser, ui).await
 }

@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use tidewire_auth::client::{
-    FileStore, LoopbackRedirect, MemoryStore, OAuthClient, OAuthConfig, OAuthSession, TokenStore,
+    AuthError, FileStore, FrontChannel, LoopbackRedirect, MemoryStore, OAuthClient, OAuthConfig,
+    OAuthSession, TokenStore,
 };
 
 use crate::error::CliError;
@@ -33,11 +35,14 @@ pub(crate) fn store(token_file: Option<&PathBuf>) -> Arc<dyn TokenStore> {
     }
 }
 
-/// How the browser is reached.
+/// How the user is reached for a login.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Browser {
-    /// Open it on the authorization URL (else only print the URL).
+    /// Open a browser on the authorization URL (else only print the URL).
     pub(crate) open: bool,
+    /// Whether a login may ask the user at all. A script run on a saved login must not wait
+    /// minutes for a browser when that login has run out: it fails at once instead.
+    pub(crate) ask: bool,
 }
 
 /// A session for the MCP endpoint `url` with tokens in `store`: a login prints the
@@ -49,6 +54,12 @@ pub(crate) async fn session(
     browser: Browser,
     ui: &Ui,
 ) -> Result<OAuthSession, CliError> {
+    if !browser.ask {
+        let config = OAuthConfig::new("tidewire", "http://127.0.0.1/callback", NoOneToAsk);
+        let oauth = OAuthClient::new(config)
+            .map_err(|e| CliError::with_cause("cannot start the OAuth client", &e))?;
+        return Ok(OAuthSession::with_store(oauth, url, store));
+    }
     let ui = ui.clone();
     let front = LoopbackRedirect::bind()
         .await
@@ -67,6 +78,20 @@ pub(crate) async fn session(
     let oauth = OAuthClient::new(config)
         .map_err(|e| CliError::with_cause("cannot start the OAuth client", &e))?;
     Ok(OAuthSession::with_store(oauth, url, store))
+}
+
+/// The front channel of a run that may not ask the user: every login is refused, saying how to
+/// log in.
+struct NoOneToAsk;
+
+impl FrontChannel for NoOneToAsk {
+    fn authorize<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(futures::future::ready(Err(AuthError::Authorization(
+            "the saved login no longer works and there is no terminal to log in again: run \
+             `tidewire auth login URL`, or pass --oauth"
+                .to_owned(),
+        ))))
+    }
 }
 
 /// Opens the user's browser on `url`, when there seems to be one; whether it was started.

@@ -360,6 +360,14 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
         assert_eq!((code, stdout.trim()), (0, "hi"), "{stderr}");
         assert_eq!(count(&auth, "authorization_code").await, logins);
 
+        // The login runs out (revoked, its refresh token too): a script fails at once and says
+        // how to log in again, instead of waiting for a browser.
+        TestAuthorizationServer::revoke_access_tokens(&auth);
+        TestAuthorizationServer::revoke_refresh_tokens(&auth);
+        let (code, _, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("tidewire auth login"), "{stderr}");
+
         let (code, status, _) = tidewire(&["auth", "status"], &tokens);
         assert_eq!(code, 0);
         assert!(

@@ -52,7 +52,10 @@ pub(crate) async fn run(args: AuthArgs, ui: Ui) -> Result<Outcome, CliError> {
     let failed = |e: &dyn std::error::Error| CliError::with_cause("the token file", e);
     match args.action {
         Action::Login { url, no_browser } => {
-            let browser = Browser { open: !no_browser };
+            let browser = Browser {
+                open: !no_browser,
+                ask: true,
+            };
             let session = oauth::session(&url, store, browser, &ui).await?;
             let grant = session
                 .login()
