@@ -1,6 +1,17 @@
 //! Bounded HTTP bodies for everything in this crate that asks a server: the client's
 //! discovery and token requests, a verifier's key set or introspection answer.
 
+/// The HTTP client of a verifier: ten seconds per exchange, no redirects followed (a key set or
+/// an introspection answer comes from where it was configured, or not at all).
+#[cfg(feature = "jwt")]
+pub(crate) fn verifier_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
+}
+
 /// The body of `response`, or why not: at most `max` bytes.
 pub(crate) async fn bounded(
     mut response: reqwest::Response,

@@ -57,11 +57,7 @@ enum Audience {
 impl Introspection {
     /// Asks `endpoint`, as the client `client_id` with `client_secret`.
     pub fn new(endpoint: impl Into<String>, client_id: &str, client_secret: &str) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        let http = crate::fetch::verifier_client();
         Self {
             endpoint: endpoint.into(),
             authorization: format!(

@@ -95,11 +95,7 @@ impl JwtVerifier {
         issuer: impl Into<String>,
         audience: impl Into<String>,
     ) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        let http = crate::fetch::verifier_client();
         Self {
             issuer: issuer.into(),
             audience: audience.into(),
