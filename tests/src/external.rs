@@ -218,3 +218,86 @@ impl Drop for PythonAuthorizationServer {
         let _ = self.child.wait();
     }
 }
+
+/// A `redis-server` of its own on a free loopback port (no persistence), killed when dropped.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: std::process::Child,
+    /// Its port.
+    pub port: u16,
+}
+
+impl RedisServer {
+    /// The `redis-server` program named by `TIDEWIRE_REDIS_SERVER`, started; `None` after
+    /// printing why the test skips when the variable is unset.
+    ///
+    /// # Panics
+    /// When it is required and missing, or does not start within 30 s.
+    pub fn start() -> Option<Self> {
+        let Some(program) = path_var("TIDEWIRE_REDIS_SERVER") else {
+            skip("TIDEWIRE_REDIS_SERVER is not set (see .ci/run)");
+            return None;
+        };
+        Some(Self::start_on(&program, free_port()))
+    }
+
+    /// `program` on `port`, announcing itself ready before this returns.
+    ///
+    /// # Panics
+    /// When it does not start within 30 s.
+    pub fn start_on(program: &std::path::Path, port: u16) -> Self {
+        use std::io::BufRead as _;
+
+        let mut child = std::process::Command::new(program)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--loglevel", "notice"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start redis-server");
+        let stdout = child.stdout.take().expect("its stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut ready = Some(tx);
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("Ready to accept connections")
+                    && let Some(tx) = ready.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("redis-server is ready in time");
+        Self { child, port }
+    }
+
+    /// Its URL, `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port free on 127.0.0.1 now.
+///
+/// # Panics
+/// When no port can be bound.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}

@@ -1,0 +1,118 @@
+//! # tidewire-redis
+//!
+//! Several tidewire server processes (replicas) behind one load balancer serve as one server
+//! when they share, through Redis, what a single process keeps in memory:
+//!
+//! - [`RedisBus`]: the [`NotificationBus`](tidewire_server::bus::NotificationBus). A list
+//!   change or resource update announced on any replica reaches the `subscriptions/listen`
+//!   streams and the sessions of every replica, each once (Redis pub/sub, one subscription per
+//!   replica, fanned out in the process). A task's changes travel on it too, so a cancel taken
+//!   by one replica stops the handler running on another.
+//! - [`RedisTaskStore`]: the [`TaskStore`](tidewire_server::tasks::TaskStore). Any replica
+//!   answers `tasks/get`, `tasks/list`, `tasks/cancel` for a task another runs; records expire
+//!   with their ttl, and an ended record is never replaced (checked inside Redis, by a script).
+//! - [`shared_key_ring`]: one key for sealing a stateless request's `requestState`, so a
+//!   retry may land on any replica.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use tidewire_redis::{Redis, RedisTaskStore};
+//! use tidewire_server::{Server, schema::Implementation, tasks::TaskLimits};
+//!
+//! let redis = Redis::connect("redis://127.0.0.1:6379", "my-server").await?;
+//! let server = Server::builder(Implementation::new("my-server", "1.0"))
+//!     .notification_bus(Arc::new(redis.bus().await?))
+//!     .task_store(Arc::new(RedisTaskStore::new(&redis, TaskLimits::default())))
+//!     .state_keys(tidewire_redis::shared_key_ring(&redis).await?)
+//!     .build();
+//! # let _ = server;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
+mod bus;
+mod keys;
+mod tasks;
+
+pub use bus::RedisBus;
+pub use keys::shared_key_ring;
+pub use tasks::RedisTaskStore;
+
+use redis::aio::ConnectionManager;
+
+/// Why Redis could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisError {
+    /// The URL is not a Redis URL, or the server cannot be reached or refused.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// What Redis holds is not what tidewire wrote.
+    #[error("redis holds {key:?} in a form tidewire did not write: {reason}")]
+    Corrupt {
+        /// The key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The shared key could not be made.
+    #[error("the shared key: {0}")]
+    Key(String),
+}
+
+/// A connection to Redis for one MCP server: the client, a connection that reconnects by
+/// itself, and the namespace every key and channel of this server lives under
+/// (`tidewire:<namespace>:…`), so several servers can share one Redis.
+#[derive(Clone)]
+pub struct Redis {
+    client: redis::Client,
+    manager: ConnectionManager,
+    namespace: String,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Redis {
+    /// Connects to the Redis at `url` (`redis://host:port/db`) for the server `namespace`.
+    ///
+    /// # Errors
+    /// [`RedisError::Redis`] when the URL is not one or the first connection fails.
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self, RedisError> {
+        let client = redis::Client::open(url)?;
+        let manager = client.get_connection_manager().await?;
+        Ok(Self {
+            client,
+            manager,
+            namespace: namespace.to_owned(),
+        })
+    }
+
+    /// The notification bus on this Redis (its subscriber starts now).
+    ///
+    /// # Errors
+    /// As [`RedisBus::connect`].
+    pub async fn bus(&self) -> Result<RedisBus, RedisError> {
+        RedisBus::connect(self).await
+    }
+
+    /// The full name of `key` in this server's namespace.
+    pub(crate) fn key(&self, key: &str) -> String {
+        format!("tidewire:{}:{key}", self.namespace)
+    }
+
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.manager.clone()
+    }
+
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
+    }
+}

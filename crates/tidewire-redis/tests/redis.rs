@@ -1,0 +1,161 @@
+//! The Redis seams against a real `redis-server` (`TIDEWIRE_REDIS_SERVER`; skipped with a
+//! reason when unset, required in CI): the bus delivers an event published on one replica to
+//! every replica's subscribers once each; the task store keeps, replaces, refuses, lists and
+//! bounds records as the in-memory one does; the shared key is drawn once.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tidewire_redis::{Redis, RedisTaskStore, shared_key_ring};
+use tidewire_server::bus::{BusEvent, NotificationBus};
+use tidewire_server::schema::TaskStatus;
+use tidewire_server::tasks::{TaskLimits, TaskRecord, TaskStore, TaskStoreError};
+use tidewire_tests::LIMIT;
+use tidewire_tests::external::RedisServer;
+use tokio::sync::mpsc;
+
+#[tokio::test]
+async fn an_event_published_on_one_replica_reaches_every_replica_once() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let a = Redis::connect(&server.url(), "bus-test").await.expect("a");
+        let b = Redis::connect(&server.url(), "bus-test").await.expect("b");
+        let other = Redis::connect(&server.url(), "another-server").await.expect("c");
+        let (bus_a, bus_b, bus_other) = (
+            a.bus().await.expect("bus a"),
+            b.bus().await.expect("bus b"),
+            other.bus().await.expect("bus c"),
+        );
+        let heard = |bus: &dyn NotificationBus| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let subscription = bus.subscribe(Arc::new(move |event: &BusEvent| {
+                let _ = tx.send(event.clone());
+            }));
+            (subscription, rx)
+        };
+        let (_sa, mut on_a) = heard(&bus_a);
+        let (_sb, mut on_b) = heard(&bus_b);
+        let (_sc, mut on_other) = heard(&bus_other);
+        let updated = BusEvent::ResourceUpdated {
+            uri: "test://counter".into(),
+        };
+        bus_b.publish(updated.clone());
+        bus_b.publish(BusEvent::ToolsListChanged);
+        for heard in [&mut on_a, &mut on_b] {
+            assert_eq!(heard.recv().await, Some(updated.clone()));
+            assert_eq!(heard.recv().await, Some(BusEvent::ToolsListChanged), "in order");
+        }
+        // A marker through the other server's bus: nothing of this server's came before it.
+        bus_other.publish(BusEvent::PromptsListChanged);
+        assert_eq!(on_other.recv().await, Some(BusEvent::PromptsListChanged));
+        // Once each: a last event, and nothing between.
+        bus_a.publish(BusEvent::ResourcesListChanged);
+        for heard in [&mut on_a, &mut on_b] {
+            assert_eq!(heard.recv().await, Some(BusEvent::ResourcesListChanged));
+            assert!(heard.try_recv().is_err(), "no event twice");
+        }
+    })
+    .await
+    .expect("within the limit");
+}
+
+fn record(id: &str, owner: Option<&str>) -> TaskRecord {
+    TaskRecord::new(id.into(), "crawl".into(), None, owner.map(str::to_owned))
+}
+
+#[tokio::test]
+async fn the_task_store_keeps_replaces_lists_and_bounds_records_for_every_replica() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let limits = TaskLimits {
+            max_tasks: 3,
+            max_record_bytes: 4096,
+            default_ttl: Duration::from_secs(60),
+        };
+        let here = RedisTaskStore::new(&Redis::connect(&server.url(), "t").await.expect("r"), limits);
+        let there = RedisTaskStore::new(&Redis::connect(&server.url(), "t").await.expect("r"), limits);
+        here.insert(record("t1", None)).await.expect("t1");
+        here.insert(record("t2", Some("alice"))).await.expect("t2");
+        here.insert(record("t3", Some("bob"))).await.expect("t3");
+        assert!(matches!(
+            here.insert(record("t4", None)).await,
+            Err(TaskStoreError::Full(3))
+        ));
+
+        // Another replica reads what this one wrote, with the ttl the store allows.
+        let got = there.get("t2").await.expect("get").expect("kept");
+        assert_eq!(got.owner.as_deref(), Some("alice"));
+        assert_eq!(got.ttl, Some(Duration::from_secs(60)));
+        assert_eq!(there.get("nope").await.expect("get"), None);
+
+        // Replaced while running; an ended record stays as it ended.
+        let mut working = got.clone();
+        working.status_message = Some("half way".into());
+        assert!(there.update(working).await.expect("update"));
+        let mut cancelled = here.get("t2").await.expect("get").expect("kept");
+        assert_eq!(cancelled.status_message.as_deref(), Some("half way"));
+        cancelled.status = TaskStatus::Cancelled;
+        assert!(here.update(cancelled).await.expect("cancel"));
+        let mut late = got.clone();
+        late.status = TaskStatus::Completed;
+        assert!(!there.update(late).await.expect("refused"), "ended stays ended");
+        assert_eq!(
+            here.get("t2").await.expect("get").expect("kept").status,
+            TaskStatus::Cancelled
+        );
+        assert!(!here.update(record("never-inserted", None)).await.expect("unknown"));
+
+        // Too large: refused, the record stays.
+        let mut big = here.get("t1").await.expect("get").expect("kept");
+        big.status_message = Some("x".repeat(5000));
+        assert!(matches!(
+            there.update(big).await,
+            Err(TaskStoreError::TooLarge { limit: 4096, .. })
+        ));
+
+        // Listing: oldest first, what the owner may see, a page after a cursor.
+        let ids = |records: Vec<TaskRecord>| records.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(there.list(Some("alice"), None, 10).await.expect("list")), ["t1", "t2"]);
+        assert_eq!(ids(there.list(None, None, 10).await.expect("list")), ["t1"]);
+        assert_eq!(ids(there.list(Some("bob"), Some("t1"), 10).await.expect("list")), ["t3"]);
+        assert_eq!(ids(there.list(Some("alice"), None, 1).await.expect("list")), ["t1"]);
+    })
+    .await
+    .expect("within the limit");
+}
+
+#[tokio::test]
+async fn every_replica_gets_the_same_sealing_key_and_it_is_drawn_once() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let a = Redis::connect(&server.url(), "keys").await.expect("a");
+        let b = Redis::connect(&server.url(), "keys").await.expect("b");
+        shared_key_ring(&a).await.expect("ring a");
+        let drawn = redis_cli_get(&server, "tidewire:keys:state-key").await;
+        assert_eq!(drawn.len(), 64, "32 bytes in hex");
+        // Another replica, and this one again: the key stays the one drawn first.
+        shared_key_ring(&b).await.expect("ring b");
+        shared_key_ring(&a).await.expect("ring a again");
+        assert_eq!(redis_cli_get(&server, "tidewire:keys:state-key").await, drawn);
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// The value at `key`, read with a plain client.
+async fn redis_cli_get(server: &RedisServer, key: &str) -> String {
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut connection = client.get_multiplexed_async_connection().await.expect("conn");
+    redis::cmd("GET")
+        .arg(key)
+        .query_async(&mut connection)
+        .await
+        .expect("GET")
+}
