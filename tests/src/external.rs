@@ -260,7 +260,10 @@ impl RedisServer {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut ready = Some(tx);
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if line.contains("Ready to accept connections")
                     && let Some(tx) = ready.take()
                 {

@@ -58,7 +58,7 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         if !local.ip().is_loopback() && protection.is_none() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
-        let server = builder.build();
+        let server = args.scale.attach(builder).await?.build();
         // HTTP+SSE carries sessions only: the server serves the session era there by itself.
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
@@ -88,6 +88,12 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         eprintln!("tidewire serve: the demo server is at http://{local}/mcp (Streamable HTTP); Ctrl-C stops it");
         eprintln!("tidewire serve: legacy HTTP+SSE at http://{local}/sse (messages to /messages)");
         eprintln!("tidewire serve: WebSocket (subprotocol mcp) at ws://{local}/ws");
+        if args.scale.redis.is_some() {
+            eprintln!(
+                "tidewire serve: replica {} sharing its bus, tasks and state key through Redis",
+                args.scale.node()
+            );
+        }
         tidewire_http::server::serve_until(listener, app, async move {
             let _ = tokio::signal::ctrl_c().await;
             // Open legacy SSE streams would hold the graceful shutdown forever.

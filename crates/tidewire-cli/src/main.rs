@@ -22,6 +22,7 @@ mod sanitize;
 mod save;
 mod serve;
 mod serve_auth;
+mod serve_redis;
 mod target;
 mod ui;
 

@@ -116,6 +116,9 @@ pub(crate) struct ServeArgs {
 
     #[command(flatten)]
     pub(crate) auth: crate::serve_auth::AuthArgs,
+
+    #[command(flatten)]
+    pub(crate) scale: crate::serve_redis::RedisArgs,
 }
 
 /// The demo server's builder with what the options say of it: its eras, and its skills.
@@ -163,6 +166,10 @@ pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
             Ok(builder) => http::serve(address, args, builder),
             Err(code) => code,
         };
+    }
+    if args.scale.redis.is_some() {
+        eprintln!("tidewire serve: --redis shares an HTTP server's state: use it with --bind ADDR");
+        return ExitCode::from(USAGE_ERROR);
     }
     if args.auth.auth_issuer.is_some() {
         eprintln!("tidewire serve: --auth-issuer protects HTTP endpoints: use it with --bind ADDR");

@@ -140,7 +140,10 @@ async fn read(
         while let Some(message) = messages.next().await {
             let payload = message.get_payload_bytes();
             if payload.len() > MAX_EVENT {
-                tracing::warn!(len = payload.len(), "an event on the bus is too long; dropped");
+                tracing::warn!(
+                    len = payload.len(),
+                    "an event on the bus is too long; dropped"
+                );
                 continue;
             }
             match serde_json::from_slice::<BusEvent>(payload) {
@@ -148,7 +151,9 @@ async fn read(
                 Err(error) => tracing::warn!(%error, "not an event on the bus; dropped"),
             }
         }
-        tracing::warn!("the bus's connection to Redis was lost; events published meanwhile are lost");
+        tracing::warn!(
+            "the bus's connection to Redis was lost; events published meanwhile are lost"
+        );
     }
 }
 
@@ -158,7 +163,9 @@ impl NotificationBus for RedisBus {
             return;
         };
         if self.outbox.try_send(json).is_err() {
-            tracing::warn!("the bus's outbox is full (Redis too slow or gone); an event is dropped");
+            tracing::warn!(
+                "the bus's outbox is full (Redis too slow or gone); an event is dropped"
+            );
         }
     }
 

@@ -104,8 +104,8 @@ impl TaskStore for RedisTaskStore {
             let ttl = record.ttl.map_or(most, |asked| asked.min(most));
             record.ttl = Some(ttl);
             let json = self.encode(&record)?;
-            let ttl_ms = u64::try_from(ttl.max(Duration::from_millis(1)).as_millis())
-                .unwrap_or(u64::MAX);
+            let ttl_ms =
+                u64::try_from(ttl.max(Duration::from_millis(1)).as_millis()).unwrap_or(u64::MAX);
             let mut connection = self.redis.connection();
             let kept: i64 = self
                 .insert

@@ -23,7 +23,9 @@ async fn an_event_published_on_one_replica_reaches_every_replica_once() {
     tokio::time::timeout(LIMIT, async {
         let a = Redis::connect(&server.url(), "bus-test").await.expect("a");
         let b = Redis::connect(&server.url(), "bus-test").await.expect("b");
-        let other = Redis::connect(&server.url(), "another-server").await.expect("c");
+        let other = Redis::connect(&server.url(), "another-server")
+            .await
+            .expect("c");
         let (bus_a, bus_b, bus_other) = (
             a.bus().await.expect("bus a"),
             b.bus().await.expect("bus b"),
@@ -46,7 +48,11 @@ async fn an_event_published_on_one_replica_reaches_every_replica_once() {
         bus_b.publish(BusEvent::ToolsListChanged);
         for heard in [&mut on_a, &mut on_b] {
             assert_eq!(heard.recv().await, Some(updated.clone()));
-            assert_eq!(heard.recv().await, Some(BusEvent::ToolsListChanged), "in order");
+            assert_eq!(
+                heard.recv().await,
+                Some(BusEvent::ToolsListChanged),
+                "in order"
+            );
         }
         // A marker through the other server's bus: nothing of this server's came before it.
         bus_other.publish(BusEvent::PromptsListChanged);
@@ -77,8 +83,14 @@ async fn the_task_store_keeps_replaces_lists_and_bounds_records_for_every_replic
             max_record_bytes: 4096,
             default_ttl: Duration::from_secs(60),
         };
-        let here = RedisTaskStore::new(&Redis::connect(&server.url(), "t").await.expect("r"), limits);
-        let there = RedisTaskStore::new(&Redis::connect(&server.url(), "t").await.expect("r"), limits);
+        let here = RedisTaskStore::new(
+            &Redis::connect(&server.url(), "t").await.expect("r"),
+            limits,
+        );
+        let there = RedisTaskStore::new(
+            &Redis::connect(&server.url(), "t").await.expect("r"),
+            limits,
+        );
         here.insert(record("t1", None)).await.expect("t1");
         here.insert(record("t2", Some("alice"))).await.expect("t2");
         here.insert(record("t3", Some("bob"))).await.expect("t3");
@@ -103,12 +115,20 @@ async fn the_task_store_keeps_replaces_lists_and_bounds_records_for_every_replic
         assert!(here.update(cancelled).await.expect("cancel"));
         let mut late = got.clone();
         late.status = TaskStatus::Completed;
-        assert!(!there.update(late).await.expect("refused"), "ended stays ended");
+        assert!(
+            !there.update(late).await.expect("refused"),
+            "ended stays ended"
+        );
         assert_eq!(
             here.get("t2").await.expect("get").expect("kept").status,
             TaskStatus::Cancelled
         );
-        assert!(!here.update(record("never-inserted", None)).await.expect("unknown"));
+        assert!(
+            !here
+                .update(record("never-inserted", None))
+                .await
+                .expect("unknown")
+        );
 
         // Too large: refused, the record stays.
         let mut big = here.get("t1").await.expect("get").expect("kept");
@@ -120,10 +140,19 @@ async fn the_task_store_keeps_replaces_lists_and_bounds_records_for_every_replic
 
         // Listing: oldest first, what the owner may see, a page after a cursor.
         let ids = |records: Vec<TaskRecord>| records.into_iter().map(|r| r.id).collect::<Vec<_>>();
-        assert_eq!(ids(there.list(Some("alice"), None, 10).await.expect("list")), ["t1", "t2"]);
+        assert_eq!(
+            ids(there.list(Some("alice"), None, 10).await.expect("list")),
+            ["t1", "t2"]
+        );
         assert_eq!(ids(there.list(None, None, 10).await.expect("list")), ["t1"]);
-        assert_eq!(ids(there.list(Some("bob"), Some("t1"), 10).await.expect("list")), ["t3"]);
-        assert_eq!(ids(there.list(Some("alice"), None, 1).await.expect("list")), ["t1"]);
+        assert_eq!(
+            ids(there.list(Some("bob"), Some("t1"), 10).await.expect("list")),
+            ["t3"]
+        );
+        assert_eq!(
+            ids(there.list(Some("alice"), None, 1).await.expect("list")),
+            ["t1"]
+        );
     })
     .await
     .expect("within the limit");
@@ -143,7 +172,10 @@ async fn every_replica_gets_the_same_sealing_key_and_it_is_drawn_once() {
         // Another replica, and this one again: the key stays the one drawn first.
         shared_key_ring(&b).await.expect("ring b");
         shared_key_ring(&a).await.expect("ring a again");
-        assert_eq!(redis_cli_get(&server, "tidewire:keys:state-key").await, drawn);
+        assert_eq!(
+            redis_cli_get(&server, "tidewire:keys:state-key").await,
+            drawn
+        );
     })
     .await
     .expect("within the limit");
@@ -152,7 +184,10 @@ async fn every_replica_gets_the_same_sealing_key_and_it_is_drawn_once() {
 /// The value at `key`, read with a plain client.
 async fn redis_cli_get(server: &RedisServer, key: &str) -> String {
     let client = redis::Client::open(server.url()).expect("client");
-    let mut connection = client.get_multiplexed_async_connection().await.expect("conn");
+    let mut connection = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("conn");
     redis::cmd("GET")
         .arg(key)
         .query_async(&mut connection)

@@ -35,7 +35,9 @@ impl<C> ServerState<C> {
                 self.broadcast_list_change(ListKind::Prompts, PromptListChangedNotification::METHOD)
             }
             // Only listen streams hear of tasks (the session era's go to their requester).
-            BusEvent::TaskChanged { .. } => {}
+            BusEvent::TaskChanged { .. }
+            | BusEvent::TaskCancelled { .. }
+            | BusEvent::TaskAnswered { .. } => {}
             BusEvent::ResourceUpdated { uri } => {
                 self.broadcast::<ResourceUpdatedNotification>(
                     &self.live_peers(|c| c.hears_broadcasts() && c.is_subscribed(uri)),

@@ -35,6 +35,20 @@ pub enum BusEvent {
         /// The task.
         task_id: String,
     },
+    /// The task `task_id` was cancelled by the replica that took the `tasks/cancel`: the one
+    /// running it stops its handler. Not for clients.
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+    },
+    /// Answers to the questions of task `task_id`, taken by a replica that does not run it:
+    /// the one running it hands them to the handler. Not for clients.
+    TaskAnswered {
+        /// The task.
+        task_id: String,
+        /// The answers by question key.
+        responses: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 /// What a subscriber runs for each event. It is called on the publisher's task (or the bus's

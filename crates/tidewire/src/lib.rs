@@ -30,6 +30,10 @@
 //! | `ws-server`    | no      | `ws::server`: WebSocket (a custom transport)                  |
 //! | `ws-client`    | no      | `ws::client`                                                  |
 //! | `http`, `sse`, `ws` | no | both halves of the transport                                  |
+//! | `auth`         | no      | `auth`: OAuth 2.1 for a server (the bearer layer, metadata)   |
+//! | `auth-jwt`     | no      | `auth`'s JWT (JWKS) and introspection verifiers               |
+//! | `auth-client`  | no      | `auth::client`: the OAuth client the HTTP clients call        |
+//! | `redis`        | no      | `redis`: the bus, task store and sealing key on Redis (scale-out) |
 //! | `full`         | no      | everything                                                    |
 //!
 //! The core ([`core`]: JSON-RPC, the schema, the transport trait, the session engine) is
@@ -80,6 +84,8 @@ pub use tidewire_stdio as stdio;
 pub use tidewire_auth as auth;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub use tidewire_http as http;
+#[cfg(feature = "redis")]
+pub use tidewire_redis as redis;
 #[cfg(any(feature = "sse-server", feature = "sse-client"))]
 pub use tidewire_sse as sse;
 #[cfg(any(feature = "ws-server", feature = "ws-client"))]

@@ -168,6 +168,10 @@ fn wire_form(event: &BusEvent) -> (&'static str, Value) {
         }
         // Read from the store as it is sent (see `listen`); never reaches here.
         BusEvent::TaskChanged { task_id } => ("notifications/tasks", json!({ "taskId": task_id })),
+        // Between replicas only; `wants` never queues them.
+        BusEvent::TaskCancelled { task_id } | BusEvent::TaskAnswered { task_id, .. } => {
+            ("notifications/tasks", json!({ "taskId": task_id }))
+        }
     }
 }
 
@@ -233,6 +237,7 @@ impl Queue {
                 .task_ids
                 .as_ref()
                 .is_some_and(|ids| ids.iter().any(|id| id == task_id)),
+            BusEvent::TaskCancelled { .. } | BusEvent::TaskAnswered { .. } => false,
         }
     }
 
@@ -293,7 +298,10 @@ fn owed_bit(event: &BusEvent) -> Option<u8> {
         BusEvent::ToolsListChanged => Some(1),
         BusEvent::PromptsListChanged => Some(2),
         BusEvent::ResourcesListChanged => Some(4),
-        BusEvent::ResourceUpdated { .. } | BusEvent::TaskChanged { .. } => None,
+        BusEvent::ResourceUpdated { .. }
+        | BusEvent::TaskChanged { .. }
+        | BusEvent::TaskCancelled { .. }
+        | BusEvent::TaskAnswered { .. } => None,
     }
 }
 

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::record::TaskRecord;
 use super::store::{TaskStore, TaskStoreError};
-use crate::bus::{BusEvent, NotificationBus};
+use crate::bus::{BusEvent, NotificationBus, Subscription};
 
 /// The tasks of one server: its store, and the ones running in this process.
 #[derive(Debug)]
@@ -28,6 +28,8 @@ pub(crate) struct Tasks {
     /// Where changes are announced, to `subscriptions/listen` streams (set as the server is
     /// built).
     bus: OnceLock<Arc<dyn NotificationBus>>,
+    /// This process's ear on the bus, for cancels and answers taken by other processes.
+    heard: OnceLock<Subscription>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The poll interval suggested to clients.
     pub(crate) poll_interval: Duration,
@@ -56,14 +58,53 @@ impl Tasks {
         Self {
             store,
             bus: OnceLock::new(),
+            heard: OnceLock::new(),
             live: Mutex::new(HashMap::new()),
             poll_interval,
         }
     }
 
-    /// Announces changes on `bus` from now on.
-    pub(crate) fn attach_bus(&self, bus: Arc<dyn NotificationBus>) {
+    /// Announces changes on `bus` from now on, and hears there the cancels and answers that
+    /// other processes took for tasks running here (a shared bus, behind a load balancer).
+    pub(crate) fn attach_bus(self: &Arc<Self>, bus: Arc<dyn NotificationBus>) {
+        let tasks = Arc::downgrade(self);
+        let subscription = bus.subscribe(Arc::new(move |event: &BusEvent| {
+            if let Some(tasks) = tasks.upgrade() {
+                tasks.hear(event);
+            }
+        }));
+        let _ = self.heard.set(subscription);
         let _ = self.bus.set(bus);
+    }
+
+    /// A cancel or answers for a task running here, taken by another process.
+    fn hear(self: &Arc<Self>, event: &BusEvent) {
+        let (task_id, answers) = match event {
+            BusEvent::TaskCancelled { task_id } => (task_id, None),
+            BusEvent::TaskAnswered { task_id, responses } => (task_id, Some(responses.clone())),
+            _ => return,
+        };
+        let Some(live) = self.live_tasks().get(task_id).cloned() else {
+            return;
+        };
+        match answers {
+            None => {
+                // The record says cancelled already: the process that took the cancel wrote it.
+                live.cancel.cancel();
+                live.done.cancel();
+            }
+            Some(responses) => {
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                let tasks = self.clone();
+                runtime.spawn(async move {
+                    if let Err(error) = tasks.apply_answers(&live, responses).await {
+                        tracing::warn!(error = %error.message, "answers from another process were not recorded");
+                    }
+                });
+            }
+        }
     }
 
     /// Tells whoever listens that `record` changed: listen streams through the bus, and the
@@ -282,13 +323,27 @@ impl Tasks {
     ) -> Result<(), ErrorObject> {
         let record = self.find(id, principal).await?;
         let Some(live) = self.live_tasks().get(id).cloned() else {
-            // Not running here (ended, or run by another process): nothing waits on answers.
-            tracing::debug!(task = %excerpt(&record.id), "answers for a task not running here");
+            // Not running here: the process that runs it (if one does) hears them on the bus.
+            if !record.is_terminal()
+                && !record.input_requests.is_empty()
+                && let Some(bus) = self.bus.get()
+            {
+                bus.publish(BusEvent::TaskAnswered {
+                    task_id: record.id.clone(),
+                    responses,
+                });
+            }
             return Ok(());
         };
+        self.apply_answers(&live, responses).await
+    }
+
+    /// Hands `responses` to the questions task `live` waits on, and records that they were
+    /// answered.
+    async fn apply_answers(&self, live: &Live, responses: JsonObject) -> Result<(), ErrorObject> {
         let _edit = live.edit.lock().await;
         let mut record = self
-            .current(&live)
+            .current(live)
             .await
             .map_err(|e| ErrorObject::internal(e.to_string()))?;
         let mut wake = Vec::new();
@@ -314,7 +369,7 @@ impl Tasks {
             .update(record.clone())
             .await
             .map_err(store_error)?;
-        self.changed(Some(&live), &record, resumed);
+        self.changed(Some(live), &record, resumed);
         for (waiter, answer) in wake {
             let _ = waiter.send(answer);
         }
@@ -353,9 +408,19 @@ impl Tasks {
             }
             record
         };
-        if let Some(live) = live {
-            live.cancel.cancel();
-            live.done.cancel();
+        match live {
+            Some(live) => {
+                live.cancel.cancel();
+                live.done.cancel();
+            }
+            // Run by another process, if by any: it hears of it on the bus.
+            None => {
+                if let Some(bus) = self.bus.get() {
+                    bus.publish(BusEvent::TaskCancelled {
+                        task_id: record.id.clone(),
+                    });
+                }
+            }
         }
         Ok(record)
     }

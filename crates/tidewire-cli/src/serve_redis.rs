@@ -1,0 +1,52 @@
+//! `tidewire serve --bind ADDR --redis URL`: the demo server as one replica of several behind a
+//! load balancer, sharing through Redis its notification bus, its task store and the key that
+//! seals a stateless request's state.
+
+use std::sync::Arc;
+
+use clap::Args;
+use tidewire_redis::{Redis, RedisTaskStore, shared_key_ring};
+use tidewire_server::ServerBuilder;
+use tidewire_server::tasks::TaskLimits;
+
+/// The namespace of the demo server's keys and channel in Redis.
+const NAMESPACE: &str = "tidewire-demo";
+
+#[derive(Debug, Args)]
+pub(crate) struct RedisArgs {
+    /// HTTP: run as one replica of several that share this Redis (redis://HOST:PORT): list
+    /// changes and resource updates reach every replica's clients, any replica answers for
+    /// any task, and a stateless request's state opens on any replica.
+    #[arg(long, value_name = "URL")]
+    pub(crate) redis: Option<String>,
+
+    /// With --redis: this replica's name in its log lines (default: its process id).
+    #[arg(long, value_name = "NAME", requires = "redis")]
+    pub(crate) node_id: Option<String>,
+}
+
+impl RedisArgs {
+    /// This replica's name.
+    pub(crate) fn node(&self) -> String {
+        self.node_id
+            .clone()
+            .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+    }
+
+    /// `builder` with the shared parts on Redis, when `--redis` asks; unchanged otherwise.
+    pub(crate) async fn attach(&self, builder: ServerBuilder) -> Result<ServerBuilder, String> {
+        let Some(url) = &self.redis else {
+            return Ok(builder);
+        };
+        let failed = |e: tidewire_redis::RedisError| format!("cannot use Redis at {url}: {e}");
+        let redis = Redis::connect(url, NAMESPACE).await.map_err(failed)?;
+        let bus = redis.bus().await.map_err(failed)?;
+        let keys = shared_key_ring(&redis).await.map_err(failed)?;
+        let store = RedisTaskStore::new(&redis, TaskLimits::default());
+        tracing::info!(node = %self.node(), "a replica on Redis");
+        Ok(builder
+            .notification_bus(Arc::new(bus))
+            .task_store(Arc::new(store))
+            .state_keys(keys))
+    }
+}
