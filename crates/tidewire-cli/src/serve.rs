@@ -119,11 +119,25 @@ pub(crate) struct ServeArgs {
 
     #[command(flatten)]
     pub(crate) scale: crate::serve_redis::RedisArgs,
+
+    /// How long a running task's lease lasts: the server renews it every third of that, and
+    /// when a replica sharing the task store dies, its tasks are failed once their lease has
+    /// run out. Seconds, or a number with a unit: 500ms, 15s.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "15s",
+        value_parser = duration::parse,
+    )]
+    pub(crate) task_lease: Span,
 }
 
 /// The demo server's builder with what the options say of it: its eras, and its skills.
 pub(crate) fn demo_builder(args: &ServeArgs) -> Result<ServerBuilder, ExitCode> {
-    let builder = tidewire_demo::demo_builder().eras(args.era);
+    let Span(lease) = args.task_lease;
+    let builder = tidewire_demo::demo_builder()
+        .eras(args.era)
+        .task_lease(lease);
     let Some(dir) = &args.skills else {
         return Ok(builder);
     };

@@ -268,3 +268,147 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
     .await
     .expect("within the limit");
 }
+
+/// The state of task `id` through `client`, polled until it is `want` (within `limit`); how
+/// long that took.
+async fn until_status(client: &Client, id: &str, want: TaskStatus, limit: Duration) -> Duration {
+    let started = std::time::Instant::now();
+    loop {
+        let state = client.task(id).state().await.expect("state");
+        if state.status == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "still {:?} after {limit:?}",
+            state.status
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_replica_dies_fails_once_its_lease_runs_out() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let lease = ["--task-lease", "1s"];
+        let doomed = HttpServer::start_with(
+            &[
+                &["--redis", &redis.url(), "--node-id", "doomed"][..],
+                &lease[..],
+            ]
+            .concat(),
+        );
+        let survivor = HttpServer::start_with(
+            &[
+                &["--redis", &redis.url(), "--node-id", "survivor"][..],
+                &lease[..],
+            ]
+            .concat(),
+        );
+        let (on_doomed, on_survivor) = (modern(&doomed.url).await, modern(&survivor.url).await);
+        let urls: Vec<String> = (0..100)
+            .map(|i| format!("https://example.com/{i}"))
+            .collect();
+        let task = on_doomed
+            .call_tool("crawl", json!({ "urls": urls, "delay_ms": 100 }))
+            .as_task()
+            .await
+            .expect("started")
+            .task()
+            .expect("a task");
+        let id = task.id().to_owned();
+        // Renewed while its replica lives: still working well past one lease.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(
+            on_survivor.task(&id).state().await.expect("state").status,
+            TaskStatus::Working,
+            "a live replica keeps its task's lease"
+        );
+        drop(on_doomed);
+        drop(doomed); // SIGKILL
+        let took = until_status(
+            &on_survivor,
+            &id,
+            TaskStatus::Failed,
+            Duration::from_secs(10),
+        )
+        .await;
+        println!("the dead replica's task failed {took:?} after the kill (lease 1 s)");
+        let state = on_survivor.task(&id).state().await.expect("state");
+        assert!(
+            state
+                .status_message
+                .as_deref()
+                .is_some_and(|m| m.contains("lease ran out")),
+            "{state:?}"
+        );
+    })
+    .await
+    .expect("within the limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let program = std::path::PathBuf::from(std::env::var_os("TIDEWIRE_REDIS_SERVER").expect("set"));
+    tokio::time::timeout(support::LIMIT, async {
+        let (a, b) = (replica(&redis, "a"), replica(&redis, "b"));
+        let (on_a, on_b) = (modern(&a.url).await, modern(&b.url).await);
+        let mut changes = on_a
+            .listen(SubscriptionFilter {
+                resource_subscriptions: Some(vec!["test://counter".into()]),
+                ..SubscriptionFilter::default()
+            })
+            .await
+            .expect("listen on A");
+
+        redis.kill();
+        // Meanwhile: a task cannot be kept, and the call says why.
+        let refused = on_a
+            .call_tool("failing_job", json!({}))
+            .as_task()
+            .await
+            .expect_err("no store, no task");
+        assert!(refused.to_string().contains("redis"), "{refused}");
+        // Plain calls go on: nothing else needs Redis.
+        assert!(
+            text_of(&on_b, "echo", json!({"text": "still here"}))
+                .await
+                .is_ok()
+        );
+
+        let port = redis.port;
+        let restarted = std::time::Instant::now();
+        let _redis = RedisServer::start_on(&program, port);
+        // The bus is back once a bump through B reaches A's listen again.
+        let heard = async {
+            loop {
+                text_of(&on_b, "bump", json!({})).await.expect("bump");
+                if let Ok(Some(_)) =
+                    tokio::time::timeout(Duration::from_millis(200), changes.next()).await
+                {
+                    return restarted.elapsed();
+                }
+            }
+        };
+        let took = tokio::time::timeout(Duration::from_secs(15), heard)
+            .await
+            .expect("the bus recovered within 15 s");
+        println!("the bus recovered {took:?} after Redis came back");
+        let task = on_a
+            .call_tool("failing_job", json!({}))
+            .as_task()
+            .await
+            .expect("tasks again")
+            .task()
+            .expect("a task");
+        assert!(on_b.task(task.id()).state().await.is_ok(), "seen through B");
+    })
+    .await
+    .expect("within the limit");
+}

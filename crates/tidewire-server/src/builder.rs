@@ -384,15 +384,27 @@ impl ServerBuilder {
     /// Where task records live (default: a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)
     /// with the default [`TaskLimits`](crate::tasks::TaskLimits)).
     pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
-        let poll = self.inner.tasks.poll_interval;
-        self.inner.tasks = Arc::new(Tasks::new(store, poll));
+        let (poll, lease) = (self.inner.tasks.poll_interval, self.inner.tasks.lease);
+        self.inner.tasks = Arc::new(Tasks::new(store, poll, lease));
         self
     }
 
     /// How often clients are told to poll a task (default 500 ms).
     pub fn task_poll_interval(mut self, every: Duration) -> Self {
-        let store = self.inner.tasks.store();
-        self.inner.tasks = Arc::new(Tasks::new(store, every.max(Duration::from_millis(1))));
+        let (store, lease) = (self.inner.tasks.store(), self.inner.tasks.lease);
+        let every = every.max(Duration::from_millis(1));
+        self.inner.tasks = Arc::new(Tasks::new(store, every, lease));
+        self
+    }
+
+    /// How long a running task's lease lasts (default 15 s; at least 30 ms). The process
+    /// running a task renews it every third of that; when the process dies, the first to read
+    /// the task after the lease ran out fails it, saying why. With a shared task store
+    /// ([`task_store`](Self::task_store)), this bounds how long a task of a dead replica shows
+    /// `working`.
+    pub fn task_lease(mut self, lease: Duration) -> Self {
+        let (store, poll) = (self.inner.tasks.store(), self.inner.tasks.poll_interval);
+        self.inner.tasks = Arc::new(Tasks::new(store, poll, lease));
         self
     }
 

@@ -118,6 +118,7 @@ impl<C> ServerState<C> {
             tasks: Arc::new(Tasks::new(
                 Arc::new(MemoryTaskStore::default()),
                 Duration::from_millis(500),
+                crate::tasks::DEFAULT_LEASE,
             )),
             deferred_tasks: HashSet::new(),
             skills: None,

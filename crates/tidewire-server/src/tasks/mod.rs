@@ -30,7 +30,7 @@ use tidewire_core::session::{CancelPolicy, Peer, SessionError};
 use tokio_util::sync::CancellationToken;
 
 pub use record::TaskRecord;
-pub(crate) use run::{Live, Tasks};
+pub(crate) use run::{DEFAULT_LEASE, Live, Tasks};
 pub use store::{MemoryTaskStore, TaskLimits, TaskStore, TaskStoreError};
 
 /// Why a call cannot run as a task. Returned from a handler (with `?`), it answers the call

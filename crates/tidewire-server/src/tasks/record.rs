@@ -50,6 +50,11 @@ pub struct TaskRecord {
     /// The last progress report: `(progress, total)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<(f64, Option<f64>)>,
+    /// Until when the process running it vouches for it: it renews this while the handler
+    /// runs. A task not ended whose lease has run out lost its process, and is failed by
+    /// whichever process reads it next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<SystemTime>,
 }
 
 impl TaskRecord {
@@ -70,7 +75,13 @@ impl TaskRecord {
             result: None,
             error: None,
             progress: None,
+            lease_until: None,
         }
+    }
+
+    /// Whether it has not ended and its lease ran out before `now`.
+    pub fn lost(&self, now: SystemTime) -> bool {
+        !self.is_terminal() && self.lease_until.is_some_and(|until| until < now)
     }
 
     /// Whether the task has ended (`completed`, `failed`, `cancelled`): its record no longer

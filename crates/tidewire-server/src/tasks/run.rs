@@ -33,7 +33,12 @@ pub(crate) struct Tasks {
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The poll interval suggested to clients.
     pub(crate) poll_interval: Duration,
+    /// How long a running task's lease lasts; it is renewed every third of it.
+    pub(crate) lease: Duration,
 }
+
+/// How long a lease lasts unless the server says otherwise.
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 
 /// A task running in this process: what reaches its handler.
 #[derive(Debug)]
@@ -54,8 +59,9 @@ pub(crate) struct Live {
 }
 
 impl Tasks {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, poll_interval: Duration) -> Self {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, poll_interval: Duration, lease: Duration) -> Self {
         Self {
+            lease: lease.max(Duration::from_millis(30)),
             store,
             bus: OnceLock::new(),
             heard: OnceLock::new(),
@@ -146,6 +152,7 @@ impl Tasks {
             .ok_or_else(|| ErrorObject::internal("no randomness to draw a task id from"))?;
         let mut record = TaskRecord::new(id.clone(), tool.to_owned(), ttl, owner);
         record.poll_interval = Some(self.poll_interval);
+        record.lease_until = Some(std::time::SystemTime::now() + self.lease);
         self.store
             .insert(record.clone())
             .await
@@ -182,12 +189,27 @@ impl Tasks {
     ) {
         let tasks = self.clone();
         tokio::spawn(async move {
-            let outcome = match policy {
-                CancelPolicy::Cooperative => Some(handler.await),
-                _ => tokio::select! {
-                    outcome = handler => Some(outcome),
-                    () = live.cancel.cancelled() => None,
-                },
+            let work = async {
+                match policy {
+                    CancelPolicy::Cooperative => Some(handler.await),
+                    _ => tokio::select! {
+                        outcome = handler => Some(outcome),
+                        () = live.cancel.cancelled() => None,
+                    },
+                }
+            };
+            // While it runs, its lease is renewed: a process that dies leaves it to lapse.
+            let renewing = async {
+                let mut every = tokio::time::interval(tasks.lease / 3);
+                every.tick().await;
+                loop {
+                    every.tick().await;
+                    tasks.renew(&live).await;
+                }
+            };
+            let outcome = tokio::select! {
+                outcome = work => outcome,
+                () = renewing => None,
             };
             if let Some(outcome) = outcome {
                 tasks.finish(&live, outcome, tool_errors_fail).await;
@@ -240,7 +262,26 @@ impl Tasks {
         self.changed(Some(live), &record, true);
     }
 
-    /// The task `id`, as `principal` may see it.
+    /// Extends task `live`'s lease; when its record has ended meanwhile (cancelled through
+    /// another process, or failed by one that found its lease lapsed), its handler is stopped.
+    async fn renew(&self, live: &Live) {
+        let _edit = live.edit.lock().await;
+        let Ok(Some(mut record)) = self.store.get(&live.id).await else {
+            return;
+        };
+        if record.is_terminal() {
+            live.cancel.cancel();
+            live.done.cancel();
+            return;
+        }
+        record.lease_until = Some(std::time::SystemTime::now() + self.lease);
+        if let Err(error) = self.store.update(record).await {
+            tracing::warn!(%error, task = %excerpt(&live.id), "a task's lease could not be renewed");
+        }
+    }
+
+    /// The task `id`, as `principal` may see it. A task whose process is gone (its lease ran
+    /// out, and it does not run here) is failed first, saying so.
     ///
     /// # Errors
     /// `-32602` for a task that is unknown, expired, or someone else's (they read the same);
@@ -250,9 +291,40 @@ impl Tasks {
         id: &str,
         principal: Option<&str>,
     ) -> Result<TaskRecord, ErrorObject> {
-        match self.store.get(id).await.map_err(store_error)? {
-            Some(record) if record.visible_to(principal) => Ok(record),
-            _ => Err(unknown_task(id)),
+        let record = match self.store.get(id).await.map_err(store_error)? {
+            Some(record) if record.visible_to(principal) => record,
+            _ => return Err(unknown_task(id)),
+        };
+        let now = std::time::SystemTime::now();
+        if !record.lost(now) || self.live_tasks().contains_key(id) {
+            return Ok(record);
+        }
+        let mut failed = record.clone();
+        let lapsed = failed
+            .lease_until
+            .map(|at| humantime::format_rfc3339_millis(at).to_string())
+            .unwrap_or_default();
+        failed.set_status(TaskStatus::Failed);
+        failed.input_requests.clear();
+        let reason =
+            format!("the server process running this task stopped (its lease ran out at {lapsed})");
+        failed.status_message = Some(reason.clone());
+        failed.error = Some(ErrorObject::internal(reason));
+        match self
+            .store
+            .update(failed.clone())
+            .await
+            .map_err(store_error)?
+        {
+            true => {
+                self.changed(None, &failed, true);
+                Ok(failed)
+            }
+            // Ended meanwhile, by its process or another reader: what the store has now.
+            false => match self.store.get(id).await.map_err(store_error)? {
+                Some(record) => Ok(record),
+                None => Err(unknown_task(id)),
+            },
         }
     }
 
