@@ -58,13 +58,17 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         if !local.ip().is_loopback() && protection.is_none() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
-        let server = args.scale.attach(builder).await?.build();
+        let (builder, routing) = args.scale.attach(builder, idle).await?;
+        let server = builder.build();
         // HTTP+SSE carries sessions only: the server serves the session era there by itself.
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
         let ws = WebSocketServer::new(ws_config, server);
-        let mut app = mcp
-            .router("/mcp")
+        let mut endpoint = mcp.router("/mcp");
+        if let Some(routing) = &routing {
+            endpoint = routing.wrap(endpoint);
+        }
+        let mut app = endpoint
             .merge(sse.router("/sse", "/messages"))
             .merge(ws.router("/ws"));
         if let Some(protection) = protection {

@@ -3,9 +3,10 @@
 //! seals a stateless request's state.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
-use tidewire_redis::{Redis, RedisTaskStore, shared_key_ring};
+use tidewire_redis::{Redis, RedisTaskStore, SessionRouting, shared_key_ring};
 use tidewire_server::ServerBuilder;
 use tidewire_server::tasks::TaskLimits;
 
@@ -14,9 +15,11 @@ const NAMESPACE: &str = "tidewire-demo";
 
 #[derive(Debug, Args)]
 pub(crate) struct RedisArgs {
-    /// HTTP: run as one replica of several that share this Redis (redis://HOST:PORT): list
-    /// changes and resource updates reach every replica's clients, any replica answers for
-    /// any task, and a stateless request's state opens on any replica.
+    /// HTTP: run as one replica of several that share this Redis (redis://HOST:PORT), behind
+    /// a load balancer without affinity: list changes and resource updates reach every
+    /// replica's clients, any replica answers for any task, a stateless request's state opens
+    /// on any replica, and a Streamable HTTP session's requests are forwarded to the replica
+    /// holding it.
     #[arg(long, value_name = "URL")]
     pub(crate) redis: Option<String>,
 
@@ -33,20 +36,30 @@ impl RedisArgs {
             .unwrap_or_else(|| format!("pid-{}", std::process::id()))
     }
 
-    /// `builder` with the shared parts on Redis, when `--redis` asks; unchanged otherwise.
-    pub(crate) async fn attach(&self, builder: ServerBuilder) -> Result<ServerBuilder, String> {
+    /// `builder` with the shared parts on Redis, and the session routing for the Streamable
+    /// HTTP endpoint (sessions known for `session_ttl` after their last request), when
+    /// `--redis` asks; `builder` unchanged otherwise.
+    pub(crate) async fn attach(
+        &self,
+        builder: ServerBuilder,
+        session_ttl: Duration,
+    ) -> Result<(ServerBuilder, Option<SessionRouting>), String> {
         let Some(url) = &self.redis else {
-            return Ok(builder);
+            return Ok((builder, None));
         };
         let failed = |e: tidewire_redis::RedisError| format!("cannot use Redis at {url}: {e}");
         let redis = Redis::connect(url, NAMESPACE).await.map_err(failed)?;
         let bus = redis.bus().await.map_err(failed)?;
         let keys = shared_key_ring(&redis).await.map_err(failed)?;
         let store = RedisTaskStore::new(&redis, TaskLimits::default());
+        let routing = SessionRouting::start(&redis, &self.node(), session_ttl)
+            .await
+            .map_err(failed)?;
         tracing::info!(node = %self.node(), "a replica on Redis");
-        Ok(builder
+        let builder = builder
             .notification_bus(Arc::new(bus))
             .task_store(Arc::new(store))
-            .state_keys(keys))
+            .state_keys(keys);
+        Ok((builder, Some(routing)))
     }
 }

@@ -6,7 +6,8 @@
 //!   stops; another, asking a question, is answered through B and completes on A;
 //! - the peer scenarios through the balancer, each request landing on the next replica
 //!   (`input_required` rounds included: a retry's sealed state opens on any replica), but for
-//!   the two that read the demo's own process state.
+//!   the two that read the demo's own process state; and the same in the session era, each
+//!   request for the session forwarded to the replica holding it.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod support;
@@ -120,6 +121,21 @@ async fn confirming(url: &str) -> Client {
         .connect(StatelessHttpClient::new(url).connect().await.expect("transport"))
         .await
         .expect("connected")
+}
+
+/// How many sessions Redis places now.
+async fn sessions_known(redis: &RedisServer) -> usize {
+    let client = redis::Client::open(redis.url()).expect("client");
+    let mut connection = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connection");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("tidewire:tidewire-demo:session:*")
+        .query_async(&mut connection)
+        .await
+        .expect("KEYS");
+    keys.len()
 }
 
 fn replica(redis: &RedisServer, name: &str) -> HttpServer {
@@ -263,6 +279,44 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
             "through the balancer:\n{}",
             failures.join("\n")
         );
+        harness.finish().await;
+
+        // The session era through the balancer: the session lives on the replica that opened
+        // it; every request that lands elsewhere is forwarded there, its stream relayed back.
+        let sessions_before = sessions_known(&redis).await;
+        let counters = Arc::new(Counters::default());
+        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+            .connect()
+            .await
+            .expect("transport");
+        let client = peer_client(&counters)
+            .era(Era::Legacy)
+            .connect(transport)
+            .await
+            .expect("a session through the balancer");
+        let harness = Harness::for_client(client, "balancer, sessions", counters);
+        let mut failures = Vec::new();
+        for scenario in [
+            "echo",
+            "progress",
+            "notifications",
+            "sampling",
+            "elicitation",
+            "roots",
+        ] {
+            match run_peer_scenario(&harness, scenario).await {
+                Ok(report) => println!("[balancer, sessions] PASS {scenario} {report}"),
+                Err(error) => failures.push(format!("{scenario}: {error}")),
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "sessions through the balancer:\n{}",
+            failures.join("\n")
+        );
+        // One session all along: no request met a replica that did not know it (a 404 would
+        // have made the client open another).
+        assert_eq!(sessions_known(&redis).await, sessions_before + 1);
         harness.finish().await;
     })
     .await

@@ -13,6 +13,9 @@
 //!   with their ttl, and an ended record is never replaced (checked inside Redis, by a script).
 //! - [`shared_key_ring`]: one key for sealing a stateless request's `requestState`, so a
 //!   retry may land on any replica.
+//! - [`SessionRouting`]: the session era's Streamable HTTP. A session stays in the replica
+//!   that opened it; a request naming it that lands elsewhere is forwarded there through Redis
+//!   and its answer (an SSE stream included) relayed back, so no affinity is needed.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,10 +37,12 @@
 
 mod bus;
 mod keys;
+mod sessions;
 mod tasks;
 
 pub use bus::RedisBus;
 pub use keys::shared_key_ring;
+pub use sessions::SessionRouting;
 pub use tasks::RedisTaskStore;
 
 use redis::aio::ConnectionManager;

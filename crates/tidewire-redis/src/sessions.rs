@@ -1,0 +1,568 @@
+//! [`SessionRouting`]: session-era Streamable HTTP behind a load balancer without affinity.
+//!
+//! A session lives in the process that opened it (its owner). Redis knows which process that
+//! is (`session:<id>` → node, kept as long as the session is used). A request naming a session
+//! that another live replica owns is forwarded to it through Redis — the request whole, the
+//! answer (status, headers, and each chunk of its body, an SSE stream included) back — so the
+//! client sees one server whichever replica the balancer picked, and a stream it resumes with
+//! `Last-Event-ID` through any replica is replayed by the owner's event store.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use futures::StreamExt as _;
+use http::{HeaderName, HeaderValue, StatusCode};
+use http_body_util::BodyExt as _;
+use redis::aio::PubSubSink;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tower::ServiceExt as _;
+
+use crate::{Redis, RedisError};
+
+/// The header that names a session.
+const SESSION_ID: &str = "mcp-session-id";
+/// Chunks a relay holds for a client that reads slowly; past it the relay ends (the client
+/// resumes).
+const RELAY_QUEUE: usize = 1024;
+/// The longest forwarded request body.
+const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
+/// How long a replica counts as alive after its last heartbeat.
+const ALIVE_FOR: Duration = Duration::from_secs(3);
+/// How often a replica says it is alive.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long the owner may take to start answering a forwarded request.
+const HEAD_WITHIN: Duration = Duration::from_secs(30);
+/// How long a relay waits on a quiet stream before it checks that the owner still lives.
+const QUIET_CHECK: Duration = Duration::from_secs(2);
+
+/// Routes each session-era request to the replica that owns its session (see the module
+/// docs). Made once per replica with [`SessionRouting::start`], then wrapped around the
+/// Streamable HTTP router with [`wrap`](Self::wrap).
+#[derive(Clone)]
+pub struct SessionRouting {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SessionRouting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRouting")
+            .field("node", &self.shared.node)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    redis: Redis,
+    node: String,
+    session_ttl: Duration,
+    sink: PubSubSink,
+    /// By channel: who waits on its messages (relays here, forwarded requests served here).
+    routes: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
+    /// The router forwarded requests are served by (the one wrapped, without this layer).
+    local: OnceLock<axum::Router>,
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// A request, as it travels to its session's owner.
+#[derive(Serialize, Deserialize)]
+struct Forwarded {
+    rid: String,
+    method: String,
+    uri: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+/// One piece of the owner's answer.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Piece {
+    Head {
+        status: u16,
+        headers: Vec<(String, String)>,
+    },
+    Data(String),
+    End,
+}
+
+impl SessionRouting {
+    /// Starts this replica's routing: it listens for requests forwarded to `node`, says every
+    /// second that it is alive, and keeps each session it opens known for `session_ttl` after
+    /// its last request (the sessions' idle timeout).
+    ///
+    /// # Errors
+    /// [`RedisError::Redis`] when the subscription cannot be made.
+    pub async fn start(
+        redis: &Redis,
+        node: &str,
+        session_ttl: Duration,
+    ) -> Result<Self, RedisError> {
+        let (sink, mut stream) = redis.client().get_async_pubsub().await?.split();
+        let shared = Arc::new(Shared {
+            redis: redis.clone(),
+            node: node.to_owned(),
+            session_ttl,
+            sink,
+            routes: Mutex::new(HashMap::new()),
+            local: OnceLock::new(),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let inbox = shared.inbox();
+        let (tx, mut forwarded) = mpsc::channel::<Vec<u8>>(RELAY_QUEUE);
+        shared.route(&inbox, tx);
+        shared.sink.clone().subscribe(&inbox).await?;
+        let weak = Arc::downgrade(&shared);
+        let reader = tokio::spawn(async move {
+            while let Some(message) = stream.next().await {
+                let Some(shared) = weak.upgrade() else { return };
+                let channel = message.get_channel_name().to_owned();
+                let payload = message.get_payload_bytes().to_vec();
+                let target = shared.routes().get(&channel).cloned();
+                if let Some(target) = target
+                    && target.try_send(payload).is_err()
+                {
+                    // A reader too slow to keep up: its relay ends (the client resumes).
+                    shared.routes().remove(&channel);
+                }
+            }
+            tracing::warn!("the session routing's subscription to Redis ended");
+        });
+        let weak = Arc::downgrade(&shared);
+        let server = tokio::spawn(async move {
+            while let Some(payload) = forwarded.recv().await {
+                let Some(shared) = weak.upgrade() else { return };
+                tokio::spawn(async move { shared.serve(payload).await });
+            }
+        });
+        let weak = Arc::downgrade(&shared);
+        let heart = tokio::spawn(async move {
+            let mut every = tokio::time::interval(HEARTBEAT);
+            loop {
+                every.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                let alive: Result<(), _> = redis::cmd("SET")
+                    .arg(shared.alive_key(&shared.node))
+                    .arg(1)
+                    .arg("PX")
+                    .arg(millis(ALIVE_FOR))
+                    .query_async(&mut shared.redis.connection())
+                    .await;
+                if let Err(error) = alive {
+                    tracing::warn!(%error, "cannot tell Redis this replica is alive");
+                }
+            }
+        });
+        shared
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([
+                reader.abort_handle(),
+                server.abort_handle(),
+                heart.abort_handle(),
+            ]);
+        // Alive from the start, not a heartbeat later.
+        let _: Result<(), _> = redis::cmd("SET")
+            .arg(shared.alive_key(node))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(ALIVE_FOR))
+            .query_async(&mut shared.redis.connection())
+            .await;
+        Ok(Self { shared })
+    }
+
+    /// `router` (the Streamable HTTP endpoint) with each request for a session another replica
+    /// owns forwarded there; the rest, and forwarded requests, it serves itself.
+    pub fn wrap(&self, router: axum::Router) -> axum::Router {
+        let _ = self.shared.local.set(router.clone());
+        router.layer(axum::middleware::from_fn_with_state(self.clone(), route))
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Shared {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::Sender<Vec<u8>>>> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn route(&self, channel: &str, tx: mpsc::Sender<Vec<u8>>) {
+        self.routes().insert(channel.to_owned(), tx);
+    }
+
+    fn inbox(&self) -> String {
+        self.redis.key(&format!("node:{}:inbox", self.node))
+    }
+
+    fn alive_key(&self, node: &str) -> String {
+        self.redis.key(&format!("node:{node}:alive"))
+    }
+
+    fn session_key(&self, id: &str) -> String {
+        self.redis.key(&format!("session:{id}"))
+    }
+
+    async fn alive(&self, node: &str) -> bool {
+        let alive: Result<bool, _> = redis::cmd("EXISTS")
+            .arg(self.alive_key(node))
+            .query_async(&mut self.redis.connection())
+            .await;
+        alive.unwrap_or(false)
+    }
+
+    async fn publish(&self, channel: &str, piece: &Piece) -> Result<usize, redis::RedisError> {
+        let json = serde_json::to_string(piece).unwrap_or_default();
+        redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg(json)
+            .query_async(&mut self.redis.connection())
+            .await
+    }
+
+    /// Serves a request another replica forwarded here, sending the answer back piece by
+    /// piece until it ends or the other replica's client has gone.
+    async fn serve(self: Arc<Self>, payload: Vec<u8>) {
+        let Ok(forwarded) = serde_json::from_slice::<Forwarded>(&payload) else {
+            tracing::warn!("not a forwarded request; dropped");
+            return;
+        };
+        let Some(local) = self.local.get().cloned() else {
+            return;
+        };
+        let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
+        let gone = self.redis.key(&format!("gone:{}", forwarded.rid));
+        let (tx, mut gone_rx) = mpsc::channel(1);
+        self.route(&gone, tx);
+        let _ = self.sink.clone().subscribe(&gone).await;
+        let request = match rebuild(forwarded) {
+            Some(request) => request,
+            None => {
+                let head = Piece::Head {
+                    status: 400,
+                    headers: Vec::new(),
+                };
+                let _ = self.publish(&reply, &head).await;
+                let _ = self.publish(&reply, &Piece::End).await;
+                return;
+            }
+        };
+        let Ok(response) = local.oneshot(request).await;
+        let (parts, mut body) = response.into_parts();
+        let head = Piece::Head {
+            status: parts.status.as_u16(),
+            headers: text_headers(&parts.headers),
+        };
+        if self.publish(&reply, &head).await.is_ok() {
+            loop {
+                tokio::select! {
+                    frame = body.frame() => match frame {
+                        Some(Ok(frame)) => {
+                            if let Ok(data) = frame.into_data() {
+                                let piece = Piece::Data(STANDARD.encode(&data));
+                                if self.publish(&reply, &piece).await.is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                        Some(Err(_)) | None => {
+                            let _ = self.publish(&reply, &Piece::End).await;
+                            break;
+                        }
+                    },
+                    // The relaying replica's client went away: so does this stream.
+                    _ = gone_rx.recv() => break,
+                }
+            }
+        }
+        self.routes().remove(&gone);
+        let _ = self.sink.clone().unsubscribe(&gone).await;
+    }
+
+    /// Forwards `request` to `owner` and relays its answer.
+    async fn forward(self: Arc<Self>, request: Request, owner: String) -> Response {
+        let rid = random_id();
+        let reply = self.redis.key(&format!("reply:{rid}"));
+        let (tx, mut pieces) = mpsc::channel(RELAY_QUEUE);
+        self.route(&reply, tx);
+        let cleanup = Cleanup {
+            shared: self.clone(),
+            rid: rid.clone(),
+        };
+        if self.sink.clone().subscribe(&reply).await.is_err() {
+            return unavailable("cannot reach Redis to forward the request");
+        }
+        let (parts, body) = request.into_parts();
+        let Ok(body) = http_body_util::Limited::new(body, MAX_FORWARDED_BODY)
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes)
+        else {
+            return status(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too long",
+            );
+        };
+        let forwarded = Forwarded {
+            rid,
+            method: parts.method.to_string(),
+            uri: parts.uri.to_string(),
+            headers: text_headers(&parts.headers),
+            body: STANDARD.encode(&body),
+        };
+        let inbox = self.redis.key(&format!("node:{owner}:inbox"));
+        let json = serde_json::to_string(&forwarded).unwrap_or_default();
+        let delivered: Result<usize, _> = redis::cmd("PUBLISH")
+            .arg(&inbox)
+            .arg(json)
+            .query_async(&mut self.redis.connection())
+            .await;
+        if !matches!(delivered, Ok(n) if n > 0) {
+            return unavailable("the replica holding this session cannot be reached");
+        }
+        let head = tokio::time::timeout(HEAD_WITHIN, pieces.recv()).await;
+        let Ok(Some(head)) = head else {
+            return unavailable("the replica holding this session did not answer");
+        };
+        let Ok(Piece::Head {
+            status: code,
+            headers,
+        }) = serde_json::from_slice::<Piece>(&head)
+        else {
+            return unavailable("the replica holding this session answered something else");
+        };
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+        for (name, value) in headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) && !hop_by_hop(&name)
+            {
+                response.headers_mut().append(name, value);
+            }
+        }
+        let relay = Relay {
+            pieces,
+            shared: self.clone(),
+            owner,
+            _cleanup: cleanup,
+        };
+        *response.body_mut() = Body::from_stream(relayed(relay));
+        response
+    }
+}
+
+/// Tells the owner the client went away, and stops listening, when a relay ends.
+struct Cleanup {
+    shared: Arc<Shared>,
+    rid: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let shared = self.shared.clone();
+        let reply = shared.redis.key(&format!("reply:{}", self.rid));
+        let gone = shared.redis.key(&format!("gone:{}", self.rid));
+        shared.routes().remove(&reply);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _: Result<usize, _> = redis::cmd("PUBLISH")
+                    .arg(&gone)
+                    .arg("gone")
+                    .query_async(&mut shared.redis.connection())
+                    .await;
+                let _ = shared.sink.clone().unsubscribe(&reply).await;
+            });
+        }
+    }
+}
+
+/// What a relay holds while its body is read.
+struct Relay {
+    pieces: mpsc::Receiver<Vec<u8>>,
+    shared: Arc<Shared>,
+    owner: String,
+    _cleanup: Cleanup,
+}
+
+/// The relayed body: each data piece as it comes, until the end; the owner's death or a
+/// broken relay ends it with an error (the client then resumes, or starts over).
+fn relayed(relay: Relay) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    futures::stream::unfold(Some(relay), |relay| async move {
+        let mut relay = relay?;
+        let broken = |why: &str| Err(std::io::Error::other(why.to_owned()));
+        loop {
+            match tokio::time::timeout(QUIET_CHECK, relay.pieces.recv()).await {
+                Ok(Some(piece)) => {
+                    return match serde_json::from_slice::<Piece>(&piece) {
+                        Ok(Piece::Data(data)) => match STANDARD.decode(data) {
+                            Ok(bytes) => Some((Ok(Bytes::from(bytes)), Some(relay))),
+                            Err(_) => Some((broken("a garbled piece"), None)),
+                        },
+                        Ok(Piece::End) => None,
+                        _ => Some((broken("the relay from the session's replica broke"), None)),
+                    };
+                }
+                Ok(None) => return Some((broken("the relay fell behind and was dropped"), None)),
+                // Quiet: go on waiting while the owner lives.
+                Err(_) => {
+                    if !relay.shared.alive(&relay.owner).await {
+                        return Some((broken("the session's replica stopped"), None));
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "transfer-encoding"
+            | "upgrade"
+            | "content-length"
+            | "te"
+            | "trailer"
+            | "proxy-connection"
+    )
+}
+
+fn text_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| !hop_by_hop(name))
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+fn rebuild(forwarded: Forwarded) -> Option<Request> {
+    let body = STANDARD.decode(forwarded.body).ok()?;
+    let mut request = Request::builder()
+        .method(forwarded.method.as_str())
+        .uri(forwarded.uri.as_str())
+        .body(Body::from(body))
+        .ok()?;
+    for (name, value) in forwarded.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            request.headers_mut().append(name, value);
+        }
+    }
+    Some(request)
+}
+
+fn status(code: StatusCode, why: &str) -> Response {
+    let mut response = Response::new(Body::from(why.to_owned()));
+    *response.status_mut() = code;
+    response
+}
+
+fn unavailable(why: &str) -> Response {
+    status(StatusCode::SERVICE_UNAVAILABLE, why)
+}
+
+/// The middleware: a request for a session another live replica owns is forwarded there;
+/// every other request is served here, and a session opened here is made known.
+async fn route(State(routing): State<SessionRouting>, request: Request, next: Next) -> Response {
+    let shared = routing.shared;
+    let id = request
+        .headers()
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(id) = id else {
+        let response = next.run(request).await;
+        if let Some(opened) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        {
+            let known: Result<(), _> = redis::cmd("SET")
+                .arg(shared.session_key(opened))
+                .arg(&shared.node)
+                .arg("PX")
+                .arg(millis(shared.session_ttl))
+                .query_async(&mut shared.redis.connection())
+                .await;
+            if let Err(error) = known {
+                tracing::warn!(%error, "a new session could not be made known on Redis");
+            }
+        }
+        return response;
+    };
+    let owner: Result<Option<String>, _> = redis::cmd("GET")
+        .arg(shared.session_key(&id))
+        .query_async(&mut shared.redis.connection())
+        .await;
+    match owner {
+        Ok(Some(owner)) if owner != shared.node => {
+            if shared.alive(&owner).await {
+                return shared.forward(request, owner).await;
+            }
+            // Its replica is gone, and the session with it: answered here, as unknown (404).
+            next.run(request).await
+        }
+        Ok(Some(_)) => {
+            let deleting = request.method() == http::Method::DELETE;
+            let response = next.run(request).await;
+            let mut connection = shared.redis.connection();
+            let key = shared.session_key(&id);
+            let kept: Result<(), _> = if deleting && response.status().is_success() {
+                redis::cmd("DEL")
+                    .arg(key)
+                    .query_async(&mut connection)
+                    .await
+            } else {
+                redis::cmd("PEXPIRE")
+                    .arg(key)
+                    .arg(millis(shared.session_ttl))
+                    .query_async(&mut connection)
+                    .await
+            };
+            if let Err(error) = kept {
+                tracing::warn!(%error, "a session's place on Redis could not be kept");
+            }
+            response
+        }
+        Ok(None) => next.run(request).await,
+        Err(error) => {
+            tracing::warn!(%error, "cannot ask Redis where a session lives; serving it here");
+            next.run(request).await
+        }
+    }
+}
