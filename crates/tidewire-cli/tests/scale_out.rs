@@ -24,6 +24,7 @@ use tidewire_http::client::StatelessHttpClient;
 use tidewire_tests::external::{RedisServer, free_port, skip};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
 use tidewire_tests::scenarios::{run_peer_scenario, text_of};
+use tokio::sync::mpsc;
 
 /// A running HAProxy in front of `backends`, killed when dropped.
 struct Balancer {
@@ -462,6 +463,242 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
             .task()
             .expect("a task");
         assert!(on_b.task(task.id()).state().await.is_ok(), "seen through B");
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// A front of the test's own that sends the first request to one backend and every later one
+/// to the backend chosen now: which replica relays, and when it changes, is the test's to say
+/// (HAProxy's round robin would decide for it).
+struct Switch {
+    url: String,
+    current: Arc<std::sync::atomic::AtomicUsize>,
+    /// Requests that resumed a stream (`Last-Event-ID`).
+    resumed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+async fn switch(backends: Vec<String>, first: usize, then: usize) -> Switch {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let current = Arc::new(AtomicUsize::new(then));
+    let resumed = Arc::new(AtomicUsize::new(0));
+    let opened = Arc::new(AtomicBool::new(false));
+    let resuming = resumed.clone();
+    let http = reqwest::Client::new();
+    let chosen = current.clone();
+    let forward = move |request: axum::extract::Request| {
+        let (backends, http, chosen, opened, resuming) = (
+            backends.clone(),
+            http.clone(),
+            chosen.clone(),
+            opened.clone(),
+            resuming.clone(),
+        );
+        async move {
+            if request.headers().contains_key("last-event-id") {
+                resuming.fetch_add(1, Ordering::SeqCst);
+            }
+            let index = if opened.swap(true, Ordering::SeqCst) {
+                chosen.load(Ordering::SeqCst)
+            } else {
+                first
+            };
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, 16 << 20)
+                .await
+                .unwrap_or_default();
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let mut outgoing = http.request(parts.method, format!("{}{path}", backends[index]));
+            for (name, value) in &parts.headers {
+                if name != axum::http::header::HOST && name != axum::http::header::CONTENT_LENGTH {
+                    outgoing = outgoing.header(name, value);
+                }
+            }
+            let Ok(answer) = outgoing.body(body).send().await else {
+                return axum::response::Response::builder()
+                    .status(502)
+                    .body(axum::body::Body::empty())
+                    .expect("response");
+            };
+            let mut response = axum::response::Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name != axum::http::header::CONTENT_LENGTH
+                    && name != axum::http::header::TRANSFER_ENCODING
+                {
+                    response = response.header(name, value);
+                }
+            }
+            response
+                .body(axum::body::Body::from_stream(answer.bytes_stream()))
+                .expect("response")
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let app = axum::Router::new().fallback(forward);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Switch {
+        url,
+        current,
+        resumed,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relaying_replica_killed_mid_stream_loses_nothing_the_client_resumes_through_another() {
+    use std::sync::atomic::Ordering;
+
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT * 2, async {
+        let owner = replica(&redis, "owner");
+        let relay = replica(&redis, "relay");
+        let spare = replica(&redis, "spare");
+        let base = |s: &HttpServer| s.base().to_owned();
+        let front = switch(vec![base(&owner), base(&relay), base(&spare)], 0, 1).await;
+        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+            .connect()
+            .await
+            .expect("transport");
+        // Room for every progress report (the client drops those a slow reader leaves behind):
+        // what is measured here is the transport's exactly-once.
+        let client = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Legacy)
+            .session_options(
+                tidewire_core::session::SessionOptions::default().progress_buffer(16_384),
+            )
+            .connect(transport)
+            .await
+            .expect("a session opened on the owner");
+        // A call whose stream carries 5,000 progress notifications, a millisecond apart.
+        const COUNT: usize = 5000;
+        let urls: Vec<String> = (0..COUNT)
+            .map(|i| format!("https://example.com/{i}"))
+            .collect();
+        let (progress, mut steps) = mpsc::unbounded_channel();
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .call_tool("crawl", json!({ "urls": urls, "delay_ms": 1 }))
+                    .no_timeout()
+                    .on_progress(move |p| {
+                        let _ = progress.send(p.progress);
+                    })
+                    .await
+            }
+        });
+        let mut seen = vec![0u32; COUNT + 1];
+        let mut relay = Some(relay);
+        for received in 1..=COUNT {
+            let Some(step) = steps.recv().await else {
+                let outcome = call.await.expect("joined");
+                panic!("the stream ended after {} steps: {outcome:?}", received - 1);
+            };
+            seen[step as usize] += 1;
+            if received == 1000 {
+                // Mid-stream: from now on the front sends to the spare, and the relay dies.
+                front.current.store(2, Ordering::SeqCst);
+                drop(relay.take()); // SIGKILL
+            }
+        }
+        let result = call
+            .await
+            .expect("joined")
+            .expect("the call's answer arrives");
+        assert_eq!(
+            result.first_text(),
+            Some(format!("Crawled {COUNT} URLs").as_str())
+        );
+        assert!(relay.is_none(), "the relay was killed mid-stream");
+        assert!(
+            front.resumed.load(Ordering::SeqCst) >= 1,
+            "the client resumed the broken stream (Last-Event-ID) through the spare"
+        );
+        let not_once: Vec<usize> = (1..=COUNT).filter(|&i| seen[i] != 1).collect();
+        assert!(
+            not_once.is_empty(),
+            "not exactly once: {:?}",
+            &not_once[..not_once.len().min(10)]
+        );
+        // The session lives on: a new call works through the spare.
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "after"}))
+                .await
+                .expect("echo"),
+            "after"
+        );
+        drop(owner);
+        drop(spare);
+    })
+    .await
+    .expect("within the limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owner_killed_fails_its_calls_within_seconds_and_the_client_starts_over() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let owner = replica(&redis, "owner");
+        let relay = replica(&redis, "relay");
+        let front = switch(vec![owner.base().to_owned(), relay.base().to_owned()], 0, 1).await;
+        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+            .connect()
+            .await
+            .expect("transport");
+        let client = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Legacy)
+            .connect(transport)
+            .await
+            .expect("a session opened on the owner");
+        let urls: Vec<String> = (0..300)
+            .map(|i| format!("https://example.com/{i}"))
+            .collect();
+        let (started, mut progress) = mpsc::unbounded_channel();
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .call_tool("crawl", json!({ "urls": urls, "delay_ms": 100 }))
+                    .no_timeout()
+                    .on_progress(move |p| {
+                        let _ = started.send(p.progress);
+                    })
+                    .await
+            }
+        });
+        progress.recv().await.expect("the call runs, relayed");
+        let killed = std::time::Instant::now();
+        drop(owner); // SIGKILL
+        let failed = call.await.expect("joined");
+        let took = killed.elapsed();
+        assert!(failed.is_err(), "the call cannot end well: {failed:?}");
+        assert!(took < Duration::from_secs(10), "it failed after {took:?}");
+        println!("the in-flight call failed {took:?} after the owner was killed: {failed:?}");
+        // The client starts a new session, on the replica that is left (a call that meets the
+        // 404 before it has fails, saying to retry); calls work again.
+        let recovered = std::time::Instant::now();
+        loop {
+            match text_of(&client, "echo", json!({"text": "again"})).await {
+                Ok(text) => {
+                    assert_eq!(text, "again");
+                    break;
+                }
+                Err(error) => {
+                    assert!(error.contains("new session"), "{error}");
+                    assert!(recovered.elapsed() < Duration::from_secs(5), "{error}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        assert_eq!(client.reinitializations(), 1);
+        println!("calls worked again {:?} later", recovered.elapsed());
     })
     .await
     .expect("within the limit");

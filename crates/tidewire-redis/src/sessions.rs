@@ -89,6 +89,8 @@ impl Drop for Shared {
 #[derive(Serialize, Deserialize)]
 struct Forwarded {
     rid: String,
+    /// The replica relaying the answer.
+    from: String,
     method: String,
     uri: String,
     headers: Vec<(String, String)>,
@@ -262,6 +264,7 @@ impl Shared {
         };
         let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
         let gone = self.redis.key(&format!("gone:{}", forwarded.rid));
+        let relay = forwarded.from.clone();
         let (tx, mut gone_rx) = mpsc::channel(1);
         self.route(&gone, tx);
         let _ = self.sink.clone().subscribe(&gone).await;
@@ -283,14 +286,19 @@ impl Shared {
             status: parts.status.as_u16(),
             headers: text_headers(&parts.headers),
         };
-        if self.publish(&reply, &head).await.is_ok() {
+        // The stream is dropped — as when a client of this replica goes away, so it can be
+        // resumed — once nobody relays it: its client left, or its replica died (no one hears
+        // the next piece, or no heartbeat while it is quiet).
+        if matches!(self.publish(&reply, &head).await, Ok(n) if n > 0) {
+            let mut check = tokio::time::interval(QUIET_CHECK);
+            check.tick().await;
             loop {
                 tokio::select! {
                     frame = body.frame() => match frame {
                         Some(Ok(frame)) => {
                             if let Ok(data) = frame.into_data() {
                                 let piece = Piece::Data(STANDARD.encode(&data));
-                                if self.publish(&reply, &piece).await.is_err() {
+                                if !matches!(self.publish(&reply, &piece).await, Ok(n) if n > 0) {
                                     break;
                                 }
                             }
@@ -300,8 +308,12 @@ impl Shared {
                             break;
                         }
                     },
-                    // The relaying replica's client went away: so does this stream.
                     _ = gone_rx.recv() => break,
+                    _ = check.tick() => {
+                        if !self.alive(&relay).await {
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -335,6 +347,7 @@ impl Shared {
         };
         let forwarded = Forwarded {
             rid,
+            from: self.node.clone(),
             method: parts.method.to_string(),
             uri: parts.uri.to_string(),
             headers: text_headers(&parts.headers),
