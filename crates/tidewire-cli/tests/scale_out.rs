@@ -422,6 +422,25 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
             .await
             .expect("listen on A");
 
+        // A session opened on A and used through B (forwarded).
+        let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
+        let session = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Legacy)
+            .connect(
+                tidewire_http::client::StreamableHttpClient::new(&front.url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("a session on A");
+        assert_eq!(
+            text_of(&session, "echo", json!({"text": "before"}))
+                .await
+                .as_deref(),
+            Ok("before")
+        );
+
         redis.kill();
         // Meanwhile: a task cannot be kept, and the call says why.
         let refused = on_a
@@ -455,6 +474,26 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
             .await
             .expect("the bus recovered within 15 s");
         println!("the bus recovered {took:?} after Redis came back");
+        // The session is not lost: A writes its place again, and B forwards to it once more.
+        let placed = std::time::Instant::now();
+        while sessions_known(&_redis).await == 0 {
+            assert!(
+                placed.elapsed() < Duration::from_secs(10),
+                "the place never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        println!(
+            "the session's place was back {:?} after Redis",
+            restarted.elapsed()
+        );
+        assert_eq!(
+            text_of(&session, "echo", json!({"text": "after"}))
+                .await
+                .as_deref(),
+            Ok("after")
+        );
+        assert_eq!(session.reinitializations(), 0, "the same session");
         let task = on_a
             .call_tool("failing_job", json!({}))
             .as_task()

@@ -43,6 +43,12 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const HEAD_WITHIN: Duration = Duration::from_secs(30);
 /// How long a relay waits on a quiet stream before it checks that the owner still lives.
 const QUIET_CHECK: Duration = Duration::from_secs(2);
+/// How often a replica writes the places of its sessions again (so they are back within this
+/// long after Redis restarts, and kept while the sessions are used).
+const KEEP_EVERY: Duration = Duration::from_secs(5);
+/// The most sessions a replica keeps the places of; past it the least recently used is
+/// forgotten (its requests then reach only this replica).
+const MAX_PLACES: usize = 100_000;
 
 /// Routes each session-era request to the replica that owns its session (see the module
 /// docs). Made once per replica with [`SessionRouting::start`], then wrapped around the
@@ -64,11 +70,14 @@ struct Shared {
     redis: Redis,
     node: String,
     session_ttl: Duration,
-    sink: PubSubSink,
+    /// Subscribes and unsubscribes; replaced when the subscription is made again.
+    sink: Mutex<PubSubSink>,
     /// By channel: who waits on its messages (relays here, forwarded requests served here).
     routes: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
     /// The router forwarded requests are served by (the one wrapped, without this layer).
     local: OnceLock<axum::Router>,
+    /// The sessions opened here, and when each was last used.
+    places: Mutex<HashMap<String, std::time::Instant>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
@@ -126,30 +135,56 @@ impl SessionRouting {
             redis: redis.clone(),
             node: node.to_owned(),
             session_ttl,
-            sink,
+            sink: Mutex::new(sink),
             routes: Mutex::new(HashMap::new()),
             local: OnceLock::new(),
+            places: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
         });
         let inbox = shared.inbox();
         let (tx, mut forwarded) = mpsc::channel::<Vec<u8>>(RELAY_QUEUE);
         shared.route(&inbox, tx);
-        shared.sink.clone().subscribe(&inbox).await?;
+        shared.sink().subscribe(&inbox).await?;
         let weak = Arc::downgrade(&shared);
         let reader = tokio::spawn(async move {
-            while let Some(message) = stream.next().await {
-                let Some(shared) = weak.upgrade() else { return };
-                let channel = message.get_channel_name().to_owned();
-                let payload = message.get_payload_bytes().to_vec();
-                let target = shared.routes().get(&channel).cloned();
-                if let Some(target) = target
-                    && target.try_send(payload).is_err()
-                {
-                    // A reader too slow to keep up: its relay ends (the client resumes).
-                    shared.routes().remove(&channel);
+            let mut pause = Duration::from_millis(100);
+            loop {
+                while let Some(message) = stream.next().await {
+                    let Some(shared) = weak.upgrade() else { return };
+                    let channel = message.get_channel_name().to_owned();
+                    let payload = message.get_payload_bytes().to_vec();
+                    let target = shared.routes().get(&channel).cloned();
+                    if let Some(target) = target
+                        && target.try_send(payload).is_err()
+                    {
+                        // A reader too slow to keep up: its relay ends (the client resumes).
+                        shared.routes().remove(&channel);
+                    }
+                }
+                tracing::warn!(
+                    "the session routing's subscription to Redis was lost; making it again"
+                );
+                // Again, with every channel still waited on; what was published meanwhile is
+                // lost (a relay then breaks, and its client resumes).
+                loop {
+                    let Some(shared) = weak.upgrade() else { return };
+                    match shared.resubscribe().await {
+                        Ok(again) => {
+                            // Redis may have restarted empty: this replica's places, at once.
+                            shared.keep_places().await;
+                            stream = again;
+                            pause = Duration::from_millis(100);
+                            break;
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot subscribe again yet");
+                            drop(shared);
+                            tokio::time::sleep(pause).await;
+                            pause = (pause * 2).min(Duration::from_secs(5));
+                        }
+                    }
                 }
             }
-            tracing::warn!("the session routing's subscription to Redis ended");
         });
         let weak = Arc::downgrade(&shared);
         let server = tokio::spawn(async move {
@@ -176,6 +211,18 @@ impl SessionRouting {
                 }
             }
         });
+        let weak = Arc::downgrade(&shared);
+        let keep_every = KEEP_EVERY
+            .min(session_ttl / 3)
+            .max(Duration::from_millis(100));
+        let keeper = tokio::spawn(async move {
+            let mut every = tokio::time::interval(keep_every);
+            loop {
+                every.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                shared.keep_places().await;
+            }
+        });
         shared
             .tasks
             .lock()
@@ -184,6 +231,7 @@ impl SessionRouting {
                 reader.abort_handle(),
                 server.abort_handle(),
                 heart.abort_handle(),
+                keeper.abort_handle(),
             ]);
         // Alive from the start, not a heartbeat later.
         let _: Result<(), _> = redis::cmd("SET")
@@ -235,6 +283,81 @@ impl Shared {
         self.redis.key(&format!("session:{id}"))
     }
 
+    fn sink(&self) -> PubSubSink {
+        self.sink
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A new subscription, to every channel waited on now; its sink replaces the old one.
+    async fn resubscribe(&self) -> Result<redis::aio::PubSubStream, redis::RedisError> {
+        let (mut sink, stream) = self.redis.client().get_async_pubsub().await?.split();
+        let channels: Vec<String> = self.routes().keys().cloned().collect();
+        for channel in channels {
+            sink.subscribe(&channel).await?;
+        }
+        *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = sink;
+        Ok(stream)
+    }
+
+    fn places(&self) -> std::sync::MutexGuard<'_, HashMap<String, std::time::Instant>> {
+        self.places.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes that the session `id`, opened here, was just used.
+    fn used(&self, id: &str) {
+        let mut places = self.places();
+        if places.len() >= MAX_PLACES && !places.contains_key(id) {
+            let oldest = places
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                places.remove(&oldest);
+                tracing::warn!("too many sessions to keep the places of; the oldest is forgotten");
+            }
+        }
+        places.insert(id.to_owned(), std::time::Instant::now());
+    }
+
+    /// Writes the place of every session used here within its ttl (each for what is left of
+    /// it), and forgets the others.
+    async fn keep_places(&self) {
+        let now = std::time::Instant::now();
+        let live: Vec<(String, Duration)> = {
+            let mut places = self.places();
+            places.retain(|_, at| now.duration_since(*at) < self.session_ttl);
+            places
+                .iter()
+                .map(|(id, at)| (id.clone(), self.session_ttl - now.duration_since(*at)))
+                .collect()
+        };
+        if live.is_empty() {
+            return;
+        }
+        let mut pipe = redis::pipe();
+        // Alive first: a place is only followed to a live replica.
+        pipe.cmd("SET")
+            .arg(self.alive_key(&self.node))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(ALIVE_FOR))
+            .ignore();
+        for (id, left) in &live {
+            pipe.cmd("SET")
+                .arg(self.session_key(id))
+                .arg(&self.node)
+                .arg("PX")
+                .arg(millis(*left).max(1))
+                .ignore();
+        }
+        let kept: Result<(), _> = pipe.query_async(&mut self.redis.connection()).await;
+        if let Err(error) = kept {
+            tracing::warn!(%error, "the places of this replica's sessions could not be written");
+        }
+    }
+
     async fn alive(&self, node: &str) -> bool {
         let alive: Result<bool, _> = redis::cmd("EXISTS")
             .arg(self.alive_key(node))
@@ -267,7 +390,7 @@ impl Shared {
         let relay = forwarded.from.clone();
         let (tx, mut gone_rx) = mpsc::channel(1);
         self.route(&gone, tx);
-        let _ = self.sink.clone().subscribe(&gone).await;
+        let _ = self.sink().subscribe(&gone).await;
         let request = match rebuild(forwarded) {
             Some(request) => request,
             None => {
@@ -318,7 +441,7 @@ impl Shared {
             }
         }
         self.routes().remove(&gone);
-        let _ = self.sink.clone().unsubscribe(&gone).await;
+        let _ = self.sink().unsubscribe(&gone).await;
     }
 
     /// Forwards `request` to `owner` and relays its answer.
@@ -331,7 +454,7 @@ impl Shared {
             shared: self.clone(),
             rid: rid.clone(),
         };
-        if self.sink.clone().subscribe(&reply).await.is_err() {
+        if self.sink().subscribe(&reply).await.is_err() {
             return unavailable("cannot reach Redis to forward the request");
         }
         let (parts, body) = request.into_parts();
@@ -415,7 +538,7 @@ impl Drop for Cleanup {
                     .arg("gone")
                     .query_async(&mut shared.redis.connection())
                     .await;
-                let _ = shared.sink.clone().unsubscribe(&reply).await;
+                let _ = shared.sink().unsubscribe(&reply).await;
             });
         }
     }
@@ -525,6 +648,7 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
         {
+            shared.used(opened);
             let known: Result<(), _> = redis::cmd("SET")
                 .arg(shared.session_key(opened))
                 .arg(&shared.node)
@@ -550,32 +674,34 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
             // Its replica is gone, and the session with it: answered here, as unknown (404).
             next.run(request).await
         }
-        Ok(Some(_)) => {
-            let deleting = request.method() == http::Method::DELETE;
-            let response = next.run(request).await;
-            let mut connection = shared.redis.connection();
-            let key = shared.session_key(&id);
-            let kept: Result<(), _> = if deleting && response.status().is_success() {
-                redis::cmd("DEL")
-                    .arg(key)
-                    .query_async(&mut connection)
-                    .await
-            } else {
-                redis::cmd("PEXPIRE")
-                    .arg(key)
-                    .arg(millis(shared.session_ttl))
-                    .query_async(&mut connection)
-                    .await
-            };
-            if let Err(error) = kept {
-                tracing::warn!(%error, "a session's place on Redis could not be kept");
-            }
-            response
-        }
-        Ok(None) => next.run(request).await,
+        Ok(Some(_)) => serve_own(&shared, &id, request, next).await,
+        // Not placed (Redis restarted, say): one of this replica's, or unknown here too (404).
+        Ok(None) => serve_own(&shared, &id, request, next).await,
         Err(error) => {
             tracing::warn!(%error, "cannot ask Redis where a session lives; serving it here");
             next.run(request).await
         }
     }
+}
+
+/// Serves a request for a session of this replica's (or one unknown anywhere, which the
+/// endpoint answers 404): its place is kept while it is used, and forgotten once it ends.
+async fn serve_own(shared: &Arc<Shared>, id: &str, request: Request, next: Next) -> Response {
+    let deleting = request.method() == http::Method::DELETE;
+    let response = next.run(request).await;
+    let status = response.status();
+    if status == StatusCode::NOT_FOUND || (deleting && status.is_success()) {
+        if shared.places().remove(id).is_some() {
+            let forgotten: Result<(), _> = redis::cmd("DEL")
+                .arg(shared.session_key(id))
+                .query_async(&mut shared.redis.connection())
+                .await;
+            if let Err(error) = forgotten {
+                tracing::warn!(%error, "an ended session's place could not be removed");
+            }
+        }
+    } else if shared.places().contains_key(id) {
+        shared.used(id);
+    }
+    response
 }

@@ -146,4 +146,6 @@ mod doc_snippets {
     pub struct Skills;
     #[doc = include_str!("../../../docs/auth.md")]
     pub struct Auth;
+    #[doc = include_str!("../../../docs/scale-out.md")]
+    pub struct ScaleOut;
 }
