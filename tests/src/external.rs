@@ -177,31 +177,16 @@ impl PythonAuthorizationServer {
     /// # Panics
     /// When it does not start in time (a test failure).
     pub fn start(python: &std::path::Path) -> Self {
-        use std::io::BufRead as _;
-
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/python/authorization_server.py"
         );
-        let mut child = std::process::Command::new(python)
-            .arg(script)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .expect("start the Python authorization server");
-        let stdout = child.stdout.take().expect("its stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let issuer = rx
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("the authorization server prints its issuer in time")
-            .trim()
-            .to_owned();
+        let (child, issuer) = spawn_until(
+            std::process::Command::new(python).arg(script),
+            "the Python authorization server",
+            |line| line.starts_with("http://"),
+        );
+        let issuer = issuer.trim().to_owned();
         assert!(issuer.starts_with("http://127.0.0.1:"), "{issuer:?}");
         Self { child, issuer }
     }
@@ -246,33 +231,13 @@ impl RedisServer {
     /// # Panics
     /// When it does not start within 30 s.
     pub fn start_on(program: &std::path::Path, port: u16) -> Self {
-        use std::io::BufRead as _;
-
-        let mut child = std::process::Command::new(program)
+        let mut command = std::process::Command::new(program);
+        command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--loglevel", "notice"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .expect("start redis-server");
-        let stdout = child.stdout.take().expect("its stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut ready = Some(tx);
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.contains("Ready to accept connections")
-                    && let Some(tx) = ready.take()
-                {
-                    let _ = tx.send(());
-                }
-            }
+            .args(["--save", "", "--appendonly", "no", "--loglevel", "notice"]);
+        let (child, _) = spawn_until(&mut command, "redis-server", |line| {
+            line.contains("Ready to accept connections")
         });
-        rx.recv_timeout(std::time::Duration::from_secs(30))
-            .expect("redis-server is ready in time");
         Self { child, port }
     }
 
@@ -303,4 +268,43 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port()
+}
+
+/// Starts `command` (stdin closed, stderr inherited) and waits, 30 s at most, for the first
+/// line of its stdout that `ready` accepts, reading the rest on so it never blocks writing.
+///
+/// # Panics
+/// When it cannot start, or says nothing `ready` accepts in time.
+fn spawn_until(
+    command: &mut std::process::Command,
+    what: &str,
+    ready: impl Fn(&str) -> bool + Send + 'static,
+) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let stdout = child.stdout.take().expect("its stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tell = Some(tx);
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if ready(&line)
+                && let Some(tx) = tell.take()
+            {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("{what} is not ready within 30 s"));
+    (child, line)
 }

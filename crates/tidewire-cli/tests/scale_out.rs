@@ -248,80 +248,65 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
 
         // The peer scenarios through the balancer: each request to the next replica.
         let front = balancer(std::path::Path::new(&haproxy), &[&a, &b, &c]).await;
-        let counters = Arc::new(Counters::default());
-        let transport = StatelessHttpClient::new(&front.url)
-            .connect()
-            .await
-            .expect("transport");
-        let client = peer_client(&counters)
-            .era(Era::Modern)
-            .connect(transport)
-            .await
-            .expect("connected through the balancer");
-        let harness = Harness::for_client(client, "balancer", counters);
-        let mut failures = Vec::new();
-        // Not `cancel` and `subscribe`: they read what the demo keeps in its own process (the
-        // last crawl's status, the counter), which the next request finds on another replica.
-        for scenario in [
-            "echo",
-            "progress",
-            "notifications",
-            "sampling",
-            "elicitation",
-            "roots",
-        ] {
-            match run_peer_scenario(&harness, scenario).await {
-                Ok(report) => println!("[balancer] PASS {scenario} {report}"),
-                Err(error) => failures.push(format!("{scenario}: {error}")),
-            }
-        }
-        assert!(
-            failures.is_empty(),
-            "through the balancer:\n{}",
-            failures.join("\n")
-        );
-        harness.finish().await;
+        peer_scenarios_through(&front.url, Era::Modern).await;
 
         // The session era through the balancer: the session lives on the replica that opened
         // it; every request that lands elsewhere is forwarded there, its stream relayed back.
         let sessions_before = sessions_known(&redis).await;
-        let counters = Arc::new(Counters::default());
-        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
-            .connect()
-            .await
-            .expect("transport");
-        let client = peer_client(&counters)
-            .era(Era::Legacy)
-            .connect(transport)
-            .await
-            .expect("a session through the balancer");
-        let harness = Harness::for_client(client, "balancer, sessions", counters);
-        let mut failures = Vec::new();
-        for scenario in [
-            "echo",
-            "progress",
-            "notifications",
-            "sampling",
-            "elicitation",
-            "roots",
-        ] {
-            match run_peer_scenario(&harness, scenario).await {
-                Ok(report) => println!("[balancer, sessions] PASS {scenario} {report}"),
-                Err(error) => failures.push(format!("{scenario}: {error}")),
-            }
-        }
-        assert!(
-            failures.is_empty(),
-            "sessions through the balancer:\n{}",
-            failures.join("\n")
-        );
+        peer_scenarios_through(&front.url, Era::Legacy).await;
         // One session all along: no request met a replica that did not know it (a 404 would
         // have made the client open another).
         assert_eq!(sessions_known(&redis).await, sessions_before + 1);
-        harness.finish().await;
     })
     .await
     .expect("within the limit");
+}
+
+/// The peer scenarios against `url` in `era`, but `cancel` and `subscribe`: they read what the
+/// demo keeps in its own process (the last crawl's status, the counter), which the next request
+/// finds on another replica.
+async fn peer_scenarios_through(url: &str, era: Era) {
+    let counters = Arc::new(Counters::default());
+    let client = match era {
+        Era::Modern => {
+            let transport = StatelessHttpClient::new(url).connect().await;
+            peer_client(&counters)
+                .era(era)
+                .connect(transport.expect("transport"))
+                .await
+        }
+        _ => {
+            let transport = tidewire_http::client::StreamableHttpClient::new(url)
+                .connect()
+                .await;
+            peer_client(&counters)
+                .era(era)
+                .connect(transport.expect("transport"))
+                .await
+        }
+    }
+    .expect("connected through the balancer");
+    let harness = Harness::for_client(client, "balancer", counters);
+    let mut failures = Vec::new();
+    for scenario in [
+        "echo",
+        "progress",
+        "notifications",
+        "sampling",
+        "elicitation",
+        "roots",
+    ] {
+        match run_peer_scenario(&harness, scenario).await {
+            Ok(report) => println!("[balancer, {era:?}] PASS {scenario} {report}"),
+            Err(error) => failures.push(format!("{scenario}: {error}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "through the balancer ({era:?}):\n{}",
+        failures.join("\n")
+    );
+    harness.finish().await;
 }
 
 /// The state of task `id` through `client`, polled until it is `want` (within `limit`); how
