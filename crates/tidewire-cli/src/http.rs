@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
+use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
@@ -58,15 +58,20 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         if !local.ip().is_loopback() && protection.is_none() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
-        let (builder, routing) = args.scale.attach(builder, idle).await?;
+        let limits = EventStoreLimits::default().total_bytes(args.event_store_bytes);
+        let (builder, replica) = args.scale.attach(builder, idle, limits).await?;
+        let mut config = config;
+        if let Some(replica) = &replica {
+            config = config.event_store(replica.events.clone());
+        }
         let server = builder.build();
         // HTTP+SSE carries sessions only: the server serves the session era there by itself.
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
         let ws = WebSocketServer::new(ws_config, server);
         let mut endpoint = mcp.router("/mcp");
-        if let Some(routing) = &routing {
-            endpoint = routing.wrap(endpoint);
+        if let Some(replica) = &replica {
+            endpoint = replica.routing.wrap(endpoint);
         }
         let mut app = endpoint
             .merge(sse.router("/sse", "/messages"))

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use tidewire_redis::{Redis, RedisTaskStore, SessionRouting, shared_key_ring};
+use tidewire_http::server::EventStoreLimits;
+use tidewire_redis::{Redis, RedisEventStore, RedisTaskStore, SessionRouting, shared_key_ring};
 use tidewire_server::ServerBuilder;
 use tidewire_server::tasks::TaskLimits;
 
@@ -36,14 +37,16 @@ impl RedisArgs {
             .unwrap_or_else(|| format!("pid-{}", std::process::id()))
     }
 
-    /// `builder` with the shared parts on Redis, and the session routing for the Streamable
-    /// HTTP endpoint (sessions known for `session_ttl` after their last request), when
-    /// `--redis` asks; `builder` unchanged otherwise.
+    /// `builder` with the shared parts on Redis, and for the Streamable HTTP endpoint the
+    /// session routing (sessions known for `session_ttl` after their last request) and the
+    /// event store copying to Redis (within `limits` in memory), when `--redis` asks;
+    /// `builder` unchanged otherwise.
     pub(crate) async fn attach(
         &self,
         builder: ServerBuilder,
         session_ttl: Duration,
-    ) -> Result<(ServerBuilder, Option<SessionRouting>), String> {
+        limits: EventStoreLimits,
+    ) -> Result<(ServerBuilder, Option<Replica>), String> {
         let Some(url) = &self.redis else {
             return Ok((builder, None));
         };
@@ -55,11 +58,20 @@ impl RedisArgs {
         let routing = SessionRouting::start(&redis, &self.node(), session_ttl)
             .await
             .map_err(failed)?;
+        let events = Arc::new(RedisEventStore::new(&redis, session_ttl, limits));
         tracing::info!(node = %self.node(), "a replica on Redis");
         let builder = builder
             .notification_bus(Arc::new(bus))
             .task_store(Arc::new(store))
             .state_keys(keys);
-        Ok((builder, Some(routing)))
+        Ok((builder, Some(Replica { routing, events })))
     }
+}
+
+/// What the Streamable HTTP endpoint of a replica on Redis needs.
+pub(crate) struct Replica {
+    /// Forwards a session's requests to the replica holding it.
+    pub(crate) routing: SessionRouting,
+    /// Keeps stream events, copied to Redis.
+    pub(crate) events: Arc<RedisEventStore>,
 }

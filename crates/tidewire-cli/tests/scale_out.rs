@@ -500,6 +500,8 @@ struct Switch {
     current: Arc<std::sync::atomic::AtomicUsize>,
     /// Requests that resumed a stream (`Last-Event-ID`).
     resumed: Arc<std::sync::atomic::AtomicUsize>,
+    /// While false, requests wait here before they go on.
+    open: tokio::sync::watch::Sender<bool>,
 }
 
 async fn switch(backends: Vec<String>, first: usize, then: usize) -> Switch {
@@ -508,18 +510,21 @@ async fn switch(backends: Vec<String>, first: usize, then: usize) -> Switch {
     let current = Arc::new(AtomicUsize::new(then));
     let resumed = Arc::new(AtomicUsize::new(0));
     let opened = Arc::new(AtomicBool::new(false));
+    let (open, gate) = tokio::sync::watch::channel(true);
     let resuming = resumed.clone();
     let http = reqwest::Client::new();
     let chosen = current.clone();
     let forward = move |request: axum::extract::Request| {
-        let (backends, http, chosen, opened, resuming) = (
+        let (backends, http, chosen, opened, resuming, mut gate) = (
             backends.clone(),
             http.clone(),
             chosen.clone(),
             opened.clone(),
             resuming.clone(),
+            gate.clone(),
         );
         async move {
+            let _ = gate.wait_for(|open| *open).await;
             if request.headers().contains_key("last-event-id") {
                 resuming.fetch_add(1, Ordering::SeqCst);
             }
@@ -568,6 +573,7 @@ async fn switch(backends: Vec<String>, first: usize, then: usize) -> Switch {
         url,
         current,
         resumed,
+        open,
     }
 }
 
@@ -657,6 +663,187 @@ async fn a_relaying_replica_killed_mid_stream_loses_nothing_the_client_resumes_t
             "after"
         );
         drop(owner);
+        drop(spare);
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// A connection to the test's Redis.
+async fn redis_connection(redis: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis.url())
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connection")
+}
+
+/// Waits (polling Redis, which announces nothing) until `done` holds, within `limit`.
+async fn until_redis<F>(redis: &RedisServer, limit: Duration, what: &str, done: F)
+where
+    F: AsyncFn(&mut redis::aio::MultiplexedConnection) -> bool,
+{
+    let mut connection = redis_connection(redis).await;
+    let started = std::time::Instant::now();
+    while !done(&mut connection).await {
+        assert!(started.elapsed() < limit, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether some stream's copy in Redis holds more than `events` events and ends with a POST's
+/// response.
+async fn a_response_is_copied(
+    connection: &mut redis::aio::MultiplexedConnection,
+    events: usize,
+) -> bool {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("tidewire:tidewire-demo:events:*:*")
+        .query_async(connection)
+        .await
+        .expect("KEYS");
+    for key in keys {
+        let len: usize = redis::cmd("XLEN")
+            .arg(&key)
+            .query_async(connection)
+            .await
+            .expect("XLEN");
+        if len <= events {
+            continue;
+        }
+        let newest: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+            .arg(&key)
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(connection)
+            .await
+            .expect("XREVRANGE");
+        if newest
+            .iter()
+            .any(|(_, fields)| fields.windows(2).any(|w| w[0] == "l" && w[1] == "1"))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_dead_owner_wrote_is_replayed_through_another_replica() {
+    use std::sync::atomic::Ordering;
+
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT * 2, async {
+        let owner = replica(&redis, "owner");
+        let relay = replica(&redis, "relay");
+        let spare = replica(&redis, "spare");
+        let base = |s: &HttpServer| s.base().to_owned();
+        let front = switch(vec![base(&owner), base(&relay), base(&spare)], 0, 1).await;
+        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+            .connect()
+            .await
+            .expect("transport");
+        let client = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Legacy)
+            .session_options(
+                tidewire_core::session::SessionOptions::default().progress_buffer(16_384),
+            )
+            .connect(transport)
+            .await
+            .expect("a session opened on the owner");
+        const COUNT: usize = 2000;
+        let urls: Vec<String> = (0..COUNT)
+            .map(|i| format!("https://example.com/{i}"))
+            .collect();
+        let (progress, mut steps) = mpsc::unbounded_channel();
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .call_tool("crawl", json!({ "urls": urls, "delay_ms": 1 }))
+                    .no_timeout()
+                    .on_progress(move |p| {
+                        let _ = progress.send(p.progress);
+                    })
+                    .await
+            }
+        });
+        let mut seen = vec![0u32; COUNT + 1];
+        for _ in 0..200 {
+            let step = steps.recv().await.expect("a step, relayed");
+            seen[step as usize] += 1;
+        }
+        // The relay dies with 200 steps read; the client's resumption waits at the front
+        // while the owner finishes the call (its response copied to Redis) and dies too.
+        front.open.send_replace(false);
+        front.current.store(2, Ordering::SeqCst);
+        drop(relay); // SIGKILL
+        until_redis(
+            &redis,
+            Duration::from_secs(20),
+            "the call's response copied",
+            async |c: &mut redis::aio::MultiplexedConnection| a_response_is_copied(c, COUNT).await,
+        )
+        .await;
+        drop(owner); // SIGKILL
+        let killed = std::time::Instant::now();
+        until_redis(
+            &redis,
+            Duration::from_secs(10),
+            "the owner's heartbeat gone",
+            async |c: &mut redis::aio::MultiplexedConnection| {
+                let alive: bool = redis::cmd("EXISTS")
+                    .arg("tidewire:tidewire-demo:node:owner:alive")
+                    .query_async(c)
+                    .await
+                    .expect("EXISTS");
+                !alive
+            },
+        )
+        .await;
+        front.open.send_replace(true);
+        let result = call
+            .await
+            .expect("joined")
+            .expect("the call's answer arrives, replayed by the spare");
+        println!(
+            "the call's answer arrived {:?} after its owner was killed",
+            killed.elapsed()
+        );
+        assert_eq!(
+            result.first_text(),
+            Some(format!("Crawled {COUNT} URLs").as_str())
+        );
+        while let Ok(step) = steps.try_recv() {
+            seen[step as usize] += 1;
+        }
+        let not_once: Vec<usize> = (1..=COUNT).filter(|&i| seen[i] != 1).collect();
+        assert!(
+            not_once.is_empty(),
+            "not exactly once: {:?}",
+            &not_once[..not_once.len().min(10)]
+        );
+        assert!(front.resumed.load(Ordering::SeqCst) >= 1);
+        // The session died with its owner: the client starts a new one on the spare.
+        let recovered = std::time::Instant::now();
+        loop {
+            match text_of(&client, "echo", json!({"text": "again"})).await {
+                Ok(text) => {
+                    assert_eq!(text, "again");
+                    break;
+                }
+                Err(error) => {
+                    assert!(error.contains("new session"), "{error}");
+                    assert!(recovered.elapsed() < Duration::from_secs(5), "{error}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        assert_eq!(client.reinitializations(), 1);
         drop(spare);
     })
     .await

@@ -16,6 +16,10 @@
 //! - [`SessionRouting`]: the session era's Streamable HTTP. A session stays in the replica
 //!   that opened it; a request naming it that lands elsewhere is forwarded there through Redis
 //!   and its answer (an SSE stream included) relayed back, so no affinity is needed.
+//! - [`RedisEventStore`]: the Streamable HTTP [`EventStore`](tidewire_http::server::EventStore).
+//!   Events are read from the owner's memory and copied to Redis Streams, so a client whose
+//!   session's replica died can still resume (`Last-Event-ID`) what was written, through any
+//!   replica.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -36,11 +40,13 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod bus;
+mod events;
 mod keys;
 mod sessions;
 mod tasks;
 
 pub use bus::RedisBus;
+pub use events::RedisEventStore;
 pub use keys::shared_key_ring;
 pub use sessions::SessionRouting;
 pub use tasks::RedisTaskStore;

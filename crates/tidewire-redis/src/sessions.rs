@@ -5,7 +5,9 @@
 //! that another live replica owns is forwarded to it through Redis — the request whole, the
 //! answer (status, headers, and each chunk of its body, an SSE stream included) back — so the
 //! client sees one server whichever replica the balancer picked, and a stream it resumes with
-//! `Last-Event-ID` through any replica is replayed by the owner's event store.
+//! `Last-Event-ID` through any replica is replayed by the owner's event store. When the owner
+//! is dead, a resumption is replayed from the copy a [`RedisEventStore`](crate::RedisEventStore)
+//! keeps in Redis, and every other request for the session is answered 404.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -671,7 +673,13 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
             if shared.alive(&owner).await {
                 return shared.forward(request, owner).await;
             }
-            // Its replica is gone, and the session with it: answered here, as unknown (404).
+            // Its replica is gone, and the session with it: what it wrote of the stream the
+            // client resumes is replayed from Redis; anything else is answered here, as
+            // unknown (404).
+            let resuming = resumed_stream(&request);
+            if let Some(replayed) = replay_for_dead_owner(&shared, &id, resuming).await {
+                return replayed;
+            }
             next.run(request).await
         }
         Ok(Some(_)) => serve_own(&shared, &id, request, next).await,
@@ -682,6 +690,46 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
             next.run(request).await
         }
     }
+}
+
+/// A GET resuming (`Last-Event-ID`) a stream of a session whose replica died: the events of
+/// that stream copied to Redis after the id, as an SSE response that ends after them. `None`
+/// (the request is answered 404) when it is not such a request or nothing is left to replay,
+/// so a client that has everything learns the session is gone.
+async fn replay_for_dead_owner(
+    shared: &Shared,
+    session: &str,
+    resuming: Option<(u64, u64)>,
+) -> Option<Response> {
+    let (stream, after) = resuming?;
+    match crate::events::replay(&shared.redis, session, stream, after).await {
+        Ok(events) if !events.is_empty() => {
+            tracing::info!(
+                stream,
+                events = events.len(),
+                "a stream of a session whose replica died was replayed from Redis"
+            );
+            Some(tidewire_http::server::replay(stream, &events))
+        }
+        Ok(_) => None,
+        Err(error) => {
+            tracing::warn!(%error, "cannot replay a dead replica's stream from Redis");
+            None
+        }
+    }
+}
+
+/// The stream and event a GET resumes (`Last-Event-ID`), if it is one.
+fn resumed_stream(request: &Request) -> Option<(u64, u64)> {
+    if request.method() != http::Method::GET {
+        return None;
+    }
+    request
+        .headers()
+        .get("last-event-id")?
+        .to_str()
+        .ok()
+        .and_then(tidewire_http::server::parse_event_id)
 }
 
 /// Serves a request for a session of this replica's (or one unknown anywhere, which the

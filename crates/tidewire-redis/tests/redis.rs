@@ -1,13 +1,17 @@
 //! The Redis seams against a real `redis-server` (`TIDEWIRE_REDIS_SERVER`; skipped with a
 //! reason when unset, required in CI): the bus delivers an event published on one replica to
 //! every replica's subscribers once each; the task store keeps, replaces, refuses, lists and
-//! bounds records as the in-memory one does; the shared key is drawn once.
+//! bounds records as the in-memory one does; the shared key is drawn once; the event store
+//! serves from memory and copies every event, in order, to a Redis stream that expires and is
+//! forgotten with its session.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tidewire_redis::{Redis, RedisTaskStore, shared_key_ring};
+use bytes::Bytes;
+use tidewire_http::server::{EventStore, EventStoreLimits, StoredEvent};
+use tidewire_redis::{Redis, RedisError, RedisEventStore, RedisTaskStore, shared_key_ring};
 use tidewire_server::bus::{BusEvent, NotificationBus};
 use tidewire_server::schema::TaskStatus;
 use tidewire_server::tasks::{TaskLimits, TaskRecord, TaskStore, TaskStoreError};
@@ -176,6 +180,98 @@ async fn every_replica_gets_the_same_sealing_key_and_it_is_drawn_once() {
             redis_cli_get(&server, "tidewire:keys:state-key").await,
             drawn
         );
+    })
+    .await
+    .expect("within the limit");
+}
+
+fn event(seq: u64, last: bool) -> StoredEvent {
+    StoredEvent {
+        seq,
+        data: Bytes::from(format!(r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{seq}}}}}"#)),
+        last,
+    }
+}
+
+async fn plain(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("conn")
+}
+
+#[tokio::test]
+async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let redis = Redis::connect(&server.url(), "events").await.expect("redis");
+        let ttl = Duration::from_secs(60);
+        let store = RedisEventStore::new(
+            &redis,
+            ttl,
+            EventStoreLimits::default().events_per_stream(100),
+        );
+        for seq in 1..=5 {
+            store.append("s1", 1, event(seq, seq == 5)).await;
+        }
+        store.append("s1", 0, event(1, false)).await;
+        store.append("s2", 1, event(1, false)).await;
+        // Read from memory at once; in Redis once copied.
+        assert_eq!(store.after("s1", 1, 3).await.len(), 2);
+        store.flush().await;
+        let copied = store.copied("s1", 1, 2).await.expect("copied");
+        assert_eq!(copied, vec![event(3, false), event(4, false), event(5, true)]);
+        assert!(store.copied("s1", 1, 5).await.expect("none after").is_empty());
+        assert!(store.copied("s1", 7, 0).await.expect("no stream").is_empty());
+        let mut c = plain(&server).await;
+        let left: i64 = redis::cmd("PTTL")
+            .arg("tidewire:events:events:s1:1")
+            .query_async(&mut c)
+            .await
+            .expect("PTTL");
+        assert!(left > 50_000 && left <= 60_000, "expires with the session: {left} ms");
+        // The stream is capped near its events per stream (MAXLEN ~).
+        for seq in 6..=400 {
+            store.append("s2", 2, event(seq, false)).await;
+        }
+        store.flush().await;
+        let len: usize = redis::cmd("XLEN")
+            .arg("tidewire:events:events:s2:2")
+            .query_async(&mut c)
+            .await
+            .expect("XLEN");
+        assert!((100..300).contains(&len), "capped: {len}");
+        // One stream forgotten, then a whole session.
+        store.forget("s1", Some(1)).await;
+        store.flush().await;
+        assert!(store.copied("s1", 1, 0).await.expect("gone").is_empty());
+        assert_eq!(store.copied("s1", 0, 0).await.expect("kept").len(), 1);
+        store.forget("s2", None).await;
+        store.forget("s1", None).await;
+        store.flush().await;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("tidewire:events:*")
+            .query_async(&mut c)
+            .await
+            .expect("KEYS");
+        assert!(keys.is_empty(), "nothing left: {keys:?}");
+        assert_eq!(store.copies_dropped(), 0);
+        // What Redis holds is checked before it is replayed: a line break could forge frames.
+        let _: () = redis::cmd("XADD")
+            .arg("tidewire:events:events:s3:1")
+            .arg("1-0")
+            .arg("d")
+            .arg("{}\n\nevent: message\ndata: {}")
+            .arg("l")
+            .arg(0)
+            .query_async(&mut c)
+            .await
+            .expect("XADD");
+        let refused = store.copied("s3", 1, 0).await;
+        assert!(matches!(refused, Err(RedisError::Corrupt { .. })), "{refused:?}");
     })
     .await
     .expect("within the limit");

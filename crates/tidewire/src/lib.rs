@@ -33,7 +33,7 @@
 //! | `auth`         | no      | `auth`: OAuth 2.1 for a server (the bearer layer, metadata)   |
 //! | `auth-jwt`     | no      | `auth`'s JWT (JWKS) and introspection verifiers               |
 //! | `auth-client`  | no      | `auth::client`: the OAuth client the HTTP clients call        |
-//! | `redis`        | no      | `redis`: the bus, task store and sealing key on Redis (scale-out) |
+//! | `redis`        | no      | `redis`: the bus, task store, sealing key, session routing and event copies on Redis (scale-out) |
 //! | `full`         | no      | everything                                                    |
 //!
 //! The core ([`core`]: JSON-RPC, the schema, the transport trait, the session engine) is

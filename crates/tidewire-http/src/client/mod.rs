@@ -85,7 +85,10 @@
 //! (it restarted, or expired it). The transport then:
 //!
 //! 1. fails every call of that session with error `-32000`, "the server ended the MCP session
-//!    (HTTP 404) …" — their results are lost with it — and stops its GET stream;
+//!    (HTTP 404) …" — their results are lost with it — and stops its GET stream. A call whose
+//!    reply stream is being resumed at that moment is the exception: it goes on resuming with
+//!    the ended session's id until the response comes or the server refuses (a server may still
+//!    replay what it wrote, as a replica on Redis does for a replica that died);
 //! 2. tells the engine with a non-fatal
 //!    [`TransportError::session_ended`](tidewire_core::transport::TransportError::session_ended)
 //!    (counted in `Peer::sessions_ended`);

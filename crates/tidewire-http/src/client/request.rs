@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::StatusCode;
 use tidewire_core::transport::Exchange;
@@ -55,18 +56,36 @@ async fn supervise(shared: Arc<Shared>, exchange: Exchange, task: impl Future<Ou
 
 /// Runs the exchange of one request until it is answered or failed, the engine stops waiting,
 /// its session ends, or the transport closes.
+///
+/// When the session ends while the request's stream is being resumed, the resumption goes on
+/// (with the ended session's id) until it delivers the response or is refused: a server whose
+/// replica holding the session died may still replay what it wrote (`tidewire_redis`). A
+/// request with no stream to resume is failed at once.
 async fn run(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, snapshot: Snapshot) {
     let session = snapshot.ended.clone();
+    let resuming = AtomicBool::new(false);
+    let ended = async {
+        session.cancelled().await;
+        if resuming.load(Ordering::Acquire) {
+            std::future::pending::<()>().await;
+        }
+    };
     tokio::select! {
         biased;
         () = exchange.over() => {}
         () = shared.shutdown.cancelled() => {}
-        () = session.cancelled() => exchange.fail(session_end::error()),
-        () = post(&shared, &exchange, body, &snapshot) => {}
+        () = ended => exchange.fail(session_end::error()),
+        () = post(&shared, &exchange, body, &snapshot, &resuming) => {}
     }
 }
 
-async fn post(shared: &Arc<Shared>, exchange: &Exchange, body: Vec<u8>, snapshot: &Snapshot) {
+async fn post(
+    shared: &Arc<Shared>,
+    exchange: &Exchange,
+    body: Vec<u8>,
+    snapshot: &Snapshot,
+    resuming: &AtomicBool,
+) {
     let auth = &shared.config.authorizer;
     let sent = super::authorized::send(auth, body, |body| shared.post(body, snapshot)).await;
     let response = match sent {
@@ -99,7 +118,10 @@ async fn post(shared: &Arc<Shared>, exchange: &Exchange, body: Vec<u8>, snapshot
             let mut cursor = Cursor::default();
             let stream = events(response, shared.config.codec.max_message_size());
             let pumped = pump(shared, stream, &mut cursor, Some(exchange)).await;
-            follow(shared, exchange, cursor, pumped).await;
+            if !matches!(pumped.end, End::Answered | End::Gone) {
+                resuming.store(true, Ordering::Release);
+            }
+            follow(shared, exchange, snapshot, cursor, pumped).await;
         }
         Body::Empty => exchange.fail(transport_error(format!(
             "HTTP {status}: the server accepted the request but sent no response"
@@ -158,10 +180,12 @@ async fn json_reply(shared: &Shared, exchange: &Exchange, response: reqwest::Res
 }
 
 /// After a stream carrying the request's reply ended: resume it with GET + `Last-Event-ID` until
-/// the response arrives, the policy gives up, or the server refuses.
+/// the response arrives, the policy gives up, or the server refuses. Every attempt names the
+/// request's own session (`snapshot`), even once that has ended: the stream is that session's.
 pub(crate) async fn follow(
     shared: &Shared,
     exchange: &Exchange,
+    snapshot: &Snapshot,
     mut cursor: Cursor,
     mut pumped: Pumped,
 ) {
@@ -207,8 +231,15 @@ pub(crate) async fn follow(
         tracing::debug!(id = %exchange.id(), ?wait, %last_event_id, "resuming a response stream");
         tokio::time::sleep(wait).await;
 
-        let snapshot = shared.snapshot();
-        let request = shared.get(&snapshot, Some(&last_event_id)).send();
+        // The session's headers as they are now (an `initialize` learns its session id from
+        // its reply), unless the session ended: then the ended one's.
+        let current = shared.snapshot();
+        let headers = if current.generation == snapshot.generation {
+            &current
+        } else {
+            snapshot
+        };
+        let request = shared.get(headers, Some(&last_event_id)).send();
         let response = match tokio::time::timeout(shared.config.request_timeout, request).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => {
@@ -236,6 +267,11 @@ pub(crate) async fn follow(
                 events: 0,
             };
             continue;
+        }
+        if status == StatusCode::NOT_FOUND && snapshot.ended.is_cancelled() {
+            // The session ended, and nothing of this stream is left to replay.
+            exchange.fail(session_end::error());
+            return;
         }
         if !status.is_success() {
             // 405: the server cannot resume; other 4xx will not fix themselves either.

@@ -59,6 +59,8 @@ pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
 pub use listen::{serve, serve_until};
 pub use session::{HttpReceiver, HttpSender, HttpTransport};
+pub use sse_body::replay;
+pub use streams::parse_event_id;
 pub use tidewire_core::transport::HttpRequestInfo;
 
 use state::State;

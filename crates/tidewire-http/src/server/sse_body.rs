@@ -88,7 +88,22 @@ pub(crate) fn sse_from(
 
 fn sse_response(reader: Reader) -> Response {
     let frames = futures::stream::unfold(reader, Reader::next_frame);
-    let mut response = Response::new(Body::from_stream(frames));
+    with_sse_headers(Response::new(Body::from_stream(frames)))
+}
+
+/// An SSE response replaying `events` of `stream` (each with its id `<stream>-<seq>`), then
+/// ending: what a process that does not hold a session serves from a shared copy of its
+/// events when the process that held it is gone (see `tidewire_redis`). `data` of each event
+/// is compact JSON, one line, as the server stored it.
+pub fn replay(stream: StreamId, events: &[StoredEvent]) -> Response {
+    let mut body = Vec::with_capacity(events.iter().map(|e| e.data.len() + 48).sum());
+    for event in events {
+        push_frame(&mut body, Some((stream, event.seq)), &event.data, None);
+    }
+    with_sse_headers(Response::new(Body::from(body)))
+}
+
+fn with_sse_headers(mut response: Response) -> Response {
     // Sized for what goes in: a long-lived stream keeps its response head.
     let mut headers = HeaderMap::with_capacity(3);
     headers.insert(

@@ -522,8 +522,14 @@ fn expire_finished(streams: &mut StreamTable<Stream>) -> Vec<StreamId> {
     gone
 }
 
-/// Parses an event id `<stream>-<seq>`.
-pub(crate) fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
+/// Parses an SSE event id of a session's stream, `<stream>-<seq>` (what a client sends back as
+/// `Last-Event-ID`).
+///
+/// ```
+/// assert_eq!(tidewire_http::server::parse_event_id("3-17"), Some((3, 17)));
+/// assert_eq!(tidewire_http::server::parse_event_id("x-1"), None);
+/// ```
+pub fn parse_event_id(id: &str) -> Option<(StreamId, u64)> {
     let (stream, seq) = id.trim().split_once('-')?;
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }

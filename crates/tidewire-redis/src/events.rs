@@ -1,0 +1,346 @@
+//! [`RedisEventStore`]: a session's SSE events kept in its replica's memory, and copied to Redis
+//! Streams so that what was written stays replayable when that replica is gone.
+//!
+//! The replica holding a session reads and resumes its streams from memory (the default
+//! [`MemoryEventStore`], within its limits): no Redis round trip sits on the path of an event.
+//! Each event is also queued, in order, for a writer that copies batches of them to Redis:
+//! one Redis stream per session stream (`events:<session>:<stream>`, entry ids `<seq>-0`, so
+//! an SSE id `<stream>-<seq>` names its entry), capped at the store's events per stream and
+//! expiring with the session's idle timeout. Another replica replays that copy to a client
+//! resuming with `Last-Event-ID` once the owner is dead ([`SessionRouting`](crate::SessionRouting)).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use tidewire_http::server::{
+    EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{Redis, RedisError};
+
+/// Events (and forgets) waiting to be copied, at most; past it a copy is dropped (counted,
+/// logged) rather than slowing the stream down.
+const COPY_QUEUE: usize = 65_536;
+/// Writes sent to Redis in one pipeline, at most.
+const BATCH: usize = 512;
+/// Events one replay returns, at most (a resuming client asks again for the rest).
+const REPLAY_MAX: usize = 16_384;
+
+/// Forgets every stream of a session: the set naming its streams, and each stream.
+const FORGET_SESSION: &str = r"
+for _, stream in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  redis.call('DEL', ARGV[1] .. stream)
+end
+redis.call('DEL', KEYS[1])
+return 1
+";
+
+/// One write for the copier.
+enum Copy {
+    Append {
+        session: Arc<str>,
+        stream: StreamId,
+        event: StoredEvent,
+    },
+    Forget {
+        session: Arc<str>,
+        stream: Option<StreamId>,
+    },
+    /// Answered once what was queued before it has been sent.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The [`EventStore`] of a replica on Redis: memory first, copied to Redis Streams (see the
+/// module docs).
+///
+/// ```no_run
+/// # async fn run(redis: tidewire_redis::Redis) {
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tidewire_http::server::{EventStoreLimits, HttpConfig};
+/// use tidewire_redis::RedisEventStore;
+///
+/// let idle = Duration::from_secs(30 * 60);
+/// let events = RedisEventStore::new(&redis, idle, EventStoreLimits::default());
+/// let config = HttpConfig::default().idle_timeout(idle).event_store(Arc::new(events));
+/// # let _ = config; }
+/// ```
+pub struct RedisEventStore {
+    redis: Redis,
+    memory: MemoryEventStore,
+    copies: mpsc::Sender<Copy>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for RedisEventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisEventStore")
+            .field("limits", &self.memory.limits())
+            .field("copies_dropped", &self.copies_dropped())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisEventStore {
+    /// A store within `limits` in memory, copying to `redis` streams that expire `ttl` after
+    /// their last event (the sessions' idle timeout). Its copier runs on the current tokio
+    /// runtime until the store is dropped.
+    pub fn new(redis: &Redis, ttl: Duration, limits: EventStoreLimits) -> Self {
+        let (copies, queue) = mpsc::channel(COPY_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        tokio::spawn(copier(
+            redis.clone(),
+            queue,
+            ttl,
+            limits.per_stream(),
+            dropped.clone(),
+        ));
+        Self {
+            redis: redis.clone(),
+            memory: MemoryEventStore::with_limits(limits),
+            copies,
+            dropped,
+        }
+    }
+
+    /// Events whose copy to Redis was dropped (the queue was full, or Redis refused the
+    /// batch): they stay in memory, but a replay after this replica dies would miss them.
+    pub fn copies_dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits until every event appended (and every stream forgotten) before this call has
+    /// been copied to Redis, or its copy dropped.
+    pub async fn flush(&self) {
+        let (done, copied) = oneshot::channel();
+        if self.copies.send(Copy::Flush(done)).await.is_ok() {
+            let _ = copied.await;
+        }
+    }
+
+    /// The events of `stream` in `session` after `after` as copied to Redis, oldest first
+    /// (at most 16,384): what another replica replays once this one is gone.
+    ///
+    /// # Errors
+    /// [`RedisError::Redis`] when Redis cannot be asked; [`RedisError::Corrupt`] when an entry
+    /// is not one tidewire wrote.
+    pub async fn copied(
+        &self,
+        session: &str,
+        stream: StreamId,
+        after: u64,
+    ) -> Result<Vec<StoredEvent>, RedisError> {
+        replay(&self.redis, session, stream, after).await
+    }
+
+    fn copy(&self, write: Copy) {
+        match self.copies.try_send(write) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(write @ (Copy::Forget { .. } | Copy::Flush(_)))) => {
+                // Forgetting is not dropped: it waits its turn, off the caller's path.
+                let copies = self.copies.clone();
+                tokio::spawn(async move {
+                    let _ = copies.send(write).await;
+                });
+            }
+            Err(mpsc::error::TrySendError::Full(Copy::Append { .. })) => {
+                if self.dropped.fetch_add(1, Ordering::Relaxed).is_multiple_of(10_000) {
+                    tracing::warn!(
+                        "the copy of SSE events to Redis is behind; events are kept in memory \
+                         but not all copied"
+                    );
+                }
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl EventStore for RedisEventStore {
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: StreamId,
+        event: StoredEvent,
+    ) -> BoxFuture<'a, ()> {
+        self.copy(Copy::Append {
+            session: Arc::from(session),
+            stream,
+            event: event.clone(),
+        });
+        self.memory.append(session, stream, event)
+    }
+
+    fn after<'a>(
+        &'a self,
+        session: &'a str,
+        stream: StreamId,
+        after: u64,
+    ) -> BoxFuture<'a, Vec<StoredEvent>> {
+        self.memory.after(session, stream, after)
+    }
+
+    fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()> {
+        self.copy(Copy::Forget {
+            session: Arc::from(session),
+            stream,
+        });
+        self.memory.forget(session, stream)
+    }
+
+    fn delivered<'a>(&'a self, session: &'a str, stream: StreamId, seq: u64) -> BoxFuture<'a, ()> {
+        self.memory.delivered(session, stream, seq)
+    }
+}
+
+/// The Redis stream holding `stream` of `session`.
+fn stream_key(redis: &Redis, session: &str, stream: StreamId) -> String {
+    redis.key(&format!("events:{session}:{stream}"))
+}
+
+/// The set naming the streams of `session` that have a copy.
+fn streams_key(redis: &Redis, session: &str) -> String {
+    redis.key(&format!("events:{session}"))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// Copies what `queue` brings to Redis, in order, a batch per pipeline.
+async fn copier(
+    redis: Redis,
+    mut queue: mpsc::Receiver<Copy>,
+    ttl: Duration,
+    max_len: usize,
+    dropped: Arc<AtomicU64>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while queue.recv_many(&mut batch, BATCH).await > 0 {
+        let mut pipe = redis::pipe();
+        let mut appended = 0u64;
+        let mut touched: Vec<(String, String)> = Vec::new();
+        let mut flushed = Vec::new();
+        for write in batch.drain(..) {
+            match write {
+                Copy::Flush(done) => flushed.push(done),
+                Copy::Append {
+                    session,
+                    stream,
+                    event,
+                } => {
+                    let key = stream_key(&redis, &session, stream);
+                    pipe.cmd("XADD")
+                        .arg(&key)
+                        .arg("MAXLEN")
+                        .arg("~")
+                        .arg(max_len)
+                        .arg(format!("{}-0", event.seq))
+                        .arg("d")
+                        .arg(event.data.as_ref())
+                        .arg("l")
+                        .arg(u8::from(event.last))
+                        .ignore();
+                    appended += 1;
+                    let set = streams_key(&redis, &session);
+                    if !touched.iter().any(|(k, _)| *k == key) {
+                        pipe.cmd("SADD").arg(&set).arg(stream).ignore();
+                        touched.push((key, set));
+                    }
+                }
+                Copy::Forget { session, stream } => {
+                    let set = streams_key(&redis, &session);
+                    match stream {
+                        Some(stream) => {
+                            let key = stream_key(&redis, &session, stream);
+                            pipe.cmd("DEL").arg(&key).ignore();
+                            pipe.cmd("SREM").arg(&set).arg(stream).ignore();
+                            touched.retain(|(k, _)| *k != key);
+                        }
+                        None => {
+                            let prefix = redis.key(&format!("events:{session}:"));
+                            pipe.cmd("EVAL")
+                                .arg(FORGET_SESSION)
+                                .arg(1)
+                                .arg(&set)
+                                .arg(prefix)
+                                .ignore();
+                            touched.retain(|(_, s)| *s != set);
+                        }
+                    }
+                }
+            }
+        }
+        for (key, set) in &touched {
+            pipe.cmd("PEXPIRE").arg(key).arg(millis(ttl)).ignore();
+            pipe.cmd("PEXPIRE").arg(set).arg(millis(ttl)).ignore();
+        }
+        if !pipe.is_empty() {
+            let copied: Result<(), _> = pipe.query_async(&mut redis.connection()).await;
+            if let Err(error) = copied {
+                dropped.fetch_add(appended, Ordering::Relaxed);
+                tracing::warn!(%error, "a batch of SSE events could not be copied to Redis");
+            }
+        }
+        for done in flushed {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// The copied events of `stream` in `session` after `after`, oldest first (at most
+/// [`REPLAY_MAX`]).
+///
+/// # Errors
+/// [`RedisError::Redis`] when Redis cannot be asked; [`RedisError::Corrupt`] when an entry is
+/// not one tidewire wrote.
+pub(crate) async fn replay(
+    redis: &Redis,
+    session: &str,
+    stream: StreamId,
+    after: u64,
+) -> Result<Vec<StoredEvent>, RedisError> {
+    let key = stream_key(redis, session, stream);
+    let entries: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
+        .arg(&key)
+        .arg(format!("({after}-0"))
+        .arg("+")
+        .arg("COUNT")
+        .arg(REPLAY_MAX)
+        .query_async(&mut redis.connection())
+        .await?;
+    let corrupt = |reason: &str| RedisError::Corrupt {
+        key: key.clone(),
+        reason: reason.to_owned(),
+    };
+    let mut events = Vec::with_capacity(entries.len());
+    for (id, fields) in entries {
+        let seq = id
+            .strip_suffix("-0")
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| corrupt("an entry id that is not <seq>-0"))?;
+        let (mut data, mut last) = (None, false);
+        for pair in fields.chunks(2) {
+            match pair {
+                [name, value] if name == b"d" => data = Some(Bytes::copy_from_slice(value)),
+                [name, value] if name == b"l" => last = value == b"1",
+                _ => {}
+            }
+        }
+        let data = data.ok_or_else(|| corrupt("an entry without its data"))?;
+        // Written as one line of JSON: a line break would let what Redis holds forge frames.
+        if data.iter().any(|b| matches!(b, b'\n' | b'\r')) {
+            return Err(corrupt("an entry whose data holds a line break"));
+        }
+        events.push(StoredEvent { seq, data, last });
+    }
+    Ok(events)
+}
