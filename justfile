@@ -27,6 +27,11 @@ ci-full:
 bench:
     cargo build --release -p tidewire-bench && target/release/bench --quick
 
+# The scale-out benchmark: replicas behind HAProxy, in memory and on Redis (needs redis-server and
+# haproxy: TIDEWIRE_REDIS_SERVER, TIDEWIRE_HAPROXY; see docs/scale-out.md).
+bench-scale:
+    cargo build --release -p tidewire-bench && target/release/bench --scale-out --quick
+
 # The fuzz targets (proptest) for a set time each: `just fuzz 60` runs every target for 60 s.
 fuzz secs="30":
     TIDEWIRE_FUZZ_SECS={{secs}} cargo test --release -p tidewire-tests --test fuzz -- --nocapture --test-threads 1

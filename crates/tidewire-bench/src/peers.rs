@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tidewire_core::schema::{CallToolResult, Implementation};
-use tidewire_server::{Context, Server, ToolError};
+use tidewire_server::{Context, Server, ServerBuilder, ToolError};
 
 /// The name every peer reports in `serverInfo`.
 pub const SERVER_NAME: &str = "bench";
@@ -26,6 +26,11 @@ pub struct ProgressArgs {
 /// The server: `echo` answers its text; `progress` sends `n` progress notifications to the
 /// caller's `_meta.progressToken` (none when the call has no token), then answers `"done"`.
 pub fn tidewire_server() -> Server {
+    tidewire_builder().build()
+}
+
+/// [`tidewire_server`]'s builder, for a setup to add to (a replica on Redis).
+pub fn tidewire_builder() -> ServerBuilder {
     Server::builder(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .tool::<EchoArgs, _, _>("echo", "Returns its text.", |args, _ctx| async move {
             Ok(CallToolResult::text(args.text))
@@ -35,7 +40,6 @@ pub fn tidewire_server() -> Server {
             "Sends n progress notifications, then returns.",
             |args, ctx| progress(args.n, ctx),
         )
-        .build()
 }
 
 async fn progress(n: u64, ctx: Context) -> Result<CallToolResult, ToolError> {

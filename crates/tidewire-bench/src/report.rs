@@ -1,5 +1,6 @@
-//! The results table: per row, each server's median with min–max over the rounds, and the ratio
-//! of tidewire's median to rmcp's and to the ceiling's.
+//! The results table: per row, each column's median with min–max over the rounds, and the
+//! ratios of medians the column set names (tidewire to rmcp and to the ceiling; a replica on
+//! Redis to one in memory).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -7,6 +8,16 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::stats::Summary;
+
+/// The columns of a table: what was measured side by side, and which ratios are shown.
+pub trait Column: Copy + Ord + Serialize + std::fmt::Debug + 'static {
+    /// Every column, in the order they appear in the table.
+    const ALL: &'static [Self];
+    /// The ratios shown, each `(numerator, denominator)`.
+    const RATIOS: &'static [(Self, Self)];
+    /// The column's name.
+    fn name(self) -> &'static str;
+}
 
 /// A server under measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -34,6 +45,66 @@ impl Peer {
     }
 }
 
+impl Column for Peer {
+    const ALL: &'static [Self] = &Peer::ALL;
+    const RATIOS: &'static [(Self, Self)] = &[
+        (Peer::Tidewire, Peer::Rmcp),
+        (Peer::Tidewire, Peer::Ceiling),
+    ];
+
+    fn name(self) -> &'static str {
+        Peer::name(self)
+    }
+}
+
+/// A setup of the scale-out benchmark: tidewire replicas behind one load balancer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Setup {
+    /// One replica, everything in its memory (the default server).
+    #[serde(rename = "memory-1")]
+    Memory1,
+    /// One replica on Redis (bus, task store, key ring, session routing).
+    #[serde(rename = "redis-1")]
+    Redis1,
+    /// Three replicas on one Redis, every request balanced on its own.
+    #[serde(rename = "redis-3")]
+    Redis3,
+}
+
+impl Setup {
+    /// Every setup, in table order.
+    pub const ALL: [Setup; 3] = [Setup::Memory1, Setup::Redis1, Setup::Redis3];
+
+    /// How many replicas it runs.
+    pub fn replicas(self) -> usize {
+        match self {
+            Setup::Memory1 | Setup::Redis1 => 1,
+            Setup::Redis3 => 3,
+        }
+    }
+
+    /// Whether its replicas share Redis.
+    pub fn on_redis(self) -> bool {
+        self != Setup::Memory1
+    }
+}
+
+impl Column for Setup {
+    const ALL: &'static [Self] = &Setup::ALL;
+    const RATIOS: &'static [(Self, Self)] = &[
+        (Setup::Redis1, Setup::Memory1),
+        (Setup::Redis3, Setup::Memory1),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Setup::Memory1 => "memory-1",
+            Setup::Redis1 => "redis-1",
+            Setup::Redis3 => "redis-3",
+        }
+    }
+}
+
 /// Which way is better for a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -44,9 +115,10 @@ pub enum Better {
     Lower,
 }
 
-/// One row: a metric measured on every peer over several rounds.
+/// One row: a metric measured in every column over several rounds.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+#[serde(bound = "")]
+pub struct Row<C: Column = Peer> {
     /// A stable key for machines, e.g. `echo_sse_c32_rps`.
     pub key: String,
     /// What a person reads, e.g. `echo, SSE, 32 sessions`.
@@ -55,11 +127,11 @@ pub struct Row {
     pub unit: String,
     /// Which way is better.
     pub better: Better,
-    /// One value per round, per peer (a peer that was not measured has no entry).
-    pub values: BTreeMap<Peer, Vec<f64>>,
+    /// One value per round, per column (a column that was not measured has no entry).
+    pub values: BTreeMap<C, Vec<f64>>,
 }
 
-impl Row {
+impl<C: Column> Row<C> {
     /// An empty row.
     pub fn new(key: &str, label: &str, unit: &str, better: Better) -> Self {
         Self {
@@ -71,23 +143,30 @@ impl Row {
         }
     }
 
-    /// Records one round's value for `peer`.
-    pub fn push(&mut self, peer: Peer, value: f64) {
-        self.values.entry(peer).or_default().push(value);
+    /// Records one round's value for `column`.
+    pub fn push(&mut self, column: C, value: f64) {
+        self.values.entry(column).or_default().push(value);
     }
 
-    /// The summary of `peer`'s rounds.
-    pub fn summary(&self, peer: Peer) -> Option<Summary> {
-        self.values.get(&peer).and_then(|v| Summary::of(v))
+    /// The summary of `column`'s rounds.
+    pub fn summary(&self, column: C) -> Option<Summary> {
+        self.values.get(&column).and_then(|v| Summary::of(v))
     }
 
-    /// tidewire's median divided by `other`'s median (`None` when either is missing or the
-    /// divisor is zero). Read it with [`Row::better`]: above 1 is better for throughput, below 1
-    /// for latency, CPU and memory.
-    pub fn ratio(&self, other: Peer) -> Option<f64> {
-        let ours = self.summary(Peer::Tidewire)?.median;
-        let theirs = self.summary(other)?.median;
+    /// `of`'s median divided by `to`'s median (`None` when either is missing or the divisor is
+    /// zero). Read it with [`Row::better`]: above 1 is better for throughput, below 1 for
+    /// latency, CPU and memory.
+    pub fn ratio_of(&self, of: C, to: C) -> Option<f64> {
+        let ours = self.summary(of)?.median;
+        let theirs = self.summary(to)?.median;
         (theirs != 0.0).then(|| ours / theirs)
+    }
+}
+
+impl Row<Peer> {
+    /// tidewire's median divided by `other`'s median (see [`Row::ratio_of`]).
+    pub fn ratio(&self, other: Peer) -> Option<f64> {
+        self.ratio_of(Peer::Tidewire, other)
     }
 }
 
@@ -146,57 +225,76 @@ fn cell(summary: Option<Summary>) -> String {
     }
 }
 
-/// The table, in Markdown: one line per row, medians with min–max, and the ratios.
-pub fn markdown(rows: &[Row]) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "| metric | unit | tidewire | rmcp | ceiling | tidewire ÷ rmcp | tidewire ÷ ceiling |\n",
-    );
-    out.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+/// The table, in Markdown: one line per row, each column's median with min–max, then the
+/// ratios.
+pub fn markdown<C: Column>(rows: &[Row<C>]) -> String {
+    let mut out = String::from("| metric | unit |");
+    for column in C::ALL {
+        let _ = write!(out, " {} |", column.name());
+    }
+    for (of, to) in C::RATIOS {
+        let _ = write!(out, " {} ÷ {} |", of.name(), to.name());
+    }
+    out.push_str("\n|---|---|");
+    for _ in 0..C::ALL.len() + C::RATIOS.len() {
+        out.push_str("---:|");
+    }
+    out.push('\n');
     for row in rows {
         let arrow = match row.better {
             Better::Higher => "↑",
             Better::Lower => "↓",
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} {} | {} | {} | {} | {} | {} |",
-            row.label,
-            row.unit,
-            arrow,
-            cell(row.summary(Peer::Tidewire)),
-            cell(row.summary(Peer::Rmcp)),
-            cell(row.summary(Peer::Ceiling)),
-            format_ratio(row.ratio(Peer::Rmcp)),
-            format_ratio(row.ratio(Peer::Ceiling)),
-        );
+        let _ = write!(out, "| {} | {} {} |", row.label, row.unit, arrow);
+        for &column in C::ALL {
+            let _ = write!(out, " {} |", cell(row.summary(column)));
+        }
+        for &(of, to) in C::RATIOS {
+            let _ = write!(out, " {} |", format_ratio(row.ratio_of(of, to)));
+        }
+        out.push('\n');
     }
     out
 }
 
 /// The machine-readable form of a row: summaries and ratios beside the raw values.
 #[derive(Debug, Serialize)]
-struct JsonRow<'a> {
+#[serde(bound = "")]
+struct JsonRow<'a, C: Column> {
     #[serde(flatten)]
-    row: &'a Row,
-    summary: BTreeMap<Peer, Summary>,
-    ratio_to_rmcp: Option<f64>,
-    ratio_to_ceiling: Option<f64>,
+    row: &'a Row<C>,
+    summary: BTreeMap<C, Summary>,
+    /// `ratio_to_<denominator>` for the peers (whose numerator is always tidewire),
+    /// `ratio_<numerator>_to_<denominator>` otherwise.
+    #[serde(flatten)]
+    ratios: BTreeMap<String, Option<f64>>,
 }
 
 /// The rows as JSON: `{"meta": …, "rows": [{key, label, unit, better, values, summary,
-/// ratio_to_rmcp, ratio_to_ceiling}]}`.
-pub fn json(rows: &[Row], meta: serde_json::Value) -> serde_json::Value {
-    let rows: Vec<JsonRow<'_>> = rows
+/// ratio_…}]}` (for the peers `ratio_to_rmcp` and `ratio_to_ceiling`; for the scale-out
+/// setups `ratio_redis-1_to_memory-1` and `ratio_redis-3_to_memory-1`).
+pub fn json<C: Column>(rows: &[Row<C>], meta: serde_json::Value) -> serde_json::Value {
+    let numerators: Vec<C> = C::RATIOS.iter().map(|(of, _)| *of).collect();
+    let one_numerator = numerators.windows(2).all(|w| w[0] == w[1]);
+    let rows: Vec<JsonRow<'_, C>> = rows
         .iter()
         .map(|row| JsonRow {
             row,
-            summary: Peer::ALL
+            summary: C::ALL
                 .iter()
-                .filter_map(|&p| row.summary(p).map(|s| (p, s)))
+                .filter_map(|&c| row.summary(c).map(|s| (c, s)))
                 .collect(),
-            ratio_to_rmcp: row.ratio(Peer::Rmcp),
-            ratio_to_ceiling: row.ratio(Peer::Ceiling),
+            ratios: C::RATIOS
+                .iter()
+                .map(|&(of, to)| {
+                    let key = if one_numerator {
+                        format!("ratio_to_{}", to.name())
+                    } else {
+                        format!("ratio_{}_to_{}", of.name(), to.name())
+                    };
+                    (key, row.ratio_of(of, to))
+                })
+                .collect(),
         })
         .collect();
     serde_json::json!({ "meta": meta, "rows": rows })
@@ -271,6 +369,32 @@ mod tests {
             table.contains("| one | KiB ↓ | 20.0 | – | – | – | – |"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn the_scale_out_table_compares_each_redis_setup_with_memory() {
+        let mut row: Row<Setup> = Row::new("k", "echo", "req/s", Better::Higher);
+        row.push(Setup::Memory1, 100.0);
+        row.push(Setup::Redis1, 80.0);
+        row.push(Setup::Redis3, 50.0);
+        let table = markdown(&[row.clone()]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0],
+            "| metric | unit | memory-1 | redis-1 | redis-3 | redis-1 ÷ memory-1 | redis-3 ÷ memory-1 |"
+        );
+        assert_eq!(lines[1], "|---|---|---:|---:|---:|---:|---:|");
+        assert_eq!(
+            lines[2],
+            "| echo | req/s ↑ | 100 | 80.0 | 50.0 | 0.80× | 0.50× |"
+        );
+        let value = json(&[row], serde_json::json!({}));
+        let r = &value["rows"][0];
+        assert_eq!(r["values"]["redis-3"][0], 50.0);
+        assert_eq!(r["ratio_redis-1_to_memory-1"], 0.8);
+        assert_eq!(r["ratio_redis-3_to_memory-1"], 0.5);
+        assert!(Setup::Redis3.on_redis() && !Setup::Memory1.on_redis());
+        assert_eq!(Setup::Redis3.replicas(), 3);
     }
 
     #[test]

@@ -3,14 +3,21 @@
 //!
 //! The replica holding a session reads and resumes its streams from memory (the default
 //! [`MemoryEventStore`], within its limits): no Redis round trip sits on the path of an event.
-//! Each event is also queued, in order, for a writer that copies batches of them to Redis:
-//! one Redis stream per session stream (`events:<session>:<stream>`, entry ids `<seq>-0`, so
-//! an SSE id `<stream>-<seq>` names its entry), capped at the store's events per stream and
-//! expiring with the session's idle timeout. Another replica replays that copy to a client
-//! resuming with `Last-Event-ID` once the owner is dead ([`SessionRouting`](crate::SessionRouting)).
+//! The events of a POST's stream are also queued, in order, for a writer that copies batches of
+//! them to Redis: one Redis stream per session stream (`events:<session>:<stream>`, entry ids
+//! `<seq>-0`, so an SSE id `<stream>-<seq>` names its entry), capped at the store's events per
+//! stream and expiring with the session's idle timeout. Another replica replays that copy to a
+//! client resuming with `Last-Event-ID` once the owner is dead
+//! ([`SessionRouting`](crate::SessionRouting)).
+//!
+//! Not copied: a stream whose first event is its response (a quick call, answered in the POST's
+//! own reply: a Redis stream costs some 4.7 KB however short it is), and the standalone GET
+//! stream (notifications of a session that dies with its replica; the client's new session
+//! lists again).
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,14 +37,8 @@ const BATCH: usize = 512;
 /// Events one replay returns, at most (a resuming client asks again for the rest).
 const REPLAY_MAX: usize = 16_384;
 
-/// Forgets every stream of a session: the set naming its streams, and each stream.
-const FORGET_SESSION: &str = r"
-for _, stream in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  redis.call('DEL', ARGV[1] .. stream)
-end
-redis.call('DEL', KEYS[1])
-return 1
-";
+/// The standalone (GET) stream's number.
+const STANDALONE: StreamId = 0;
 
 /// One write for the copier.
 enum Copy {
@@ -46,9 +47,10 @@ enum Copy {
         stream: StreamId,
         event: StoredEvent,
     },
+    /// Deletes these streams of the session.
     Forget {
         session: Arc<str>,
-        stream: Option<StreamId>,
+        streams: Vec<StreamId>,
     },
     /// Answered once what was queued before it has been sent.
     Flush(oneshot::Sender<()>),
@@ -72,6 +74,8 @@ enum Copy {
 pub struct RedisEventStore {
     redis: Redis,
     memory: MemoryEventStore,
+    /// The streams of each session that have a copy (so only those are deleted).
+    copied: Mutex<HashMap<Arc<str>, Vec<StreamId>>>,
     copies: mpsc::Sender<Copy>,
     dropped: Arc<AtomicU64>,
 }
@@ -102,6 +106,7 @@ impl RedisEventStore {
         Self {
             redis: redis.clone(),
             memory: MemoryEventStore::with_limits(limits),
+            copied: Mutex::new(HashMap::new()),
             copies,
             dropped,
         }
@@ -137,10 +142,36 @@ impl RedisEventStore {
         replay(&self.redis, session, stream, after).await
     }
 
+    fn copied_streams(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Vec<StreamId>>> {
+        self.copied.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `event` of `stream` is copied, noting the stream as copied when it is: a POST's
+    /// stream whose first event is not already its response.
+    fn copies(&self, session: &str, stream: StreamId, event: &StoredEvent) -> Option<Arc<str>> {
+        if stream == STANDALONE {
+            return None;
+        }
+        let mut copied = self.copied_streams();
+        if let Some((key, streams)) = copied.get_key_value(session)
+            && streams.contains(&stream)
+        {
+            return Some(key.clone());
+        }
+        if event.seq == 1 && event.last {
+            return None;
+        }
+        let key: Arc<str> = Arc::from(session);
+        copied.entry(key.clone()).or_default().push(stream);
+        Some(key)
+    }
+
     fn copy(&self, write: Copy) {
         match self.copies.try_send(write) {
             Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(write @ (Copy::Forget { .. } | Copy::Flush(_)))) => {
+            Err(mpsc::error::TrySendError::Full(
+                write @ (Copy::Forget { .. } | Copy::Flush(_)),
+            )) => {
                 // Forgetting is not dropped: it waits its turn, off the caller's path.
                 let copies = self.copies.clone();
                 tokio::spawn(async move {
@@ -148,7 +179,11 @@ impl RedisEventStore {
                 });
             }
             Err(mpsc::error::TrySendError::Full(Copy::Append { .. })) => {
-                if self.dropped.fetch_add(1, Ordering::Relaxed).is_multiple_of(10_000) {
+                if self
+                    .dropped
+                    .fetch_add(1, Ordering::Relaxed)
+                    .is_multiple_of(10_000)
+                {
                     tracing::warn!(
                         "the copy of SSE events to Redis is behind; events are kept in memory \
                          but not all copied"
@@ -169,11 +204,13 @@ impl EventStore for RedisEventStore {
         stream: StreamId,
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
-        self.copy(Copy::Append {
-            session: Arc::from(session),
-            stream,
-            event: event.clone(),
-        });
+        if let Some(key) = self.copies(session, stream, &event) {
+            self.copy(Copy::Append {
+                session: key,
+                stream,
+                event: event.clone(),
+            });
+        }
         self.memory.append(session, stream, event)
     }
 
@@ -187,10 +224,29 @@ impl EventStore for RedisEventStore {
     }
 
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()> {
-        self.copy(Copy::Forget {
-            session: Arc::from(session),
-            stream,
-        });
+        let forgotten = {
+            let mut copied = self.copied_streams();
+            match stream {
+                None => copied.remove_entry(session),
+                Some(stream) => match copied.get_key_value(session) {
+                    Some((key, streams)) if streams.contains(&stream) => {
+                        let key = key.clone();
+                        let left = copied.get_mut(session).map(|streams| {
+                            streams.retain(|s| *s != stream);
+                            streams.is_empty()
+                        });
+                        if left == Some(true) {
+                            copied.remove(session);
+                        }
+                        Some((key, vec![stream]))
+                    }
+                    _ => None,
+                },
+            }
+        };
+        if let Some((session, streams)) = forgotten {
+            self.copy(Copy::Forget { session, streams });
+        }
         self.memory.forget(session, stream)
     }
 
@@ -202,11 +258,6 @@ impl EventStore for RedisEventStore {
 /// The Redis stream holding `stream` of `session`.
 fn stream_key(redis: &Redis, session: &str, stream: StreamId) -> String {
     redis.key(&format!("events:{session}:{stream}"))
-}
-
-/// The set naming the streams of `session` that have a copy.
-fn streams_key(redis: &Redis, session: &str) -> String {
-    redis.key(&format!("events:{session}"))
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -227,7 +278,7 @@ async fn copier(
     while queue.recv_many(&mut batch, BATCH).await > 0 {
         let mut pipe = redis::pipe();
         let mut appended = 0u64;
-        let mut touched: Vec<(String, String)> = Vec::new();
+        let mut touched: Vec<String> = Vec::new();
         let mut flushed = Vec::new();
         for write in batch.drain(..) {
             match write {
@@ -250,38 +301,22 @@ async fn copier(
                         .arg(u8::from(event.last))
                         .ignore();
                     appended += 1;
-                    let set = streams_key(&redis, &session);
-                    if !touched.iter().any(|(k, _)| *k == key) {
-                        pipe.cmd("SADD").arg(&set).arg(stream).ignore();
-                        touched.push((key, set));
+                    if !touched.contains(&key) {
+                        touched.push(key);
                     }
                 }
-                Copy::Forget { session, stream } => {
-                    let set = streams_key(&redis, &session);
-                    match stream {
-                        Some(stream) => {
-                            let key = stream_key(&redis, &session, stream);
-                            pipe.cmd("DEL").arg(&key).ignore();
-                            pipe.cmd("SREM").arg(&set).arg(stream).ignore();
-                            touched.retain(|(k, _)| *k != key);
-                        }
-                        None => {
-                            let prefix = redis.key(&format!("events:{session}:"));
-                            pipe.cmd("EVAL")
-                                .arg(FORGET_SESSION)
-                                .arg(1)
-                                .arg(&set)
-                                .arg(prefix)
-                                .ignore();
-                            touched.retain(|(_, s)| *s != set);
-                        }
-                    }
+                Copy::Forget { session, streams } => {
+                    let keys: Vec<String> = streams
+                        .iter()
+                        .map(|stream| stream_key(&redis, &session, *stream))
+                        .collect();
+                    pipe.cmd("DEL").arg(&keys).ignore();
+                    touched.retain(|k| !keys.contains(k));
                 }
             }
         }
-        for (key, set) in &touched {
+        for key in &touched {
             pipe.cmd("PEXPIRE").arg(key).arg(millis(ttl)).ignore();
-            pipe.cmd("PEXPIRE").arg(set).arg(millis(ttl)).ignore();
         }
         if !pipe.is_empty() {
             let copied: Result<(), _> = pipe.query_async(&mut redis.connection()).await;

@@ -377,6 +377,17 @@ impl Shared {
             .await
     }
 
+    /// Publishes `pieces` on `channel` in order, in one round trip; whether someone heard each.
+    async fn publish_all(&self, channel: &str, pieces: &[Piece]) -> bool {
+        let mut pipe = redis::pipe();
+        for piece in pieces {
+            let json = serde_json::to_string(piece).unwrap_or_default();
+            pipe.cmd("PUBLISH").arg(channel).arg(json);
+        }
+        let heard: Result<Vec<usize>, _> = pipe.query_async(&mut self.redis.connection()).await;
+        heard.is_ok_and(|counts| counts.iter().all(|&n| n > 0))
+    }
+
     /// Serves a request another replica forwarded here, sending the answer back piece by
     /// piece until it ends or the other replica's client has gone.
     async fn serve(self: Arc<Self>, payload: Vec<u8>) {
@@ -392,7 +403,6 @@ impl Shared {
         let relay = forwarded.from.clone();
         let (tx, mut gone_rx) = mpsc::channel(1);
         self.route(&gone, tx);
-        let _ = self.sink().subscribe(&gone).await;
         let request = match rebuild(forwarded) {
             Some(request) => request,
             None => {
@@ -405,16 +415,37 @@ impl Shared {
                 return;
             }
         };
-        let Ok(response) = local.oneshot(request).await;
+        // Served while the subscription to `gone` is made: it is needed only once the answer
+        // streams.
+        let mut sink = self.sink();
+        let (_, Ok(response)) = tokio::join!(sink.subscribe(&gone), local.oneshot(request));
         let (parts, mut body) = response.into_parts();
         let head = Piece::Head {
             status: parts.status.as_u16(),
             headers: text_headers(&parts.headers),
         };
+        // The head goes with whatever of the body is ready already (all of a quick answer),
+        // in one round trip.
+        let mut first = vec![head];
+        let mut ended = false;
+        while let Some(frame) = futures::FutureExt::now_or_never(body.frame()) {
+            match frame {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        first.push(Piece::Data(STANDARD.encode(&data)));
+                    }
+                }
+                Some(Err(_)) | None => {
+                    first.push(Piece::End);
+                    ended = true;
+                    break;
+                }
+            }
+        }
         // The stream is dropped — as when a client of this replica goes away, so it can be
         // resumed — once nobody relays it: its client left, or its replica died (no one hears
         // the next piece, or no heartbeat while it is quiet).
-        if matches!(self.publish(&reply, &head).await, Ok(n) if n > 0) {
+        if self.publish_all(&reply, &first).await && !ended {
             let mut check = tokio::time::interval(QUIET_CHECK);
             check.tick().await;
             loop {
@@ -455,6 +486,7 @@ impl Shared {
         let cleanup = Cleanup {
             shared: self.clone(),
             rid: rid.clone(),
+            finished: false,
         };
         if self.sink().subscribe(&reply).await.is_err() {
             return unavailable("cannot reach Redis to forward the request");
@@ -514,17 +546,20 @@ impl Shared {
             pieces,
             shared: self.clone(),
             owner,
-            _cleanup: cleanup,
+            cleanup,
         };
         *response.body_mut() = Body::from_stream(relayed(relay));
         response
     }
 }
 
-/// Tells the owner the client went away, and stops listening, when a relay ends.
+/// Tells the owner the client went away (unless the answer was whole), and stops listening,
+/// when a relay ends.
 struct Cleanup {
     shared: Arc<Shared>,
     rid: String,
+    /// The owner sent the end: it has nothing left to drop.
+    finished: bool,
 }
 
 impl Drop for Cleanup {
@@ -533,13 +568,16 @@ impl Drop for Cleanup {
         let reply = shared.redis.key(&format!("reply:{}", self.rid));
         let gone = shared.redis.key(&format!("gone:{}", self.rid));
         shared.routes().remove(&reply);
+        let finished = self.finished;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _: Result<usize, _> = redis::cmd("PUBLISH")
-                    .arg(&gone)
-                    .arg("gone")
-                    .query_async(&mut shared.redis.connection())
-                    .await;
+                if !finished {
+                    let _: Result<usize, _> = redis::cmd("PUBLISH")
+                        .arg(&gone)
+                        .arg("gone")
+                        .query_async(&mut shared.redis.connection())
+                        .await;
+                }
                 let _ = shared.sink().unsubscribe(&reply).await;
             });
         }
@@ -551,7 +589,7 @@ struct Relay {
     pieces: mpsc::Receiver<Vec<u8>>,
     shared: Arc<Shared>,
     owner: String,
-    _cleanup: Cleanup,
+    cleanup: Cleanup,
 }
 
 /// The relayed body: each data piece as it comes, until the end; the owner's death or a
@@ -568,7 +606,10 @@ fn relayed(relay: Relay) -> impl futures::Stream<Item = Result<Bytes, std::io::E
                             Ok(bytes) => Some((Ok(Bytes::from(bytes)), Some(relay))),
                             Err(_) => Some((broken("a garbled piece"), None)),
                         },
-                        Ok(Piece::End) => None,
+                        Ok(Piece::End) => {
+                            relay.cleanup.finished = true;
+                            None
+                        }
                         _ => Some((broken("the relay from the session's replica broke"), None)),
                     };
                 }
@@ -634,6 +675,13 @@ fn unavailable(why: &str) -> Response {
     status(StatusCode::SERVICE_UNAVAILABLE, why)
 }
 
+/// A session's replica and whether it is alive, in one round trip: `{owner or nil, 0|1}`.
+const OWNER_AND_ALIVE: &str = r"
+local owner = redis.call('GET', KEYS[1])
+if not owner then return {false, 0} end
+return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive')}
+";
+
 /// The middleware: a request for a session another live replica owns is forwarded there;
 /// every other request is served here, and a session opened here is made known.
 async fn route(State(routing): State<SessionRouting>, request: Request, next: Next) -> Response {
@@ -664,13 +712,20 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
         }
         return response;
     };
-    let owner: Result<Option<String>, _> = redis::cmd("GET")
+    // One of this replica's own sessions: no need to ask Redis where it lives.
+    if shared.places().contains_key(&id) {
+        return serve_own(&shared, &id, request, next).await;
+    }
+    let owner: Result<(Option<String>, bool), _> = redis::cmd("EVAL")
+        .arg(OWNER_AND_ALIVE)
+        .arg(1)
         .arg(shared.session_key(&id))
+        .arg(shared.redis.key("node:"))
         .query_async(&mut shared.redis.connection())
         .await;
     match owner {
-        Ok(Some(owner)) if owner != shared.node => {
-            if shared.alive(&owner).await {
+        Ok((Some(owner), alive)) if owner != shared.node => {
+            if alive {
                 return shared.forward(request, owner).await;
             }
             // Its replica is gone, and the session with it: what it wrote of the stream the
@@ -682,9 +737,9 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
             }
             next.run(request).await
         }
-        Ok(Some(_)) => serve_own(&shared, &id, request, next).await,
+        Ok((Some(_), _)) => serve_own(&shared, &id, request, next).await,
         // Not placed (Redis restarted, say): one of this replica's, or unknown here too (404).
-        Ok(None) => serve_own(&shared, &id, request, next).await,
+        Ok((None, _)) => serve_own(&shared, &id, request, next).await,
         Err(error) => {
             tracing::warn!(%error, "cannot ask Redis where a session lives; serving it here");
             next.run(request).await

@@ -188,7 +188,9 @@ async fn every_replica_gets_the_same_sealing_key_and_it_is_drawn_once() {
 fn event(seq: u64, last: bool) -> StoredEvent {
     StoredEvent {
         seq,
-        data: Bytes::from(format!(r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{seq}}}}}"#)),
+        data: Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{seq}}}}}"#
+        )),
         last,
     }
 }
@@ -207,7 +209,9 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
         return;
     };
     tokio::time::timeout(LIMIT, async {
-        let redis = Redis::connect(&server.url(), "events").await.expect("redis");
+        let redis = Redis::connect(&server.url(), "events")
+            .await
+            .expect("redis");
         let ttl = Duration::from_secs(60);
         let store = RedisEventStore::new(
             &redis,
@@ -217,22 +221,56 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
         for seq in 1..=5 {
             store.append("s1", 1, event(seq, seq == 5)).await;
         }
+        // Not copied: the standalone stream, and a stream whose first event is its response.
         store.append("s1", 0, event(1, false)).await;
+        store.append("s1", 2, event(1, true)).await;
+        store.append("s1", 3, event(1, false)).await;
         store.append("s2", 1, event(1, false)).await;
         // Read from memory at once; in Redis once copied.
         assert_eq!(store.after("s1", 1, 3).await.len(), 2);
         store.flush().await;
         let copied = store.copied("s1", 1, 2).await.expect("copied");
-        assert_eq!(copied, vec![event(3, false), event(4, false), event(5, true)]);
-        assert!(store.copied("s1", 1, 5).await.expect("none after").is_empty());
-        assert!(store.copied("s1", 7, 0).await.expect("no stream").is_empty());
+        assert_eq!(
+            copied,
+            vec![event(3, false), event(4, false), event(5, true)]
+        );
+        assert!(
+            store
+                .copied("s1", 1, 5)
+                .await
+                .expect("none after")
+                .is_empty()
+        );
+        assert!(
+            store
+                .copied("s1", 7, 0)
+                .await
+                .expect("no stream")
+                .is_empty()
+        );
+        assert!(
+            store
+                .copied("s1", 0, 0)
+                .await
+                .expect("standalone")
+                .is_empty()
+        );
+        assert!(store.copied("s1", 2, 0).await.expect("quick").is_empty());
+        assert_eq!(
+            store.after("s1", 2, 0).await.len(),
+            1,
+            "kept in memory all the same"
+        );
         let mut c = plain(&server).await;
         let left: i64 = redis::cmd("PTTL")
             .arg("tidewire:events:events:s1:1")
             .query_async(&mut c)
             .await
             .expect("PTTL");
-        assert!(left > 50_000 && left <= 60_000, "expires with the session: {left} ms");
+        assert!(
+            left > 50_000 && left <= 60_000,
+            "expires with the session: {left} ms"
+        );
         // The stream is capped near its events per stream (MAXLEN ~).
         for seq in 6..=400 {
             store.append("s2", 2, event(seq, false)).await;
@@ -248,7 +286,7 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
         store.forget("s1", Some(1)).await;
         store.flush().await;
         assert!(store.copied("s1", 1, 0).await.expect("gone").is_empty());
-        assert_eq!(store.copied("s1", 0, 0).await.expect("kept").len(), 1);
+        assert_eq!(store.copied("s1", 3, 0).await.expect("kept").len(), 1);
         store.forget("s2", None).await;
         store.forget("s1", None).await;
         store.flush().await;
@@ -271,7 +309,10 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
             .await
             .expect("XADD");
         let refused = store.copied("s3", 1, 0).await;
-        assert!(matches!(refused, Err(RedisError::Corrupt { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(RedisError::Corrupt { .. })),
+            "{refused:?}"
+        );
     })
     .await
     .expect("within the limit");

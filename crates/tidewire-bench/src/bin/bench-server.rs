@@ -7,14 +7,24 @@
 //!   It serves that wire next to sessions (both eras are the default); SSE mode, so a request
 //!   that reports progress can stream it (a request whose first message is its response is
 //!   answered as JSON either way).
+//! - `bench-server --bind ADDR --redis URL --node-id NAME`: the default server as one replica
+//!   of several sharing the Redis at URL (its notification bus, task store and sealing key,
+//!   and the session routing that forwards a session's requests to the replica holding it),
+//!   for the scale-out rows.
 //! - `bench-server --stdio`: stdio.
 //!
 //! Tools: `echo({"text"})` and `progress({"n"})` (see `tidewire_bench::peers`).
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use anyhow::{Context as _, bail};
 use axum::serve::ListenerExt;
-use tidewire_bench::peers::tidewire_server;
-use tidewire_http::server::{HttpConfig, ResponseMode, StreamableHttp};
+use tidewire_bench::peers::{tidewire_builder, tidewire_server};
+use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, StreamableHttp};
+use tidewire_redis::{Redis, RedisEventStore, RedisTaskStore, SessionRouting, shared_key_ring};
+use tidewire_server::Server;
+use tidewire_server::tasks::TaskLimits;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,25 +40,65 @@ fn main() -> anyhow::Result<()> {
             driver.await.context("the stdio session failed")
         });
     }
-    let Some(bind) = args
-        .iter()
-        .position(|a| a == "--bind")
-        .and_then(|i| args.get(i + 1))
-    else {
-        bail!("usage: bench-server (--bind ADDR [--json | --modern] | --stdio)");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    };
+    let Some(bind) = value("--bind") else {
+        bail!(
+            "usage: bench-server (--bind ADDR [--json | --modern | --redis URL --node-id NAME] \
+             | --stdio)"
+        );
     };
     // `--modern` needs nothing more than the default: see the module docs.
     let json = args.iter().any(|a| a == "--json");
-    runtime.block_on(serve(bind, json))
+    let redis = match value("--redis") {
+        Some(url) => Some((url, value("--node-id").context("--redis needs --node-id")?)),
+        None => None,
+    };
+    runtime.block_on(serve(bind, json, redis))
 }
 
-async fn serve(bind: &str, json: bool) -> anyhow::Result<()> {
+/// How long a session may sit idle: the server's default.
+const IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// The server, on the Redis at `url` as the replica `node`: its bus, task store and sealing
+/// key; the session routing to wrap its endpoint in and the event store copying to Redis.
+async fn on_redis(
+    url: &str,
+    node: &str,
+) -> anyhow::Result<(Server, SessionRouting, RedisEventStore)> {
+    let redis = Redis::connect(url, "bench").await?;
+    let server = tidewire_builder()
+        .notification_bus(Arc::new(redis.bus().await?))
+        .task_store(Arc::new(RedisTaskStore::new(&redis, TaskLimits::default())))
+        .state_keys(shared_key_ring(&redis).await?)
+        .build();
+    let routing = SessionRouting::start(&redis, node, IDLE).await?;
+    let events = RedisEventStore::new(&redis, IDLE, EventStoreLimits::default());
+    Ok((server, routing, events))
+}
+
+async fn serve(bind: &str, json: bool, redis: Option<(&str, &str)>) -> anyhow::Result<()> {
     // Room for the 10,000-session memory measurement and its warm-up.
-    let mut config = HttpConfig::default().max_sessions(20_000);
+    let mut config = HttpConfig::default()
+        .max_sessions(20_000)
+        .idle_timeout(IDLE);
     if json {
         config = config.response_mode(ResponseMode::Json);
     }
-    let server = tidewire_server();
+    let (server, routing) = match redis {
+        Some((url, node)) => {
+            let (server, routing, events) = on_redis(url, node)
+                .await
+                .with_context(|| format!("cannot use Redis at {url}"))?;
+            config = config.event_store(Arc::new(events));
+            (server, Some(routing))
+        }
+        None => (tidewire_server(), None),
+    };
     let mcp = StreamableHttp::new(config, server);
     let listener = tokio::net::TcpListener::bind(bind)
         .await
@@ -58,6 +108,11 @@ async fn serve(bind: &str, json: bool) -> anyhow::Result<()> {
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, mcp.router("/mcp")).await?;
+    let router = mcp.router("/mcp");
+    let router = match &routing {
+        Some(routing) => routing.wrap(router),
+        None => router,
+    };
+    axum::serve(listener, router).await?;
     Ok(())
 }

@@ -148,7 +148,8 @@ impl HttpConfig {
 
     /// Keeps stream events in `store` instead of the default [`MemoryEventStore`](super::event_store::MemoryEventStore)
     /// (which keeps `stream_buffer` events per stream in this process, within
-    /// [`event_store_limits`](Self::event_store_limits)).
+    /// [`event_store_limits`](Self::event_store_limits)). It holds the streams of sessions; a
+    /// stateless request's stream, which cannot be resumed, stays in a memory store of its own.
     #[must_use]
     pub fn event_store(mut self, store: std::sync::Arc<dyn EventStore>) -> Self {
         self.event_store = Some(store);

@@ -158,7 +158,7 @@ pub(crate) async fn post(
                 Ok(id) => id,
                 Err(refused) => return http_reply::no_new_session(refused).into_response(),
             };
-            let session = state.start_session(id);
+            let session = state.start_session(id, false);
             session.bind(principal);
             // Checked again as it is admitted: two initializes racing for the last slot.
             if let Err(full) = state.sessions.admit(session.id.clone(), session.clone()) {
@@ -265,7 +265,7 @@ async fn post_stateless(
     let n = state
         .stateless_seq
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let session = state.start_session(format!("stateless-{n}").into());
+    let session = state.start_session(format!("stateless-{n}").into(), true);
     // Owned by this request from here on: however the POST ends — answered, or dropped by a
     // client that went away before its reply began — the one-shot session ends with it.
     let one_shot = EndOnDrop::new(session.clone(), None);

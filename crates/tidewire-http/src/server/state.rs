@@ -19,6 +19,9 @@ pub(crate) struct State {
     pub(crate) codec: Codec,
     pub(crate) make_driver: BoxedServe<HttpTransport>,
     pub(crate) store: Arc<dyn EventStore>,
+    /// The events of stateless requests' one-shot sessions: never resumed (their events have
+    /// no ids), so always in this process's memory, whatever store sessions use.
+    pub(crate) one_shot_store: Arc<dyn EventStore>,
     pub(crate) sessions: Arc<SessionTable<HttpSession>>,
     /// Numbers the one-shot sessions of stateless mode (their key in the event store).
     pub(crate) stateless_seq: AtomicU64,
@@ -45,18 +48,25 @@ impl std::fmt::Debug for State {
 impl State {
     /// The state of an endpoint with `config`, whose sessions `make_driver` serves.
     pub(crate) fn new(config: HttpConfig, make_driver: BoxedServe<HttpTransport>) -> Self {
-        let store: Arc<dyn EventStore> = match &config.event_store {
-            Some(store) => store.clone(),
-            None => Arc::new(MemoryEventStore::with_limits(
+        let memory = || -> Arc<dyn EventStore> {
+            Arc::new(MemoryEventStore::with_limits(
                 config
                     .event_store_limits
                     .events_per_stream(config.stream_capacity),
-            )),
+            ))
+        };
+        let (store, one_shot_store) = match &config.event_store {
+            Some(store) => (store.clone(), memory()),
+            None => {
+                let store = memory();
+                (store.clone(), store)
+            }
         };
         Self {
             codec: Codec::new(config.limits.max_message_size),
             make_driver,
             store,
+            one_shot_store,
             sessions: Arc::new(SessionTable::new(
                 config.limits.max_sessions,
                 config.limits.idle_timeout,
@@ -70,11 +80,21 @@ impl State {
     }
 
     /// Starts a session's engine on a fresh transport; the session is removed when it stops.
-    pub(crate) fn start_session(self: &Arc<Self>, id: Arc<str>) -> Arc<HttpSession> {
+    /// A `one_shot` session (a stateless request's) keeps its events in memory.
+    pub(crate) fn start_session(
+        self: &Arc<Self>,
+        id: Arc<str>,
+        one_shot: bool,
+    ) -> Arc<HttpSession> {
+        let store = if one_shot {
+            &self.one_shot_store
+        } else {
+            &self.store
+        };
         let session = Arc::new(HttpSession::new(
             id,
             self.config.inbound_queue,
-            self.store.clone(),
+            store.clone(),
             self.config.stream_capacity,
             self.config.stream_patience,
             self.config.max_streams_per_session,

@@ -192,7 +192,7 @@ async fn deliver(
         extensions.insert(principal);
     }
     let n = state.stateless_seq.fetch_add(1, Ordering::Relaxed);
-    let session = state.start_session(format!("stateless-{n}").into());
+    let session = state.start_session(format!("stateless-{n}").into(), true);
     // The one-shot session ends with this request, however the POST ends: answered, or dropped
     // by a client that went away (which cancels the request).
     let one_shot = EndOnDrop::new(session.clone(), Some(slot));

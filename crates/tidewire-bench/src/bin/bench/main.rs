@@ -13,16 +13,23 @@
 //! `--protocol VERSION` (the session era's, default 2025-11-25; the `modern` rows always speak
 //! 2026-07-28), `--peers tidewire,rmcp,ceiling` (a subset, e.g. to profile one server).
 //! Progress goes to stderr, the table to stdout. See `docs/performance.md`.
+//!
+//! `--scale-out` runs the scale-out rows instead (see [`scale`]): tidewire replicas behind
+//! HAProxy, one in memory, one on Redis, three on Redis (`--redis-server PATH`,
+//! `--haproxy PATH`, or `TIDEWIRE_REDIS_SERVER` and `TIDEWIRE_HAPROXY`). See
+//! `docs/scale-out.md`.
 
 mod http;
 mod proc;
+mod scale;
 mod stdio;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use tidewire_bench::report::{self, Better, Peer, Row};
+use tidewire_bench::report::{self, Better, Peer, Row, Setup};
 use tidewire_bench::stats::percentile;
 use tokio::process::Child;
 
@@ -44,6 +51,12 @@ struct Options {
     no_pin: bool,
     /// The peers to run, in the first round's order (all three unless `--peers` narrows it).
     peers: Vec<Peer>,
+    /// Run the scale-out rows instead of the peer comparison.
+    scale_out: bool,
+    /// `redis-server` for the scale-out rows (else `TIDEWIRE_REDIS_SERVER`).
+    redis_server: Option<PathBuf>,
+    /// `haproxy` for the scale-out rows (else `TIDEWIRE_HAPROXY`).
+    haproxy: Option<PathBuf>,
 }
 
 impl Options {
@@ -65,6 +78,9 @@ impl Options {
             },
             no_pin: false,
             peers: Peer::ALL.to_vec(),
+            scale_out: false,
+            redis_server: None,
+            haproxy: None,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -73,6 +89,9 @@ impl Options {
                 "--quick" | "--full" => {}
                 "--json" => options.json = true,
                 "--no-pin" => options.no_pin = true,
+                "--scale-out" => options.scale_out = true,
+                "--redis-server" => options.redis_server = Some(value()?.into()),
+                "--haproxy" => options.haproxy = Some(value()?.into()),
                 "--protocol" => http::set_protocol_version(value()?),
                 "--rounds" => options.rounds = value()?.parse()?,
                 "--window" => options.window = Duration::from_secs_f64(value()?.parse()?),
@@ -102,7 +121,8 @@ impl Options {
                     println!(
                         "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
                          [--only sse,json,progress,modern,stdio,memory] [--sessions 1000,10000] [--no-pin] \
-                         [--protocol VERSION] [--peers tidewire,rmcp,ceiling]"
+                         [--protocol VERSION] [--peers tidewire,rmcp,ceiling] \
+                         [--scale-out [--redis-server PATH] [--haproxy PATH]]"
                     );
                     std::process::exit(0);
                 }
@@ -162,9 +182,10 @@ struct Echo {
 
 /// Echo round trips on `sessions` callers (one connection each; sessions, or stateless clients
 /// on the modern wire), each keeping one call in flight: warm up, then measure for `window`.
+/// The CPU per request is that of every process in `pids` (the server's, or a cluster's).
 async fn echo_cell(
     target: &Arc<Target>,
-    pid: u32,
+    pids: &[u32],
     wire: Wire,
     sessions: usize,
     warm: Duration,
@@ -195,9 +216,10 @@ async fn echo_cell(
         }));
     }
     tokio::time::sleep_until(start.into()).await;
-    let cpu0 = cpu_micros(pid)?;
+    let cpu = || -> anyhow::Result<u64> { pids.iter().map(|&pid| cpu_micros(pid)).sum() };
+    let cpu0 = cpu()?;
     tokio::time::sleep_until(end.into()).await;
-    let cpu1 = cpu_micros(pid)?;
+    let cpu1 = cpu()?;
     let mut all = Vec::new();
     for task in tasks {
         all.extend(task.await??);
@@ -333,9 +355,16 @@ async fn http_cells(
     let mode = wire.name();
     if options.echo_on(wire) {
         for sessions in [1, 32] {
-            let e = echo_cell(&target, pid, wire, sessions, options.warm, options.window)
-                .await
-                .with_context(|| format!("{} echo {mode} c{sessions}", peer.name()))?;
+            let e = echo_cell(
+                &target,
+                &[pid],
+                wire,
+                sessions,
+                options.warm,
+                options.window,
+            )
+            .await
+            .with_context(|| format!("{} echo {mode} c{sessions}", peer.name()))?;
             eprintln!(
                 "  {:8} echo {:6} c={sessions:<2}: {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>7.1} µs  cpu {:>5.1} µs/req",
                 peer.name(),
@@ -450,6 +479,10 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if options.scale_out {
+        let outside = scale::Outside::find(options.redis_server.clone(), options.haproxy.clone())?;
+        return scale_out(&options, &placement, &outside, &runtime);
+    }
     let started = Instant::now();
     let load_before = loadavg();
     let mut rows = Rows(Vec::new());
@@ -498,6 +531,59 @@ fn main() -> anyhow::Result<()> {
     result
 }
 
+/// `bench --scale-out`: the scale-out rows and their table.
+fn scale_out(
+    options: &Options,
+    placement: &Placement,
+    outside: &scale::Outside,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let load_before = loadavg();
+    let mut rows: Vec<Row<Setup>> = Vec::new();
+    let result = runtime.block_on(scale::run(options, placement, outside, &mut rows));
+    let elapsed = started.elapsed();
+    if options.json {
+        let meta = serde_json::json!({
+            "mode": if options.quick { "quick" } else { "full" },
+            "kind": "scale-out",
+            "rounds": options.rounds,
+            "window_s": options.window.as_secs_f64(),
+            "pinned": placement.pinned,
+            "load_average_before": load_before,
+            "load_average_after": loadavg(),
+            "elapsed_s": elapsed.as_secs_f64(),
+            "protocol_version": http::protocol_version(),
+            "progress_n": PROGRESS_N,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::json(&rows, meta))?
+        );
+    } else {
+        println!(
+            "scale-out, {} mode, {} rounds, {:.1} s per cell, {} (load average {} before, {} after), {:.0} s\n",
+            if options.quick { "quick" } else { "full" },
+            options.rounds,
+            options.window.as_secs_f64(),
+            if placement.pinned {
+                "servers, HAProxy and Redis on core 0, load on core 1"
+            } else {
+                "not pinned"
+            },
+            load_before,
+            loadavg(),
+            elapsed.as_secs_f64()
+        );
+        print!("{}", report::markdown(&rows));
+        println!(
+            "\nMedian (min–max) over the rounds, every request through HAProxy. Ratios are \
+             redis-N ÷ memory-1: above 1 is better for ↑ rows, below 1 for ↓ rows."
+        );
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,6 +607,11 @@ mod tests {
         assert!(Options::parse(&args("--rounds 0")).is_err());
         assert!(Options::parse(&args("--rounds")).is_err());
         assert!(Options::parse(&args("--bogus")).is_err());
+        let scale =
+            Options::parse(&args("--scale-out --quick --haproxy /x/haproxy")).expect("scale");
+        assert!(scale.scale_out && scale.quick);
+        assert_eq!(scale.haproxy, Some(PathBuf::from("/x/haproxy")));
+        assert!(!full.scale_out && full.redis_server.is_none());
     }
 
     #[test]

@@ -68,7 +68,8 @@ impl Placement {
         Ok(())
     }
 
-    fn command(&self, program: &Path) -> Command {
+    /// `program`, pinned to the servers' core when the run is pinned; killed when dropped.
+    pub fn command(&self, program: &Path) -> Command {
         let mut command = if self.pinned {
             let mut c = Command::new("taskset");
             c.args(["-c", "0"]).arg(program);
@@ -83,12 +84,17 @@ impl Placement {
     /// Starts `peer` over HTTP on a free loopback port, configured for `wire`; returns the child
     /// and the URL it printed.
     pub async fn start_http(&self, peer: Peer, wire: Wire) -> anyhow::Result<(Child, String)> {
-        let mut command = self.command(&self.binary(peer));
-        command.args(["--bind", "127.0.0.1:0"]);
-        if let Some(flag) = wire.server_flag() {
-            command.arg(flag);
-        }
-        let mut child = command
+        let mut args = vec!["--bind".to_owned(), "127.0.0.1:0".to_owned()];
+        args.extend(wire.server_flag().map(str::to_owned));
+        self.start_with(peer, &args).await
+    }
+
+    /// Starts `peer`'s server with `args` (HTTP: `--bind` and the rest); returns the child and
+    /// the URL it printed once listening.
+    pub async fn start_with(&self, peer: Peer, args: &[String]) -> anyhow::Result<(Child, String)> {
+        let mut child = self
+            .command(&self.binary(peer))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
