@@ -29,7 +29,7 @@ pub fn tidewire_server() -> Server {
     tidewire_builder().build()
 }
 
-/// [`tidewire_server`]'s builder, for a setup to add to (a replica on Redis).
+/// [`tidewire_server()`]'s builder, for a setup to add to (a replica on Redis).
 pub fn tidewire_builder() -> ServerBuilder {
     Server::builder(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .tool::<EchoArgs, _, _>("echo", "Returns its text.", |args, _ctx| async move {

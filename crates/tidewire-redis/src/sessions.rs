@@ -35,6 +35,8 @@ const SESSION_ID: &str = "mcp-session-id";
 /// Chunks a relay holds for a client that reads slowly; past it the relay ends (the client
 /// resumes).
 const RELAY_QUEUE: usize = 1024;
+/// Forwarded requests a replica serves at once; past it one is answered 503 at once.
+const MAX_FORWARDED_IN_FLIGHT: usize = 1024;
 /// The longest forwarded request body.
 const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
 /// How long a replica counts as alive after its last heartbeat.
@@ -159,8 +161,14 @@ impl SessionRouting {
                     if let Some(target) = target
                         && target.try_send(payload).is_err()
                     {
-                        // A reader too slow to keep up: its relay ends (the client resumes).
-                        shared.routes().remove(&channel);
+                        if channel == inbox {
+                            // The inbox stays: only this request is lost (its relay answers
+                            // 503 when no head comes).
+                            tracing::warn!("too many forwarded requests queued; one is dropped");
+                        } else {
+                            // A reader too slow to keep up: its relay ends (the client resumes).
+                            shared.routes().remove(&channel);
+                        }
                     }
                 }
                 tracing::warn!(
@@ -189,10 +197,21 @@ impl SessionRouting {
             }
         });
         let weak = Arc::downgrade(&shared);
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_FORWARDED_IN_FLIGHT));
         let server = tokio::spawn(async move {
             while let Some(payload) = forwarded.recv().await {
                 let Some(shared) = weak.upgrade() else { return };
-                tokio::spawn(async move { shared.serve(payload).await });
+                match in_flight.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        tokio::spawn(async move {
+                            shared.serve(payload).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        tokio::spawn(async move { shared.refuse(payload).await });
+                    }
+                }
             }
         });
         let weak = Arc::downgrade(&shared);
@@ -375,6 +394,27 @@ impl Shared {
             .arg(json)
             .query_async(&mut self.redis.connection())
             .await
+    }
+
+    /// Answers a forwarded request 503: this replica serves its most forwarded requests now.
+    async fn refuse(&self, payload: Vec<u8>) {
+        let Ok(forwarded) = serde_json::from_slice::<Forwarded>(&payload) else {
+            return;
+        };
+        tracing::warn!("too many forwarded requests at once; one is answered 503");
+        let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
+        let pieces =
+            [
+                Piece::Head {
+                    status: 503,
+                    headers: vec![("retry-after".to_owned(), "1".to_owned())],
+                },
+                Piece::Data(STANDARD.encode(
+                    "the replica holding this session is serving its most forwarded requests",
+                )),
+                Piece::End,
+            ];
+        self.publish_all(&reply, &pieces).await;
     }
 
     /// Publishes `pieces` on `channel` in order, in one round trip; whether someone heard each.
