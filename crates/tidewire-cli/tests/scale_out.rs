@@ -6,7 +6,7 @@
 //!   stops; another, asking a question, is answered through B and completes on A;
 //! - the peer scenarios through the balancer, each request landing on the next replica
 //!   (`input_required` rounds included: a retry's sealed state opens on any replica), but for
-//!   the two that read the demo's own process state; and the same in the session era, each
+//!   the two that read the demo's own process state; and all eight in the session era, each
 //!   request for the session forwarded to the replica holding it.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -248,24 +248,31 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
 
         // The peer scenarios through the balancer: each request to the next replica.
         let front = balancer(std::path::Path::new(&haproxy), &[&a, &b, &c]).await;
-        peer_scenarios_through(&front.url, Era::Modern).await;
+        peer_scenarios_through(&front.url, Era::Modern)
+            .await
+            .finish()
+            .await;
 
         // The session era through the balancer: the session lives on the replica that opened
         // it; every request that lands elsewhere is forwarded there, its stream relayed back.
         let sessions_before = sessions_known(&redis).await;
-        peer_scenarios_through(&front.url, Era::Legacy).await;
+        let harness = peer_scenarios_through(&front.url, Era::Legacy).await;
         // One session all along: no request met a replica that did not know it (a 404 would
         // have made the client open another).
         assert_eq!(sessions_known(&redis).await, sessions_before + 1);
+        // Its DELETE, wherever it landed, reached the owner, which forgot it.
+        harness.finish().await;
+        assert_eq!(sessions_known(&redis).await, sessions_before);
     })
     .await
     .expect("within the limit");
 }
 
-/// The peer scenarios against `url` in `era`, but `cancel` and `subscribe`: they read what the
-/// demo keeps in its own process (the last crawl's status, the counter), which the next request
-/// finds on another replica.
-async fn peer_scenarios_through(url: &str, era: Era) {
+/// The peer scenarios against `url` in `era`. In the session era every one of them, since all
+/// of a session's requests reach its replica; on the stateless revision all but `cancel` and
+/// `subscribe`, which read what the demo keeps in its own process (the last crawl's status,
+/// the counter) and whose next request lands on another replica. The client stays open.
+async fn peer_scenarios_through(url: &str, era: Era) -> Harness {
     let counters = Arc::new(Counters::default());
     let client = match era {
         Era::Modern => {
@@ -288,14 +295,18 @@ async fn peer_scenarios_through(url: &str, era: Era) {
     .expect("connected through the balancer");
     let harness = Harness::for_client(client, "balancer", counters);
     let mut failures = Vec::new();
-    for scenario in [
-        "echo",
-        "progress",
-        "notifications",
-        "sampling",
-        "elicitation",
-        "roots",
-    ] {
+    let scenarios: &[&str] = match era {
+        Era::Modern => &[
+            "echo",
+            "progress",
+            "notifications",
+            "sampling",
+            "elicitation",
+            "roots",
+        ],
+        _ => &tidewire_tests::scenarios::PEER_SCENARIOS,
+    };
+    for &scenario in scenarios {
         match run_peer_scenario(&harness, scenario).await {
             Ok(report) => println!("[balancer, {era:?}] PASS {scenario} {report}"),
             Err(error) => failures.push(format!("{scenario}: {error}")),
@@ -306,7 +317,7 @@ async fn peer_scenarios_through(url: &str, era: Era) {
         "through the balancer ({era:?}):\n{}",
         failures.join("\n")
     );
-    harness.finish().await;
+    harness
 }
 
 /// The state of task `id` through `client`, polled until it is `want` (within `limit`); how

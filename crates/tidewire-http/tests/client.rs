@@ -486,6 +486,87 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
 }
 
 #[tokio::test]
+async fn a_call_resuming_its_stream_when_the_session_ends_still_gets_the_replayed_response() {
+    within(async {
+        let expired = Arc::new(AtomicBool::new(false));
+        let call: Arc<Mutex<Option<Value>>> = Arc::default();
+        let fake = {
+            let (expired, call) = (expired.clone(), call.clone());
+            serve(move |req| {
+                let (expired, call) = (expired.clone(), call.clone());
+                async move {
+                    let ended = expired.load(Ordering::SeqCst);
+                    if req.method == Method::GET && req.header("last-event-id") == Some("p-1") {
+                        // What the ended session wrote, replayed (as a replica on Redis does
+                        // for a session whose replica died).
+                        let id = call.lock().expect("lock").clone().unwrap_or(Value::Null);
+                        return sse_reply(vec![message_event(
+                            Some("p-2"),
+                            &text_result(&id, "replayed"),
+                        )]);
+                    }
+                    if ended && req.session() == Some("s-1") {
+                        return status(StatusCode::NOT_FOUND, "no such session");
+                    }
+                    if let Some(reply) = handshake(&req, Some(if ended { "s-2" } else { "s-1" })) {
+                        return reply;
+                    }
+                    let id = req.id().unwrap_or(Value::Null);
+                    let tool = req
+                        .body
+                        .as_ref()
+                        .and_then(|b| b.pointer("/params/name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    if tool == "long" {
+                        // The stream ends before the response; the client resumes in 500 ms.
+                        *call.lock().expect("lock") = Some(id);
+                        return sse_reply(vec![priming("p-1", Some(500))]);
+                    }
+                    json_reply(text_result(&id, "echo"))
+                }
+            })
+            .await
+        };
+        let (client, handle) = connect(transport_for(&fake)).await;
+        let long = tokio::spawn({
+            let client = client.clone();
+            async move { client.call_tool("long", json!({})).await }
+        });
+        fake.log
+            .wait_for(|all| all.iter().any(|r| r.is_post("tools/call")).then_some(()))
+            .await;
+        // The session ends while the long call waits to resume.
+        expired.store(true, Ordering::SeqCst);
+        let error = client
+            .call_tool("echo", json!({}))
+            .await
+            .expect_err("the call that met the 404 fails");
+        assert!(remote_message(&error).1.contains("ended the MCP session"));
+        let result = long
+            .await
+            .expect("join")
+            .expect("the resumed call gets the replayed response");
+        assert_eq!(first_text(&result), "replayed");
+        let resume = fake
+            .log
+            .with_method(&Method::GET)
+            .into_iter()
+            .find(|r| r.header("last-event-id").is_some())
+            .expect("a resuming GET");
+        assert_eq!(
+            resume.session(),
+            Some("s-1"),
+            "the stream is resumed in the session it belongs to"
+        );
+        assert_eq!(handle.sessions_ended(), 1);
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn with_reinitialize_off_a_404_closes_the_connection() {
     within(async {
         let fake = serve(|req| async move {

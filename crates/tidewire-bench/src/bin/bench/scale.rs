@@ -94,7 +94,7 @@ impl Cluster {
             std::process::id()
         ));
         std::fs::write(&config, haproxy_config(port, &addresses))?;
-        let balancer = placement
+        let mut balancer = placement
             .command(&outside.haproxy)
             .arg("-f")
             .arg(&config)
@@ -109,6 +109,9 @@ impl Cluster {
             .await
             .is_err()
         {
+            if let Some(status) = balancer.try_wait()? {
+                bail!("haproxy exited at startup ({status}); its log is above");
+            }
             if tokio::time::Instant::now() >= deadline {
                 bail!("haproxy did not listen on port {port} within 10 s");
             }
@@ -149,8 +152,10 @@ impl Cluster {
 /// HAProxy round robin over `backends` (`HOST:PORT` each). The server side closes after each
 /// response, so every request is balanced on its own: a session's requests land anywhere.
 pub fn haproxy_config(port: u16, backends: &[String]) -> String {
+    // `maxconn` sets the file descriptors HAProxy asks for (about twice it, plus some): 1,024
+    // fits under a shell's `ulimit -n 8192`, where 4,096 made it refuse to start.
     let mut config = format!(
-        "global\n  maxconn 4096\n\
+        "global\n  maxconn 1024\n\
          defaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
          \x20 option http-server-close\n\
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
