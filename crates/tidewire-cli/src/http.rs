@@ -6,14 +6,22 @@ use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, Streamab
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
+use std::sync::Arc;
+
+use tidewire_demo::{DemoStore, MemoryDemoStore};
 use tidewire_server::ServerBuilder;
 
 use crate::ServeArgs;
 use crate::duration::Span;
 
 /// Serves the demo server until Ctrl-C on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
-/// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`.
-pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> ExitCode {
+/// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`. `build` makes its builder
+/// with the peer tools' state in the store it is given (in Redis with `--redis`).
+pub(crate) fn serve(
+    address: &str,
+    args: &ServeArgs,
+    build: impl FnOnce(Arc<dyn DemoStore>) -> Result<ServerBuilder, String>,
+) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -46,6 +54,17 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         .max_message_size(args.max_message_size)
         .max_sessions(args.max_sessions);
     let result = runtime.block_on(async move {
+        let limits = EventStoreLimits::default().total_bytes(args.event_store_bytes);
+        let shared = args.scale.connect(idle, limits).await?;
+        let store: Arc<dyn DemoStore> = match &shared {
+            Some(shared) => shared.store.clone(),
+            None => Arc::new(MemoryDemoStore::new()),
+        };
+        let mut builder = build(store)?;
+        if let Some(shared) = &shared {
+            builder = shared.attach(builder);
+        }
+        let replica = shared.map(|shared| shared.replica);
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|e| format!("cannot listen on {address}: {e}"))?;
@@ -58,8 +77,6 @@ pub(crate) fn serve(address: &str, args: &ServeArgs, builder: ServerBuilder) -> 
         if !local.ip().is_loopback() && protection.is_none() {
             tracing::warn!(%local, "listening on a non-loopback address: the demo server has no authentication");
         }
-        let limits = EventStoreLimits::default().total_bytes(args.event_store_bytes);
-        let (builder, replica) = args.scale.attach(builder, idle, limits).await?;
         let mut config = config;
         if let Some(replica) = &replica {
             config = config.event_store(replica.events.clone());

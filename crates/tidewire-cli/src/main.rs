@@ -13,6 +13,7 @@
 
 mod commands;
 mod connect;
+mod demo_store;
 mod duration;
 mod error;
 mod http;

@@ -3,12 +3,14 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use tidewire_core::session::SessionOptions;
 use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 use tidewire_core::version::Eras;
+use tidewire_demo::{DemoStore, MemoryDemoStore};
 use tidewire_http::server::{EventStoreLimits, HttpConfig};
 use tidewire_server::ServerBuilder;
 use tidewire_server::skill::SkillSet;
@@ -132,25 +134,22 @@ pub(crate) struct ServeArgs {
     pub(crate) task_lease: Span,
 }
 
-/// The demo server's builder with what the options say of it: its eras, and its skills.
-pub(crate) fn demo_builder(args: &ServeArgs) -> Result<ServerBuilder, ExitCode> {
+/// The demo server's builder with what the options say of it: its eras and its skills, its
+/// peer tools' state in `store`.
+pub(crate) fn demo_builder(
+    args: &ServeArgs,
+    store: Arc<dyn DemoStore>,
+) -> Result<ServerBuilder, String> {
     let Span(lease) = args.task_lease;
-    let builder = tidewire_demo::demo_builder()
+    let builder = tidewire_demo::demo_builder_with(store)
         .eras(args.era)
         .task_lease(lease);
     let Some(dir) = &args.skills else {
         return Ok(builder);
     };
-    match SkillSet::from_dir(dir) {
-        Ok(skills) => Ok(builder.skills(skills)),
-        Err(error) => {
-            eprintln!(
-                "tidewire serve: cannot offer the skills in {}: {error}",
-                dir.display()
-            );
-            Err(ExitCode::FAILURE)
-        }
-    }
+    let skills = SkillSet::from_dir(dir)
+        .map_err(|error| format!("cannot offer the skills in {}: {error}", dir.display()))?;
+    Ok(builder.skills(skills))
 }
 
 fn parse_era(text: &str) -> Result<Eras, String> {
@@ -176,10 +175,7 @@ fn parse_count(text: &str) -> Result<usize, String> {
 
 pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
     if let Some(address) = &args.bind {
-        return match demo_builder(args) {
-            Ok(builder) => http::serve(address, args, builder),
-            Err(code) => code,
-        };
+        return http::serve(address, args, |store| demo_builder(args, store));
     }
     if args.scale.redis.is_some() {
         eprintln!("tidewire serve: --redis shares an HTTP server's state: use it with --bind ADDR");
@@ -237,9 +233,12 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
     }
     let codec = Codec::new(args.max_message_size);
     let grace = Duration::from_millis(args.eof_grace_ms);
-    let builder = match demo_builder(args) {
+    let builder = match demo_builder(args, Arc::new(MemoryDemoStore::new())) {
         Ok(builder) => builder,
-        Err(code) => return code,
+        Err(message) => {
+            eprintln!("tidewire serve: {message}");
+            return ExitCode::FAILURE;
+        }
     };
     let result = runtime.block_on(async move {
         // When stdin ends, requests still running get `grace` to finish and answer.

@@ -1,15 +1,20 @@
 //! `tidewire serve --bind ADDR --redis URL`: the demo server as one replica of several behind a
-//! load balancer, sharing through Redis its notification bus, its task store and the key that
-//! seals a stateless request's state.
+//! load balancer, sharing through Redis its notification bus, its task store, the key that
+//! seals a stateless request's state, and the peer tools' own state.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use tidewire_demo::DemoStore;
 use tidewire_http::server::EventStoreLimits;
-use tidewire_redis::{Redis, RedisEventStore, RedisTaskStore, SessionRouting, shared_key_ring};
-use tidewire_server::ServerBuilder;
+use tidewire_redis::{
+    Redis, RedisBus, RedisEventStore, RedisTaskStore, SessionRouting, shared_key_ring,
+};
 use tidewire_server::tasks::TaskLimits;
+use tidewire_server::{KeyRing, ServerBuilder};
+
+use crate::demo_store::RedisDemoStore;
 
 /// The namespace of the demo server's keys and channel in Redis.
 const NAMESPACE: &str = "tidewire-demo";
@@ -37,34 +42,54 @@ impl RedisArgs {
             .unwrap_or_else(|| format!("pid-{}", std::process::id()))
     }
 
-    /// `builder` with the shared parts on Redis, and for the Streamable HTTP endpoint the
-    /// session routing (sessions known for `session_ttl` after their last request) and the
-    /// event store copying to Redis (within `limits` in memory), when `--redis` asks;
-    /// `builder` unchanged otherwise.
-    pub(crate) async fn attach(
+    /// The shared parts on Redis when `--redis` asks (`None` otherwise): for the Streamable
+    /// HTTP endpoint the session routing (sessions known for `session_ttl` after their last
+    /// request) and the event store copying to Redis (within `limits` in memory).
+    pub(crate) async fn connect(
         &self,
-        builder: ServerBuilder,
         session_ttl: Duration,
         limits: EventStoreLimits,
-    ) -> Result<(ServerBuilder, Option<Replica>), String> {
+    ) -> Result<Option<Shared>, String> {
         let Some(url) = &self.redis else {
-            return Ok((builder, None));
+            return Ok(None);
         };
         let failed = |e: tidewire_redis::RedisError| format!("cannot use Redis at {url}: {e}");
         let redis = Redis::connect(url, NAMESPACE).await.map_err(failed)?;
         let bus = redis.bus().await.map_err(failed)?;
         let keys = shared_key_ring(&redis).await.map_err(failed)?;
-        let store = RedisTaskStore::new(&redis, TaskLimits::default());
         let routing = SessionRouting::start(&redis, &self.node(), session_ttl)
             .await
             .map_err(failed)?;
         let events = Arc::new(RedisEventStore::new(&redis, session_ttl, limits));
         tracing::info!(node = %self.node(), "a replica on Redis");
-        let builder = builder
-            .notification_bus(Arc::new(bus))
-            .task_store(Arc::new(store))
-            .state_keys(keys);
-        Ok((builder, Some(Replica { routing, events })))
+        Ok(Some(Shared {
+            store: Arc::new(RedisDemoStore::new(&redis)),
+            tasks: Arc::new(RedisTaskStore::new(&redis, TaskLimits::default())),
+            bus: Arc::new(bus),
+            keys,
+            replica: Replica { routing, events },
+        }))
+    }
+}
+
+/// What the replicas share through Redis.
+pub(crate) struct Shared {
+    /// The peer tools' state.
+    pub(crate) store: Arc<dyn DemoStore>,
+    tasks: Arc<RedisTaskStore>,
+    bus: Arc<RedisBus>,
+    keys: KeyRing,
+    /// What the Streamable HTTP endpoint needs.
+    pub(crate) replica: Replica,
+}
+
+impl Shared {
+    /// `builder` with its bus, task store and state key on Redis.
+    pub(crate) fn attach(&self, builder: ServerBuilder) -> ServerBuilder {
+        builder
+            .notification_bus(self.bus.clone())
+            .task_store(self.tasks.clone())
+            .state_keys(self.keys.clone())
     }
 }
 

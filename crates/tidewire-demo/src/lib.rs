@@ -21,9 +21,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! State (the counter, the record of the last crawl) lives in the [`Server`] that
-//! [`demo_server`] returns and is shared by every connection it serves; each call of
-//! [`demo_server`] starts from scratch.
+//! State (the counter, the record of the last crawl) lives in a [`DemoStore`] shared by every
+//! connection the server serves. [`demo_server`] and [`demo_builder`] start each from a fresh
+//! [`MemoryDemoStore`]; [`demo_builder_with`] takes a store several replicas share.
 //!
 //! Nothing here fetches anything or talks to a model: `crawl` only waits, and `sample`, `elicit`
 //! and `roots` ask the connected client.
@@ -34,13 +34,17 @@ mod conformance;
 mod conformance_2026;
 mod peer;
 mod skills;
+mod store;
 mod tasks;
+
+use std::sync::Arc;
 
 use tidewire_core::schema::{Implementation, TaskSupport};
 use tidewire_server::{Server, ServerBuilder};
 
 pub use peer::CrawlStatus;
 pub use skills::{PDF_FORMS_MD, PDF_SKILL_MD, REFUNDS_SKILL_MD, demo_skills};
+pub use store::{DemoStore, MemoryDemoStore, StoreError, StoreFuture};
 
 /// The URI of the counter resource that `bump` increments.
 pub const COUNTER_URI: &str = "test://counter";
@@ -62,15 +66,22 @@ pub fn demo_server() -> Server {
     demo_builder().build()
 }
 
-/// The demo server's builder, for adding more (the test suite adds test-only tools).
+/// The demo server's builder, for adding more (the test suite adds test-only tools), with its
+/// state in a fresh [`MemoryDemoStore`].
 pub fn demo_builder() -> ServerBuilder {
+    demo_builder_with(Arc::new(MemoryDemoStore::new()))
+}
+
+/// The demo server's builder with its state in `store`: replicas sharing one store answer
+/// `crawl_status` and reads of the counter alike.
+pub fn demo_builder_with(store: Arc<dyn DemoStore>) -> ServerBuilder {
     let info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
         .with_title("tidewire demo server");
     let builder = Server::builder(info).instructions(
         "A test server. The interop tools (echo, crawl, notify, bump, sample, elicit, roots) and \
          the conformance tools (test_*) return fixed, documented results; nothing is fetched.",
     );
-    let builder = peer::register(builder);
+    let builder = peer::register(builder, &store);
     let builder = conformance::register(builder);
     let builder = conformance_2026::register(builder);
     let builder = skills::register(builder);

@@ -1,12 +1,12 @@
 //! The interop peer contract: the tools and the counter resource every interop peer offers.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{
     CallToolResult, CreateMessageParams, ElicitAction, ElicitParams, ElicitValue,
     ElicitationSchema, LoggingLevel, PrimitiveSchema, ReadResourceResult, Resource,
@@ -15,6 +15,7 @@ use tidewire_core::schema::{
 use tidewire_server::{Context, NoArgs, ServerBuilder, ToolError};
 
 use crate::COUNTER_URI;
+use crate::store::{DemoStore, StoreError};
 
 /// Arguments of `echo`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -69,83 +70,98 @@ pub struct CrawlStatus {
     pub stopped_at_ms: Option<u64>,
 }
 
-/// The record of crawls: the status of the latest one and its sequence number.
-#[derive(Debug, Default)]
-struct CrawlBook {
-    latest: u64,
-    status: CrawlStatus,
-}
-
-/// Server-wide state of the peer tools.
-#[derive(Debug, Clone, Default)]
-struct PeerState {
-    crawls: Arc<Mutex<CrawlBook>>,
-    counter: Arc<AtomicU64>,
-}
-
-impl PeerState {
-    fn crawls(&self) -> MutexGuard<'_, CrawlBook> {
-        self.crawls.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Records the start of a crawl, which becomes the one `crawl_status` reports.
-    fn start_crawl(&self, total: u64) -> CrawlRun {
-        let mut book = self.crawls();
-        book.latest += 1;
-        book.status = CrawlStatus {
-            total,
-            ..CrawlStatus::default()
-        };
-        CrawlRun {
-            crawls: self.crawls.clone(),
-            id: book.latest,
-            completed: 0,
-            done: false,
-        }
-    }
-}
-
 /// One running crawl. Dropping it records how the crawl stopped.
 ///
 /// The session engine aborts a cancelled handler at its next `.await`, so code after that await
 /// never runs; `Drop` does, which makes it the one place that sees every way a crawl can end.
 #[derive(Debug)]
 struct CrawlRun {
-    crawls: Arc<Mutex<CrawlBook>>,
+    store: Arc<dyn DemoStore>,
     id: u64,
-    completed: u64,
-    done: bool,
+    status: CrawlStatus,
+    recorded: bool,
 }
 
 impl CrawlRun {
-    fn book(&self) -> MutexGuard<'_, CrawlBook> {
-        self.crawls.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Records the start of a crawl of `total` URLs, which becomes the one `crawl_status`
+    /// reports.
+    async fn start(store: Arc<dyn DemoStore>, total: u64) -> Result<Self, ToolError> {
+        let status = CrawlStatus {
+            total,
+            ..CrawlStatus::default()
+        };
+        let id = store
+            .start_crawl(status.clone())
+            .await
+            .map_err(store_failed)?;
+        Ok(Self {
+            store,
+            id,
+            status,
+            recorded: false,
+        })
     }
 
-    fn unit_done(&mut self) {
-        self.completed += 1;
-        let completed = self.completed;
-        let id = self.id;
-        let mut book = self.book();
-        if book.latest == id {
-            book.status.completed = completed;
+    async fn unit_done(&mut self) -> Result<(), ToolError> {
+        self.status.completed += 1;
+        self.store
+            .record_crawl(self.id, self.status.clone())
+            .await
+            .map_err(store_failed)
+    }
+
+    /// Records that the crawl did every URL.
+    async fn finish(mut self) -> Result<u64, ToolError> {
+        self.recorded = true;
+        let status = self.stopped(false);
+        self.store
+            .record_crawl(self.id, status)
+            .await
+            .map_err(store_failed)?;
+        Ok(self.status.completed)
+    }
+
+    /// The status of this crawl, stopped now.
+    fn stopped(&self, cancelled: bool) -> CrawlStatus {
+        CrawlStatus {
+            cancelled,
+            finished: true,
+            stopped_at_ms: Some(now_ms()),
+            ..self.status.clone()
         }
     }
 }
 
 impl Drop for CrawlRun {
     fn drop(&mut self) {
-        let (id, completed, done) = (self.id, self.completed, self.done);
-        let mut book = self.book();
-        // A newer crawl owns the record now.
-        if book.latest != id {
+        if self.recorded {
             return;
         }
-        book.status.completed = completed;
-        book.status.cancelled = !done;
-        book.status.finished = true;
-        book.status.stopped_at_ms = Some(now_ms());
+        let status = self.stopped(true);
+        let store = self.store.clone();
+        let id = self.id;
+        let mut record = Box::pin(async move { store.record_crawl(id, status).await });
+        // A store in memory is done at once; one across the network finishes in a task.
+        match futures::FutureExt::now_or_never(&mut record) {
+            Some(Err(error)) => tracing::warn!(%error, "the end of a crawl was not recorded"),
+            Some(Ok(())) => {}
+            None => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move {
+                        if let Err(error) = record.await {
+                            tracing::warn!(%error, "the end of a crawl was not recorded");
+                        }
+                    });
+                }
+                Err(_) => tracing::warn!("the end of a crawl was not recorded: no runtime"),
+            },
+        }
     }
+}
+
+/// A store failure, as the tool's error.
+fn store_failed(error: StoreError) -> ToolError {
+    ToolError::new(error.to_string())
 }
 
 /// Wall-clock time in milliseconds since the Unix epoch.
@@ -156,13 +172,12 @@ fn now_ms() -> u64 {
         .unwrap_or_default()
 }
 
-/// Adds the peer tools and the counter resource.
-pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
-    let state = PeerState::default();
-    let crawl_state = state.clone();
-    let status_state = state.clone();
-    let bump_state = state.clone();
-    let counter = state.counter;
+/// Adds the peer tools and the counter resource, keeping their state in `store`.
+pub(crate) fn register(builder: ServerBuilder, store: &Arc<dyn DemoStore>) -> ServerBuilder {
+    let crawl_state = store.clone();
+    let status_state = store.clone();
+    let bump_state = store.clone();
+    let counter = store.clone();
 
     builder
         .tool(
@@ -181,8 +196,12 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
             "Returns the state of the most recent crawl as JSON: completed, cancelled, finished, \
              total and stopped_at_ms (wall-clock epoch milliseconds when it stopped).",
             move |_: NoArgs, _ctx| {
-                let status = status_state.crawls().status.clone();
-                async move { Ok(CallToolResult::text(serde_json::to_string(&status)?)) }
+                let store = status_state.clone();
+                async move {
+                    let status = store.latest_crawl().await.map_err(store_failed)?;
+                    let status = status.unwrap_or_default();
+                    Ok(CallToolResult::text(serde_json::to_string(&status)?))
+                }
             },
         )
         .tool(
@@ -219,8 +238,9 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
                 .with_description("A counter that the bump tool increments; subscribe to it.")
                 .with_mime_type("text/plain"),
             move |uri, _ctx| {
-                let value = counter.load(Ordering::SeqCst);
+                let store = counter.clone();
                 async move {
+                    let value = store.counter().await.map_err(ErrorObject::internal)?;
                     Ok(ReadResourceResult::new(vec![
                         TextResourceContents::new(uri, value.to_string())
                             .with_mime_type("text/plain")
@@ -232,12 +252,12 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
 }
 
 async fn crawl(
-    state: PeerState,
+    store: Arc<dyn DemoStore>,
     args: CrawlArgs,
     ctx: Context,
 ) -> Result<CallToolResult, ToolError> {
     let total = args.urls.len();
-    let mut run = state.start_crawl(total as u64);
+    let mut run = CrawlRun::start(store, total as u64).await?;
     let delay = Duration::from_millis(args.delay_ms);
     for (i, url) in args.urls.iter().enumerate() {
         if ctx.is_cancelled() {
@@ -248,7 +268,7 @@ async fn crawl(
             () = ctx.cancelled() => return Err(ToolError::new("the crawl was cancelled")),
             () = tokio::time::sleep(delay) => {}
         }
-        run.unit_done();
+        run.unit_done().await?;
         let step = i + 1;
         ctx.report_progress(
             step as f64,
@@ -257,9 +277,7 @@ async fn crawl(
         )
         .await?;
     }
-    run.done = true;
-    let completed = run.completed;
-    drop(run);
+    let completed = run.finish().await?;
     Ok(CallToolResult::text(format!("Crawled {completed} URLs")))
 }
 
@@ -273,8 +291,8 @@ async fn notify(args: NotifyArgs, ctx: Context) -> Result<CallToolResult, ToolEr
     Ok(CallToolResult::text(format!("Sent {count} log messages")))
 }
 
-async fn bump(state: PeerState, ctx: Context) -> Result<CallToolResult, ToolError> {
-    let value = state.counter.fetch_add(1, Ordering::SeqCst) + 1;
+async fn bump(store: Arc<dyn DemoStore>, ctx: Context) -> Result<CallToolResult, ToolError> {
+    let value = store.bump().await.map_err(store_failed)?;
     ctx.server().notify_resource_updated(COUNTER_URI).await;
     Ok(CallToolResult::text(value.to_string()))
 }

@@ -51,6 +51,10 @@ pub use keys::shared_key_ring;
 pub use sessions::SessionRouting;
 pub use tasks::RedisTaskStore;
 
+/// The `redis` crate this one is built on, for an application's own commands on
+/// [`Redis::connection`].
+pub use redis;
+
 use redis::aio::ConnectionManager;
 
 /// Why Redis could not be used.
@@ -114,12 +118,17 @@ impl Redis {
         RedisBus::connect(self).await
     }
 
-    /// The full name of `key` in this server's namespace.
-    pub(crate) fn key(&self, key: &str) -> String {
+    /// The full name of `key` in this server's namespace (`tidewire:<namespace>:<key>`). An
+    /// application keeping its own shared state beside tidewire's names its keys with it; the
+    /// names tidewire uses are in `docs/scale-out.md`, an application's own are best kept
+    /// under a prefix of its own (`app:…`).
+    pub fn key(&self, key: &str) -> String {
         format!("tidewire:{}:{key}", self.namespace)
     }
 
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    /// A handle on the shared connection, which reconnects by itself (cheap to clone: every
+    /// handle multiplexes one connection). For an application's own commands beside tidewire's.
+    pub fn connection(&self) -> ConnectionManager {
         self.manager.clone()
     }
 
