@@ -66,8 +66,8 @@ struct Books {
     codes: HashMap<String, (String, String, String)>,
     /// Live refresh tokens: scopes, resource.
     refresh: HashMap<String, (String, String)>,
-    /// Access tokens issued: scopes, resource, expiry, revoked.
-    access: HashMap<String, (String, String, u64, bool)>,
+    /// Access tokens issued: scopes, resource, expiry, revoked, subject.
+    access: HashMap<String, (String, String, u64, bool, String)>,
     /// Every token request's grant type, in order.
     grants: Vec<String>,
     /// Every refresh token issued, in order.
@@ -152,25 +152,51 @@ impl TestAuthorizationServer {
         self.books().issued_refresh.last().cloned()
     }
 
-    /// Issues an access token and a refresh token for `scopes` on `resource`.
-    fn issue(&self, scopes: &str, resource: &str) -> Value {
+    /// An access token for `subject`, with `scopes` on `resource`, issued without a flow (for
+    /// a test that needs tokens of two people).
+    pub fn access_token_for(&self, subject: &str, scopes: &str, resource: &str) -> String {
         let mut books = self.books();
+        self.access_token(&mut books, subject, scopes, resource)
+    }
+
+    /// Signs and records an access token.
+    fn access_token(
+        &self,
+        books: &mut Books,
+        subject: &str,
+        scopes: &str,
+        resource: &str,
+    ) -> String {
         books.serial += 1;
         let serial = books.serial;
         let exp = now() + books.lifetime;
         let claims = json!({
-            "iss": self.issuer, "aud": resource, "sub": "alice", "scope": scopes,
+            "iss": self.issuer, "aud": resource, "sub": subject, "scope": scopes,
             "exp": exp, "iat": now(), "jti": format!("t{serial}"),
         });
         let mut head = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
         head.kid = Some("test-1".to_owned());
         let key = jsonwebtoken::EncodingKey::from_ec_pem(SIGNING_KEY.as_bytes()).expect("key");
         let access = jsonwebtoken::encode(&head, &claims, &key).expect("signed");
-        let refresh = format!("refresh-{serial}");
         books.access.insert(
             access.clone(),
-            (scopes.to_owned(), resource.to_owned(), exp, false),
+            (
+                scopes.to_owned(),
+                resource.to_owned(),
+                exp,
+                false,
+                subject.to_owned(),
+            ),
         );
+        access
+    }
+
+    /// Issues an access token and a refresh token for `scopes` on `resource`.
+    fn issue(&self, scopes: &str, resource: &str) -> Value {
+        let mut books = self.books();
+        let access = self.access_token(&mut books, "alice", scopes, resource);
+        let serial = books.serial;
+        let refresh = format!("refresh-{serial}");
         books
             .refresh
             .insert(refresh.clone(), (scopes.to_owned(), resource.to_owned()));
@@ -342,8 +368,8 @@ async fn introspect(
     let token = form(&body).remove("token").unwrap_or_default();
     let books = server.books();
     let state = match books.access.get(&token) {
-        Some((scopes, resource, exp, false)) if *exp > now() => json!({
-            "active": true, "sub": "alice", "scope": scopes, "aud": resource, "exp": exp,
+        Some((scopes, resource, exp, false, subject)) if *exp > now() => json!({
+            "active": true, "sub": subject, "scope": scopes, "aud": resource, "exp": exp,
             "iss": server.issuer,
         }),
         _ => json!({"active": false}),

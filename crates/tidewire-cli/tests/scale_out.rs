@@ -21,6 +21,7 @@ use support::HttpServer;
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::{Implementation, SubscriptionFilter, TaskStatus};
 use tidewire_http::client::StatelessHttpClient;
+use tidewire_tests::authorization_server::{INTROSPECTION_CLIENT, TestAuthorizationServer};
 use tidewire_tests::external::{RedisServer, free_port, skip};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
 use tidewire_tests::scenarios::{run_peer_scenario, text_of};
@@ -915,6 +916,156 @@ async fn the_owner_killed_fails_its_calls_within_seconds_and_the_client_starts_o
         }
         assert_eq!(client.reinitializations(), 1);
         println!("calls worked again {:?} later", recovered.elapsed());
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// One JSON-RPC POST to `url` with `token` (and `session`): status, session id, body.
+async fn post_as(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (u16, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(message.to_string());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send().await.expect("sent");
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, id, response.text().await.expect("body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_authorization_a_forwarded_request_acts_for_the_subject_its_replica_verified() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let auth = TestAuthorizationServer::start(3600).await;
+        // Behind a balancer every replica is one resource: the URL clients use.
+        let resource = "http://mcp.example.test/mcp";
+        let (client_id, secret) = INTROSPECTION_CLIENT;
+        let introspection = auth.introspection_endpoint();
+        let protected = |name: &str| {
+            HttpServer::start_with_env(
+                &[
+                    "--redis",
+                    &redis.url(),
+                    "--node-id",
+                    name,
+                    "--auth-issuer",
+                    &auth.issuer,
+                    "--auth-introspection",
+                    &introspection,
+                    "--auth-client-id",
+                    client_id,
+                    "--auth-audience",
+                    resource,
+                    "--auth-scope",
+                    "mcp:use",
+                ],
+                &[("TIDEWIRE_AUTH_CLIENT_SECRET", secret)],
+            )
+        };
+        let (a, b) = (protected("a"), protected("b"));
+        let alice = auth.access_token_for("alice", "mcp:use", resource);
+        let bob = auth.access_token_for("bob", "mcp:use", resource);
+
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        let (status, session, _) = post_as(&a.url, &alice, None, initialize).await;
+        assert_eq!(status, 200);
+        let session = session.expect("a session id");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, _) = post_as(&a.url, &alice, Some(&session), initialized).await;
+        assert_eq!(status, 202);
+
+        // Alice's session, used through B: forwarded to A with the subject B verified.
+        let echo = |id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"text": "through B"}}})
+        };
+        let (status, _, body) = post_as(&b.url, &alice, Some(&session), echo(2)).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("through B"), "{body}");
+        // Bob's valid token does not open Alice's session, on either replica.
+        let (status, _, _) = post_as(&b.url, &bob, Some(&session), echo(3)).await;
+        assert_eq!(status, 404);
+        let (status, _, _) = post_as(&a.url, &bob, Some(&session), echo(4)).await;
+        assert_eq!(status, 404);
+        // No token at all is stopped by B's own layer, before any forwarding.
+        let unauthenticated = reqwest::Client::new()
+            .post(&b.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("content-type", "application/json")
+            .body(echo(5).to_string())
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(unauthenticated.status().as_u16(), 401);
+        // And Alice's session goes on.
+        let (status, _, body) = post_as(&b.url, &alice, Some(&session), echo(6)).await;
+        assert_eq!(status, 200, "{body}");
+
+        // A session of Alice's whose replica died, with a stream's response copied to Redis:
+        // it is replayed to Alice only.
+        let mut connection = redis::Client::open(redis.url())
+            .expect("client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connection");
+        let ghost = "0123456789abcdef0123456789abcdef";
+        let () = redis::pipe()
+            .cmd("HSET")
+            .arg(format!("tidewire:tidewire-demo:session:{ghost}"))
+            .arg("owner")
+            .arg("a-replica-that-died")
+            .arg("subject")
+            .arg("alice")
+            .ignore()
+            .cmd("XADD")
+            .arg(format!("tidewire:tidewire-demo:events:{ghost}:1"))
+            .arg("1-0")
+            .arg("d")
+            .arg(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#)
+            .arg("l")
+            .arg(1)
+            .ignore()
+            .query_async(&mut connection)
+            .await
+            .expect("written");
+        let resume = |token: &str| {
+            reqwest::Client::new()
+                .get(&b.url)
+                .bearer_auth(token)
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", ghost)
+                .header("mcp-protocol-version", "2025-11-25")
+                .header("last-event-id", "1-0")
+                .send()
+        };
+        let refused = resume(&bob).await.expect("sent");
+        assert_eq!(refused.status().as_u16(), 404);
+        let replayed = resume(&alice).await.expect("sent");
+        assert_eq!(replayed.status().as_u16(), 200);
+        let body = replayed.text().await.expect("body");
+        assert!(body.contains(r#""id":7"#), "{body}");
     })
     .await
     .expect("within the limit");

@@ -1,13 +1,21 @@
 //! [`SessionRouting`]: session-era Streamable HTTP behind a load balancer without affinity.
 //!
 //! A session lives in the process that opened it (its owner). Redis knows which process that
-//! is (`session:<id>` → node, kept as long as the session is used). A request naming a session
+//! is, and for whom it was opened (`session:<id>`, a hash: `owner`, and `subject` when an
+//! authorization layer verified the request that opened it; kept as long as the session is
+//! used). A request naming a session
 //! that another live replica owns is forwarded to it through Redis — the request whole, the
 //! answer (status, headers, and each chunk of its body, an SSE stream included) back — so the
 //! client sees one server whichever replica the balancer picked, and a stream it resumes with
 //! `Last-Event-ID` through any replica is replayed by the owner's event store. When the owner
 //! is dead, a resumption is replayed from the copy a [`RedisEventStore`](crate::RedisEventStore)
-//! keeps in Redis, and every other request for the session is answered 404.
+//! keeps in Redis (to the session's subject only), and every other request for the session is
+//! answered 404.
+//!
+//! With an authorization layer in front of the router this wraps (a `BearerLayer`), the replica
+//! a request lands on verifies its token; the [`Principal`] it found travels with the forwarded
+//! request, so the owner holds the session to its subject and its handlers see it
+//! (`ctx.auth()`), as if the request had landed there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -25,6 +33,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use http_body_util::BodyExt as _;
 use redis::aio::PubSubSink;
 use serde::{Deserialize, Serialize};
+use tidewire_core::transport::Principal;
 use tokio::sync::mpsc;
 use tower::ServiceExt as _;
 
@@ -80,8 +89,8 @@ struct Shared {
     routes: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
     /// The router forwarded requests are served by (the one wrapped, without this layer).
     local: OnceLock<axum::Router>,
-    /// The sessions opened here, and when each was last used.
-    places: Mutex<HashMap<String, std::time::Instant>>,
+    /// The sessions opened here: when each was last used, and for whom.
+    places: Mutex<HashMap<String, Place>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
@@ -98,6 +107,14 @@ impl Drop for Shared {
     }
 }
 
+/// A session opened here, as this replica keeps its place.
+#[derive(Debug, Clone)]
+struct Place {
+    used: std::time::Instant,
+    /// The subject it was opened for, when the request was verified.
+    subject: Option<String>,
+}
+
 /// A request, as it travels to its session's owner.
 #[derive(Serialize, Deserialize)]
 struct Forwarded {
@@ -108,6 +125,33 @@ struct Forwarded {
     uri: String,
     headers: Vec<(String, String)>,
     body: String,
+    /// Whom the replica it landed on verified it for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    principal: Option<Verified>,
+}
+
+/// A [`Principal`] on the way to the owner.
+#[derive(Serialize, Deserialize)]
+struct Verified {
+    subject: String,
+    scopes: Vec<String>,
+}
+
+impl From<&Principal> for Verified {
+    fn from(principal: &Principal) -> Self {
+        Self {
+            subject: principal.subject.clone(),
+            scopes: principal.scopes.clone(),
+        }
+    }
+}
+
+impl From<Verified> for Principal {
+    fn from(verified: Verified) -> Self {
+        let mut principal = Principal::new(verified.subject);
+        principal.scopes = verified.scopes;
+        principal
+    }
 }
 
 /// One piece of the owner's answer.
@@ -322,36 +366,68 @@ impl Shared {
         Ok(stream)
     }
 
-    fn places(&self) -> std::sync::MutexGuard<'_, HashMap<String, std::time::Instant>> {
+    fn places(&self) -> std::sync::MutexGuard<'_, HashMap<String, Place>> {
         self.places.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Notes that the session `id`, opened here, was just used.
-    fn used(&self, id: &str) {
+    /// Notes that the session `id`, opened here for `subject`, was just used.
+    fn opened(&self, id: &str, subject: Option<String>) {
         let mut places = self.places();
         if places.len() >= MAX_PLACES && !places.contains_key(id) {
             let oldest = places
                 .iter()
-                .min_by_key(|(_, at)| **at)
+                .min_by_key(|(_, place)| place.used)
                 .map(|(k, _)| k.clone());
             if let Some(oldest) = oldest {
                 places.remove(&oldest);
                 tracing::warn!("too many sessions to keep the places of; the oldest is forgotten");
             }
         }
-        places.insert(id.to_owned(), std::time::Instant::now());
+        let used = std::time::Instant::now();
+        places.insert(id.to_owned(), Place { used, subject });
+    }
+
+    /// Notes that the session `id`, opened here, was just used.
+    fn used(&self, id: &str) {
+        if let Some(place) = self.places().get_mut(id) {
+            place.used = std::time::Instant::now();
+        }
+    }
+
+    /// Adds to `pipe` the commands that write the place of session `id`, for `subject`, for
+    /// `ttl`.
+    fn write_place(
+        &self,
+        pipe: &mut redis::Pipeline,
+        id: &str,
+        subject: Option<&str>,
+        ttl: Duration,
+    ) {
+        let key = self.session_key(id);
+        pipe.cmd("HSET").arg(&key).arg("owner").arg(&self.node);
+        if let Some(subject) = subject {
+            pipe.arg("subject").arg(subject);
+        }
+        pipe.ignore();
+        pipe.cmd("PEXPIRE")
+            .arg(&key)
+            .arg(millis(ttl).max(1))
+            .ignore();
     }
 
     /// Writes the place of every session used here within its ttl (each for what is left of
     /// it), and forgets the others.
     async fn keep_places(&self) {
         let now = std::time::Instant::now();
-        let live: Vec<(String, Duration)> = {
+        let live: Vec<(String, Place, Duration)> = {
             let mut places = self.places();
-            places.retain(|_, at| now.duration_since(*at) < self.session_ttl);
+            places.retain(|_, place| now.duration_since(place.used) < self.session_ttl);
             places
                 .iter()
-                .map(|(id, at)| (id.clone(), self.session_ttl - now.duration_since(*at)))
+                .map(|(id, place)| {
+                    let left = self.session_ttl - now.duration_since(place.used);
+                    (id.clone(), place.clone(), left)
+                })
                 .collect()
         };
         if live.is_empty() {
@@ -365,13 +441,8 @@ impl Shared {
             .arg("PX")
             .arg(millis(ALIVE_FOR))
             .ignore();
-        for (id, left) in &live {
-            pipe.cmd("SET")
-                .arg(self.session_key(id))
-                .arg(&self.node)
-                .arg("PX")
-                .arg(millis(*left).max(1))
-                .ignore();
+        for (id, place, left) in &live {
+            self.write_place(&mut pipe, id, place.subject.as_deref(), *left);
         }
         let kept: Result<(), _> = pipe.query_async(&mut self.redis.connection()).await;
         if let Err(error) = kept {
@@ -458,7 +529,16 @@ impl Shared {
         // Served while the subscription to `gone` is made: it is needed only once the answer
         // streams.
         let mut sink = self.sink();
+        let session = request
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let asked = Asked::of(&request);
         let (_, Ok(response)) = tokio::join!(sink.subscribe(&gone), local.oneshot(request));
+        if let Some(session) = &session {
+            self.settle(session, &asked, response.status()).await;
+        }
         let (parts, mut body) = response.into_parts();
         let head = Piece::Head {
             status: parts.status.as_u16(),
@@ -549,6 +629,7 @@ impl Shared {
             uri: parts.uri.to_string(),
             headers: text_headers(&parts.headers),
             body: STANDARD.encode(&body),
+            principal: parts.extensions.get::<Principal>().map(Verified::from),
         };
         let inbox = self.redis.key(&format!("node:{owner}:inbox"));
         let json = serde_json::to_string(&forwarded).unwrap_or_default();
@@ -702,6 +783,9 @@ fn rebuild(forwarded: Forwarded) -> Option<Request> {
             request.headers_mut().append(name, value);
         }
     }
+    if let Some(verified) = forwarded.principal {
+        request.extensions_mut().insert(Principal::from(verified));
+    }
     Some(request)
 }
 
@@ -715,11 +799,13 @@ fn unavailable(why: &str) -> Response {
     status(StatusCode::SERVICE_UNAVAILABLE, why)
 }
 
-/// A session's replica and whether it is alive, in one round trip: `{owner or nil, 0|1}`.
+/// A session's replica, whether it is alive, and the session's subject, in one round trip:
+/// `{owner or nil, 0|1, subject or nil}`.
 const OWNER_AND_ALIVE: &str = r"
-local owner = redis.call('GET', KEYS[1])
-if not owner then return {false, 0} end
-return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive')}
+local place = redis.call('HMGET', KEYS[1], 'owner', 'subject')
+local owner = place[1]
+if not owner then return {false, 0, false} end
+return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive'), place[2]}
 ";
 
 /// The middleware: a request for a session another live replica owns is forwarded there;
@@ -732,20 +818,20 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let Some(id) = id else {
+        let subject = request
+            .extensions()
+            .get::<Principal>()
+            .map(|p| p.subject.clone());
         let response = next.run(request).await;
         if let Some(opened) = response
             .headers()
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
         {
-            shared.used(opened);
-            let known: Result<(), _> = redis::cmd("SET")
-                .arg(shared.session_key(opened))
-                .arg(&shared.node)
-                .arg("PX")
-                .arg(millis(shared.session_ttl))
-                .query_async(&mut shared.redis.connection())
-                .await;
+            shared.opened(opened, subject.clone());
+            let mut pipe = redis::pipe();
+            shared.write_place(&mut pipe, opened, subject.as_deref(), shared.session_ttl);
+            let known: Result<(), _> = pipe.query_async(&mut shared.redis.connection()).await;
             if let Err(error) = known {
                 tracing::warn!(%error, "a new session could not be made known on Redis");
             }
@@ -756,7 +842,7 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
     if shared.places().contains_key(&id) {
         return serve_own(&shared, &id, request, next).await;
     }
-    let owner: Result<(Option<String>, bool), _> = redis::cmd("EVAL")
+    let owner: Result<(Option<String>, bool, Option<String>), _> = redis::cmd("EVAL")
         .arg(OWNER_AND_ALIVE)
         .arg(1)
         .arg(shared.session_key(&id))
@@ -764,22 +850,25 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
         .query_async(&mut shared.redis.connection())
         .await;
     match owner {
-        Ok((Some(owner), alive)) if owner != shared.node => {
+        Ok((Some(owner), alive, subject)) if owner != shared.node => {
             if alive {
                 return shared.forward(request, owner).await;
             }
             // Its replica is gone, and the session with it: what it wrote of the stream the
-            // client resumes is replayed from Redis; anything else is answered here, as
-            // unknown (404).
-            let resuming = resumed_stream(&request);
+            // client resumes is replayed from Redis, to the subject it was opened for only;
+            // anything else is answered here, as unknown (404).
+            let opened_for = subject.map(Principal::new);
+            let acting_for = request.extensions().get::<Principal>();
+            let resuming = resumed_stream(&request)
+                .filter(|_| Principal::may_use(opened_for.as_ref(), acting_for));
             if let Some(replayed) = replay_for_dead_owner(&shared, &id, resuming).await {
                 return replayed;
             }
             next.run(request).await
         }
-        Ok((Some(_), _)) => serve_own(&shared, &id, request, next).await,
+        Ok((Some(_), _, _)) => serve_own(&shared, &id, request, next).await,
         // Not placed (Redis restarted, say): one of this replica's, or unknown here too (404).
-        Ok((None, _)) => serve_own(&shared, &id, request, next).await,
+        Ok((None, _, _)) => serve_own(&shared, &id, request, next).await,
         Err(error) => {
             tracing::warn!(%error, "cannot ask Redis where a session lives; serving it here");
             next.run(request).await
@@ -830,21 +919,52 @@ fn resumed_stream(request: &Request) -> Option<(u64, u64)> {
 /// Serves a request for a session of this replica's (or one unknown anywhere, which the
 /// endpoint answers 404): its place is kept while it is used, and forgotten once it ends.
 async fn serve_own(shared: &Arc<Shared>, id: &str, request: Request, next: Next) -> Response {
-    let deleting = request.method() == http::Method::DELETE;
+    let asked = Asked::of(&request);
     let response = next.run(request).await;
-    let status = response.status();
-    if status == StatusCode::NOT_FOUND || (deleting && status.is_success()) {
-        if shared.places().remove(id).is_some() {
-            let forgotten: Result<(), _> = redis::cmd("DEL")
-                .arg(shared.session_key(id))
-                .query_async(&mut shared.redis.connection())
-                .await;
-            if let Err(error) = forgotten {
-                tracing::warn!(%error, "an ended session's place could not be removed");
-            }
-        }
-    } else if shared.places().contains_key(id) {
-        shared.used(id);
-    }
+    shared.settle(id, &asked, response.status()).await;
     response
+}
+
+/// What of a request for a session decides, once it is answered, whether the session ended.
+struct Asked {
+    deleting: bool,
+    acting_for: Option<Principal>,
+}
+
+impl Asked {
+    fn of(request: &Request) -> Self {
+        Self {
+            deleting: request.method() == http::Method::DELETE,
+            acting_for: request.extensions().get::<Principal>().cloned(),
+        }
+    }
+}
+
+impl Shared {
+    /// After a request for session `id` of this replica's was answered `status`: its place is
+    /// forgotten when it ended (a DELETE done, or 404 to whom it was opened for: to anyone else
+    /// a 404 refuses a session that goes on), else kept as used.
+    async fn settle(&self, id: &str, asked: &Asked, status: StatusCode) {
+        let ended = status == StatusCode::NOT_FOUND || (asked.deleting && status.is_success());
+        let opened_for = self.places().get(id).map(|place| place.subject.clone());
+        let Some(opened_for) = opened_for else {
+            return;
+        };
+        let its_own = Principal::may_use(
+            opened_for.map(Principal::new).as_ref(),
+            asked.acting_for.as_ref(),
+        );
+        if !(ended && its_own) {
+            self.used(id);
+            return;
+        }
+        self.places().remove(id);
+        let forgotten: Result<(), _> = redis::cmd("DEL")
+            .arg(self.session_key(id))
+            .query_async(&mut self.redis.connection())
+            .await;
+        if let Err(error) = forgotten {
+            tracing::warn!(%error, "an ended session's place could not be removed");
+        }
+    }
 }
