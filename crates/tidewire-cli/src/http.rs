@@ -86,13 +86,13 @@ pub(crate) fn serve(
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
         let ws = WebSocketServer::new(ws_config, server);
-        let mut endpoint = mcp.router("/mcp");
+        // Both session transports are routed: a request for a session another replica holds
+        // is forwarded there.
+        let mut sessions = mcp.router("/mcp").merge(sse.router("/sse", "/messages"));
         if let Some(replica) = &replica {
-            endpoint = replica.routing.wrap(endpoint);
+            sessions = replica.routing.wrap(sessions);
         }
-        let mut app = endpoint
-            .merge(sse.router("/sse", "/messages"))
-            .merge(ws.router("/ws"));
+        let mut app = sessions.merge(ws.router("/ws"));
         if let Some(protection) = protection {
             let document = serde_json::to_string(&protection.metadata)
                 .map_err(|e| format!("cannot write the resource metadata: {e}"))?;

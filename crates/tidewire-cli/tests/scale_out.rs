@@ -6,8 +6,9 @@
 //!   stops; another, asking a question, is answered through B and completes on A;
 //! - the peer scenarios through the balancer, each request landing on the next replica
 //!   (`input_required` rounds included: a retry's sealed state opens on any replica; the
-//!   demo's counter and crawl record are in Redis); and the same in the session era, each
-//!   request for the session forwarded to the replica holding it.
+//!   demo's counter and crawl record are in Redis); and the same in the session era, over
+//!   Streamable HTTP and legacy HTTP+SSE, each request for the session forwarded to the
+//!   replica holding it.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod support;
@@ -249,7 +250,7 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
 
         // The peer scenarios through the balancer: each request to the next replica.
         let front = balancer(std::path::Path::new(&haproxy), &[&a, &b, &c]).await;
-        peer_scenarios_through(&front.url, Era::Modern)
+        peer_scenarios_through(&front.url, Wire::Stateless)
             .await
             .finish()
             .await;
@@ -257,38 +258,63 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
         // The session era through the balancer: the session lives on the replica that opened
         // it; every request that lands elsewhere is forwarded there, its stream relayed back.
         let sessions_before = sessions_known(&redis).await;
-        let harness = peer_scenarios_through(&front.url, Era::Legacy).await;
+        let harness = peer_scenarios_through(&front.url, Wire::StreamableHttp).await;
         // One session all along: no request met a replica that did not know it (a 404 would
         // have made the client open another).
         assert_eq!(sessions_known(&redis).await, sessions_before + 1);
         // Its DELETE, wherever it landed, reached the owner, which forgot it.
         harness.finish().await;
         assert_eq!(sessions_known(&redis).await, sessions_before);
+
+        // Legacy HTTP+SSE through the balancer: the stream is the session, held by the replica
+        // its GET reached; each POST that lands elsewhere is forwarded there.
+        let sse = front.url.replace("/mcp", "/sse");
+        let harness = peer_scenarios_through(&sse, Wire::LegacySse).await;
+        assert_eq!(sessions_known(&redis).await, sessions_before + 1);
+        harness.finish().await;
     })
     .await
     .expect("within the limit");
 }
 
-/// The peer scenarios against `url` in `era`, every one. On the stateless revision each request
+/// How a client reaches the balancer.
+#[derive(Debug, Clone, Copy)]
+enum Wire {
+    /// The stateless revision (2026-07-28) over HTTP.
+    Stateless,
+    /// The session era over Streamable HTTP.
+    StreamableHttp,
+    /// The session era over legacy HTTP+SSE.
+    LegacySse,
+}
+
+/// The peer scenarios against `url` over `wire`, every one. On the stateless revision each request
 /// lands on the next replica: `cancel` reads the crawl's status back from another replica than
 /// ran it, and `subscribe` reads the counter another one bumped (the demo keeps both in Redis).
 /// The client stays open.
-async fn peer_scenarios_through(url: &str, era: Era) -> Harness {
+async fn peer_scenarios_through(url: &str, wire: Wire) -> Harness {
     let counters = Arc::new(Counters::default());
-    let client = match era {
-        Era::Modern => {
+    let client = match wire {
+        Wire::Stateless => {
             let transport = StatelessHttpClient::new(url).connect().await;
             peer_client(&counters)
-                .era(era)
+                .era(Era::Modern)
                 .connect(transport.expect("transport"))
                 .await
         }
-        _ => {
+        Wire::StreamableHttp => {
             let transport = tidewire_http::client::StreamableHttpClient::new(url)
                 .connect()
                 .await;
             peer_client(&counters)
-                .era(era)
+                .era(Era::Legacy)
+                .connect(transport.expect("transport"))
+                .await
+        }
+        Wire::LegacySse => {
+            let transport = tidewire_sse::client::SseClient::new(url).connect().await;
+            peer_client(&counters)
+                .era(Era::Legacy)
                 .connect(transport.expect("transport"))
                 .await
         }
@@ -298,13 +324,13 @@ async fn peer_scenarios_through(url: &str, era: Era) -> Harness {
     let mut failures = Vec::new();
     for scenario in tidewire_tests::scenarios::PEER_SCENARIOS {
         match run_peer_scenario(&harness, scenario).await {
-            Ok(report) => println!("[balancer, {era:?}] PASS {scenario} {report}"),
+            Ok(report) => println!("[balancer, {wire:?}] PASS {scenario} {report}"),
             Err(error) => failures.push(format!("{scenario}: {error}")),
         }
     }
     assert!(
         failures.is_empty(),
-        "through the balancer ({era:?}):\n{}",
+        "through the balancer ({wire:?}):\n{}",
         failures.join("\n")
     );
     harness

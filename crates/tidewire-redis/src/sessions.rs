@@ -309,8 +309,10 @@ impl SessionRouting {
         Ok(Self { shared })
     }
 
-    /// `router` (the Streamable HTTP endpoint) with each request for a session another replica
-    /// owns forwarded there; the rest, and forwarded requests, it serves itself.
+    /// `router` (the Streamable HTTP endpoint, and the legacy HTTP+SSE one merged into it) with
+    /// each request for a session another replica owns forwarded there; the rest, and
+    /// forwarded requests, it serves itself. A legacy session is the stream its `GET` opened,
+    /// so its place is forgotten when that stream ends.
     pub fn wrap(&self, router: axum::Router) -> axum::Router {
         let _ = self.shared.local.set(router.clone());
         router.layer(axum::middleware::from_fn_with_state(self.clone(), route))
@@ -529,11 +531,7 @@ impl Shared {
         // Served while the subscription to `gone` is made: it is needed only once the answer
         // streams.
         let mut sink = self.sink();
-        let session = request
-            .headers()
-            .get(SESSION_ID)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let session = session_named(&request);
         let asked = Asked::of(&request);
         let (_, Ok(response)) = tokio::join!(sink.subscribe(&gone), local.oneshot(request));
         if let Some(session) = &session {
@@ -812,31 +810,42 @@ return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive'), place[2]}
 /// every other request is served here, and a session opened here is made known.
 async fn route(State(routing): State<SessionRouting>, request: Request, next: Next) -> Response {
     let shared = routing.shared;
-    let id = request
-        .headers()
-        .get(SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let Some(id) = id else {
+    let Some(id) = session_named(&request) else {
         let subject = request
             .extensions()
             .get::<Principal>()
             .map(|p| p.subject.clone());
+        // A legacy HTTP+SSE stream (`GET /sse`) is its session: it ends with the stream.
+        let legacy_stream = request.method() == http::Method::GET;
         let response = next.run(request).await;
-        if let Some(opened) = response
+        let Some(opened) = response
             .headers()
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
-        {
-            shared.opened(opened, subject.clone());
-            let mut pipe = redis::pipe();
-            shared.write_place(&mut pipe, opened, subject.as_deref(), shared.session_ttl);
-            let known: Result<(), _> = pipe.query_async(&mut shared.redis.connection()).await;
-            if let Err(error) = known {
-                tracing::warn!(%error, "a new session could not be made known on Redis");
-            }
+            .map(str::to_owned)
+        else {
+            return response;
+        };
+        shared.opened(&opened, subject.clone());
+        let mut pipe = redis::pipe();
+        shared.write_place(&mut pipe, &opened, subject.as_deref(), shared.session_ttl);
+        let known: Result<(), _> = pipe.query_async(&mut shared.redis.connection()).await;
+        if let Err(error) = known {
+            tracing::warn!(%error, "a new session could not be made known on Redis");
         }
-        return response;
+        if !legacy_stream {
+            return response;
+        }
+        let (parts, body) = response.into_parts();
+        let ends = Forget {
+            shared: shared.clone(),
+            id: opened,
+        };
+        let body = body.into_data_stream().map(move |chunk| {
+            let _held = &ends;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(body));
     };
     // One of this replica's own sessions: no need to ask Redis where it lives.
     if shared.places().contains_key(&id) {
@@ -872,6 +881,45 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
         Err(error) => {
             tracing::warn!(%error, "cannot ask Redis where a session lives; serving it here");
             next.run(request).await
+        }
+    }
+}
+
+/// The session a request names: the `Mcp-Session-Id` header (Streamable HTTP), or the
+/// `sessionId` query parameter of a legacy HTTP+SSE POST (`session_id`, as the Python SDK
+/// spells it).
+fn session_named(request: &Request) -> Option<String> {
+    if let Some(id) = request.headers().get(SESSION_ID) {
+        return id.to_str().ok().map(str::to_owned);
+    }
+    request.uri().query()?.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        matches!(name, "sessionId" | "session_id").then(|| value.to_owned())
+    })
+}
+
+/// Forgets the place of a legacy HTTP+SSE session when its stream's body is dropped (the
+/// stream ended, or its client went away): the session ended with it.
+struct Forget {
+    shared: Arc<Shared>,
+    id: String,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.shared.places().remove(&self.id);
+        let shared = self.shared.clone();
+        let key = shared.session_key(&self.id);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let forgotten: Result<(), _> = redis::cmd("DEL")
+                    .arg(key)
+                    .query_async(&mut shared.redis.connection())
+                    .await;
+                if let Err(error) = forgotten {
+                    tracing::warn!(%error, "an ended session's place could not be removed");
+                }
+            });
         }
     }
 }

@@ -108,6 +108,7 @@ pub(crate) async fn open_stream(
     });
 
     let endpoint = format!("event: endpoint\ndata: {post_path}?sessionId={id}\n\n");
+    let id_header = HeaderValue::from_str(&id).ok();
     let stream = EventStream {
         first: Some(Bytes::from(endpoint)),
         outbound: outbound_rx,
@@ -123,7 +124,7 @@ pub(crate) async fn open_stream(
         let chunk = s.next_chunk().await?;
         Some((Ok::<_, Infallible>(chunk), s))
     });
-    (
+    let mut response = (
         StatusCode::OK,
         [
             (
@@ -138,7 +139,15 @@ pub(crate) async fn open_stream(
         ],
         Body::from_stream(body),
     )
-        .into_response()
+        .into_response();
+    // The session, for what sits in front (a layer routing requests to the replica holding it);
+    // a client reads it from the endpoint event.
+    if let Some(id) = id_header {
+        response
+            .headers_mut()
+            .insert(header::HeaderName::from_static("mcp-session-id"), id);
+    }
+    response
 }
 
 /// What the response body of one session's stream reads from.
