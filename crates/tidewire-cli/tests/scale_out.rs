@@ -271,7 +271,16 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
         let sse = front.url.replace("/mcp", "/sse");
         let harness = peer_scenarios_through(&sse, Wire::LegacySse).await;
         assert_eq!(sessions_known(&redis).await, sessions_before + 1);
+        // Its stream closed, its replica forgets it (once the close has reached it).
         harness.finish().await;
+        let closed = std::time::Instant::now();
+        while sessions_known(&redis).await != sessions_before {
+            assert!(
+                closed.elapsed() < Duration::from_secs(5),
+                "the legacy session's place outlived its stream"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     })
     .await
     .expect("within the limit");
