@@ -59,7 +59,7 @@ async fn balancer(program: &std::path::Path, backends: &[&HttpServer]) -> Balanc
     let mut config = format!(
         "global\n  maxconn 512\n\
          defaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
-         \x20 option http-server-close\n  option abortonclose\n\
+         \x20 option http-server-close\n  option abortonclose\n  option http-no-delay\n\
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
          backend replicas\n  balance roundrobin\n"
     );
