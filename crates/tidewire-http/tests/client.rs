@@ -387,13 +387,7 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
                         return reply;
                     }
                     let id = req.id().unwrap_or(Value::Null);
-                    let tool = req
-                        .body
-                        .as_ref()
-                        .and_then(|b| b.pointer("/params/name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
+                    let tool = req.tool().to_owned();
                     if tool == "slow" {
                         let (tx, reply) = sse_open();
                         s.held.push(tx);
@@ -512,13 +506,7 @@ async fn a_call_resuming_its_stream_when_the_session_ends_still_gets_the_replaye
                         return reply;
                     }
                     let id = req.id().unwrap_or(Value::Null);
-                    let tool = req
-                        .body
-                        .as_ref()
-                        .and_then(|b| b.pointer("/params/name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
+                    let tool = req.tool().to_owned();
                     if tool == "long" {
                         // The stream ends before the response; the client resumes in 500 ms.
                         *call.lock().expect("lock") = Some(id);
@@ -695,13 +683,7 @@ async fn http_errors_on_a_request_become_clear_error_answers() {
             if let Some(reply) = handshake(&req, Some("s-1")) {
                 return reply;
             }
-            let tool = req
-                .body
-                .as_ref()
-                .and_then(|b| b.pointer("/params/name"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+            let tool = req.tool().to_owned();
             match tool.as_str() {
                 "crash" => status(StatusCode::INTERNAL_SERVER_ERROR, "database on fire"),
                 "bad" => {

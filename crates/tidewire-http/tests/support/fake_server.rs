@@ -62,6 +62,15 @@ impl Incoming {
         self.body.as_ref()?.get("id").cloned()
     }
 
+    /// The tool a `tools/call` body names (empty for anything else).
+    pub fn tool(&self) -> &str {
+        self.body
+            .as_ref()
+            .and_then(|b| b.pointer("/params/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
     /// True for a POST carrying `method`.
     pub fn is_post(&self, method: &str) -> bool {
         self.method == Method::POST && self.rpc_method() == Some(method)
