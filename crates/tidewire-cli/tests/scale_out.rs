@@ -1105,3 +1105,51 @@ async fn with_authorization_a_forwarded_request_acts_for_the_subject_its_replica
     .await
     .expect("within the limit");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_used_only_through_another_replica_outlives_its_idle_timeout() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let with_timeout = |name: &str| {
+            HttpServer::start_with(&[
+                "--redis",
+                &redis.url(),
+                "--node-id",
+                name,
+                "--session-idle-timeout",
+                "2s",
+            ])
+        };
+        let (a, b) = (with_timeout("a"), with_timeout("b"));
+        // Opened on A; every later request lands on B and is forwarded to A.
+        let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
+        let session = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Legacy)
+            .connect(
+                tidewire_http::client::StreamableHttpClient::new(&front.url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("a session on A");
+        // Used for twice its idle timeout: A must keep its place in Redis fresh from the
+        // forwarded requests alone, or B stops finding it and the session is lost (404).
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(4) {
+            assert_eq!(
+                text_of(&session, "echo", json!({"text": "via B"}))
+                    .await
+                    .as_deref(),
+                Ok("via B")
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        assert_eq!(session.reinitializations(), 0, "the same session all along");
+        assert_eq!(sessions_known(&redis).await, 1);
+    })
+    .await
+    .expect("within the limit");
+}
