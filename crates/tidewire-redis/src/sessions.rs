@@ -34,13 +34,12 @@ use http_body_util::BodyExt as _;
 use redis::aio::PubSubSink;
 use serde::{Deserialize, Serialize};
 use tidewire_core::transport::Principal;
+use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 use tokio::sync::mpsc;
 use tower::ServiceExt as _;
 
 use crate::{Redis, RedisError};
 
-/// The header that names a session.
-const SESSION_ID: &str = "mcp-session-id";
 /// Chunks a relay holds for a client that reads slowly; past it the relay ends (the client
 /// resumes).
 const RELAY_QUEUE: usize = 1024;
@@ -127,31 +126,7 @@ struct Forwarded {
     body: String,
     /// Whom the replica it landed on verified it for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    principal: Option<Verified>,
-}
-
-/// A [`Principal`] on the way to the owner.
-#[derive(Serialize, Deserialize)]
-struct Verified {
-    subject: String,
-    scopes: Vec<String>,
-}
-
-impl From<&Principal> for Verified {
-    fn from(principal: &Principal) -> Self {
-        Self {
-            subject: principal.subject.clone(),
-            scopes: principal.scopes.clone(),
-        }
-    }
-}
-
-impl From<Verified> for Principal {
-    fn from(verified: Verified) -> Self {
-        let mut principal = Principal::new(verified.subject);
-        principal.scopes = verified.scopes;
-        principal
-    }
+    principal: Option<Principal>,
 }
 
 /// One piece of the owner's answer.
@@ -389,13 +364,6 @@ impl Shared {
         places.insert(id.to_owned(), Place { used, subject });
     }
 
-    /// Notes that the session `id`, opened here, was just used.
-    fn used(&self, id: &str) {
-        if let Some(place) = self.places().get_mut(id) {
-            place.used = std::time::Instant::now();
-        }
-    }
-
     /// Adds to `pipe` the commands that write the place of session `id`, for `subject`, for
     /// `ttl`.
     fn write_place(
@@ -627,7 +595,7 @@ impl Shared {
             uri: parts.uri.to_string(),
             headers: text_headers(&parts.headers),
             body: STANDARD.encode(&body),
-            principal: parts.extensions.get::<Principal>().map(Verified::from),
+            principal: parts.extensions.get::<Principal>().cloned(),
         };
         let inbox = self.redis.key(&format!("node:{owner}:inbox"));
         let json = serde_json::to_string(&forwarded).unwrap_or_default();
@@ -781,8 +749,8 @@ fn rebuild(forwarded: Forwarded) -> Option<Request> {
             request.headers_mut().append(name, value);
         }
     }
-    if let Some(verified) = forwarded.principal {
-        request.extensions_mut().insert(Principal::from(verified));
+    if let Some(principal) = forwarded.principal {
+        request.extensions_mut().insert(principal);
     }
     Some(request)
 }
@@ -866,10 +834,9 @@ async fn route(State(routing): State<SessionRouting>, request: Request, next: Ne
             // Its replica is gone, and the session with it: what it wrote of the stream the
             // client resumes is replayed from Redis, to the subject it was opened for only;
             // anything else is answered here, as unknown (404).
-            let opened_for = subject.map(Principal::new);
             let acting_for = request.extensions().get::<Principal>();
             let resuming = resumed_stream(&request)
-                .filter(|_| Principal::may_use(opened_for.as_ref(), acting_for));
+                .filter(|_| Principal::may_use_as(subject.as_deref(), acting_for));
             if let Some(replayed) = replay_for_dead_owner(&shared, &id, resuming).await {
                 return replayed;
             }
@@ -908,18 +875,9 @@ struct Forget {
 impl Drop for Forget {
     fn drop(&mut self) {
         self.shared.places().remove(&self.id);
-        let shared = self.shared.clone();
-        let key = shared.session_key(&self.id);
+        let (shared, id) = (self.shared.clone(), std::mem::take(&mut self.id));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let forgotten: Result<(), _> = redis::cmd("DEL")
-                    .arg(key)
-                    .query_async(&mut shared.redis.connection())
-                    .await;
-                if let Err(error) = forgotten {
-                    tracing::warn!(%error, "an ended session's place could not be removed");
-                }
-            });
+            runtime.spawn(async move { shared.remove_place(&id).await });
         }
     }
 }
@@ -994,24 +952,29 @@ impl Shared {
     /// a 404 refuses a session that goes on), else kept as used.
     async fn settle(&self, id: &str, asked: &Asked, status: StatusCode) {
         let ended = status == StatusCode::NOT_FOUND || (asked.deleting && status.is_success());
-        let opened_for = self.places().get(id).map(|place| place.subject.clone());
-        let Some(opened_for) = opened_for else {
-            return;
-        };
-        let its_own = Principal::may_use(
-            opened_for.map(Principal::new).as_ref(),
-            asked.acting_for.as_ref(),
-        );
-        if !(ended && its_own) {
-            self.used(id);
-            return;
+        {
+            let mut places = self.places();
+            let Some(place) = places.get_mut(id) else {
+                return;
+            };
+            if !(ended
+                && Principal::may_use_as(place.subject.as_deref(), asked.acting_for.as_ref()))
+            {
+                place.used = std::time::Instant::now();
+                return;
+            }
+            places.remove(id);
         }
-        self.places().remove(id);
-        let forgotten: Result<(), _> = redis::cmd("DEL")
+        self.remove_place(id).await;
+    }
+
+    /// Removes the place of session `id` from Redis (this replica has forgotten it already).
+    async fn remove_place(&self, id: &str) {
+        let removed: Result<(), _> = redis::cmd("DEL")
             .arg(self.session_key(id))
             .query_async(&mut self.redis.connection())
             .await;
-        if let Err(error) = forgotten {
+        if let Err(error) = removed {
             tracing::warn!(%error, "an ended session's place could not be removed");
         }
     }

@@ -73,8 +73,9 @@ pub struct HttpRequestInfo {
 /// user id), and what it was granted (the token's scopes). Put in the envelope extensions by
 /// whatever authenticated the request. What belongs to a principal is bound to its
 /// [`subject`](Self::subject) alone: a session, a stateless request's `requestState`, a task
-/// stay its own when a step-up brings a token with more scopes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// stay its own when a step-up brings a token with more scopes. It serializes as
+/// `{"subject", "scopes"}`, for a layer that carries it to another process.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Principal {
     /// Who: the token's subject.
     pub subject: String,
@@ -111,9 +112,15 @@ impl Principal {
     /// Whether a request acting for `principal` may use what `owner` opened: the same
     /// subject, or no principal on either side.
     pub fn may_use(owner: Option<&Principal>, principal: Option<&Principal>) -> bool {
+        Self::may_use_as(owner.map(|owner| owner.subject.as_str()), principal)
+    }
+
+    /// [`may_use`](Self::may_use), with what was opened known by its owner's subject alone
+    /// (as a record kept elsewhere holds it).
+    pub fn may_use_as(owner: Option<&str>, principal: Option<&Principal>) -> bool {
         match (owner, principal) {
             (None, None) => true,
-            (Some(owner), Some(principal)) => owner.is(principal),
+            (Some(owner), Some(principal)) => owner == principal.subject,
             _ => false,
         }
     }

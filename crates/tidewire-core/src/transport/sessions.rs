@@ -5,6 +5,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError, Weak};
 use std::time::Duration;
 
+/// The header that names a session over HTTP: `Mcp-Session-Id`. Streamable HTTP carries it
+/// both ways; the legacy HTTP+SSE server puts it on its stream's response too (for a layer in
+/// front, which routes by it).
+pub const SESSION_ID_HEADER: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
+
 /// A session as the table sees it.
 pub trait TableEntry: Send + Sync + 'static {
     /// How long the session has been idle, or `None` while it is busy (a request running, a

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::reconnect::ReconnectPolicy;
 
 /// `Mcp-Session-Id`.
-pub(crate) static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 /// `MCP-Protocol-Version`.
 pub(crate) static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Last-Event-ID`.
@@ -215,7 +215,7 @@ impl Shared {
         if snapshot.session_id.is_some() {
             return;
         }
-        let Some(id) = headers.get(&SESSION_ID) else {
+        let Some(id) = headers.get(SESSION_ID) else {
             return;
         };
         let visible = id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b));
@@ -241,7 +241,7 @@ impl Shared {
     ) -> reqwest::RequestBuilder {
         let mut headers = self.config.headers.clone();
         if let Some(id) = &snapshot.session_id {
-            headers.insert(SESSION_ID.clone(), id.clone());
+            headers.insert(SESSION_ID, id.clone());
         }
         if let Some(version) = &snapshot.protocol_version {
             headers.insert(PROTOCOL_VERSION.clone(), version.clone());

@@ -13,7 +13,7 @@ use tidewire_core::transport::http_reply;
 /// `MCP-Protocol-Version`.
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Session-Id`.
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
+pub(crate) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 /// `Last-Event-ID`.
 pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 

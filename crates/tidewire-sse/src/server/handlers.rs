@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use tidewire_core::session::BoxedServe;
-use tidewire_core::transport::sessions::SessionTable;
+use tidewire_core::transport::sessions::{SESSION_ID_HEADER, SessionTable};
 use tidewire_core::transport::{Codec, HttpRequestInfo, Principal, http_reply};
 
 use super::config::SseConfig;
@@ -143,9 +143,7 @@ pub(crate) async fn open_stream(
     // The session, for what sits in front (a layer routing requests to the replica holding it);
     // a client reads it from the endpoint event.
     if let Some(id) = id_header {
-        response
-            .headers_mut()
-            .insert(header::HeaderName::from_static("mcp-session-id"), id);
+        response.headers_mut().insert(SESSION_ID_HEADER, id);
     }
     response
 }
