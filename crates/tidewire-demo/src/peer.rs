@@ -90,10 +90,7 @@ impl CrawlRun {
             total,
             ..CrawlStatus::default()
         };
-        let id = store
-            .start_crawl(status.clone())
-            .await
-            .map_err(store_failed)?;
+        let id = store.start_crawl(status.clone()).await?;
         Ok(Self {
             store,
             id,
@@ -102,22 +99,16 @@ impl CrawlRun {
         })
     }
 
-    async fn unit_done(&mut self) -> Result<(), ToolError> {
+    async fn unit_done(&mut self) -> Result<(), StoreError> {
         self.status.completed += 1;
-        self.store
-            .record_crawl(self.id, self.status.clone())
-            .await
-            .map_err(store_failed)
+        self.store.record_crawl(self.id, self.status.clone()).await
     }
 
     /// Records that the crawl did every URL.
     async fn finish(mut self) -> Result<u64, ToolError> {
         self.recorded = true;
         let status = self.stopped(false);
-        self.store
-            .record_crawl(self.id, status)
-            .await
-            .map_err(store_failed)?;
+        self.store.record_crawl(self.id, status).await?;
         Ok(self.status.completed)
     }
 
@@ -159,11 +150,6 @@ impl Drop for CrawlRun {
     }
 }
 
-/// A store failure, as the tool's error.
-fn store_failed(error: StoreError) -> ToolError {
-    ToolError::new(error.to_string())
-}
-
 /// Wall-clock time in milliseconds since the Unix epoch.
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -198,7 +184,7 @@ pub(crate) fn register(builder: ServerBuilder, store: &Arc<dyn DemoStore>) -> Se
             move |_: NoArgs, _ctx| {
                 let store = status_state.clone();
                 async move {
-                    let status = store.latest_crawl().await.map_err(store_failed)?;
+                    let status = store.latest_crawl().await?;
                     let status = status.unwrap_or_default();
                     Ok(CallToolResult::text(serde_json::to_string(&status)?))
                 }
@@ -292,7 +278,7 @@ async fn notify(args: NotifyArgs, ctx: Context) -> Result<CallToolResult, ToolEr
 }
 
 async fn bump(store: Arc<dyn DemoStore>, ctx: Context) -> Result<CallToolResult, ToolError> {
-    let value = store.bump().await.map_err(store_failed)?;
+    let value = store.bump().await?;
     ctx.server().notify_resource_updated(COUNTER_URI).await;
     Ok(CallToolResult::text(value.to_string()))
 }
