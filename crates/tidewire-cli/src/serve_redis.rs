@@ -42,9 +42,10 @@ impl RedisArgs {
             .unwrap_or_else(|| format!("pid-{}", std::process::id()))
     }
 
-    /// The shared parts on Redis when `--redis` asks (`None` otherwise): for the Streamable
-    /// HTTP endpoint the session routing (sessions known for `session_ttl` after their last
-    /// request) and the event store copying to Redis (within `limits` in memory).
+    /// The shared parts on Redis when `--redis` asks (`None` otherwise): the bus, the task
+    /// store, the sealing key and the peer tools' state; for the session endpoints the session
+    /// routing (sessions known for `session_ttl` after their last request) and the event store
+    /// copying to Redis (within `limits` in memory).
     pub(crate) async fn connect(
         &self,
         session_ttl: Duration,
@@ -79,7 +80,7 @@ pub(crate) struct Shared {
     tasks: Arc<RedisTaskStore>,
     bus: Arc<RedisBus>,
     keys: KeyRing,
-    /// What the Streamable HTTP endpoint needs.
+    /// What the session endpoints (Streamable HTTP, legacy HTTP+SSE) need.
     pub(crate) replica: Replica,
 }
 
@@ -93,7 +94,7 @@ impl Shared {
     }
 }
 
-/// What the Streamable HTTP endpoint of a replica on Redis needs.
+/// What the session endpoints of a replica on Redis need.
 pub(crate) struct Replica {
     /// Forwards a session's requests to the replica holding it.
     pub(crate) routing: SessionRouting,

@@ -109,6 +109,19 @@ async fn modern(url: &str) -> Client {
         .expect("connected")
 }
 
+/// A client of `url` in the session era, over Streamable HTTP.
+async fn session_client(url: &str) -> Client {
+    let transport = tidewire_http::client::StreamableHttpClient::new(url)
+        .connect()
+        .await
+        .expect("transport");
+    Client::builder(Implementation::new("scale-out-test", "1"))
+        .era(Era::Legacy)
+        .connect(transport)
+        .await
+        .expect("a session")
+}
+
 /// A client of `url` on the stateless revision that confirms whatever it is asked.
 async fn confirming(url: &str) -> Client {
     Client::builder(Implementation::new("scale-out-test", "1"))
@@ -445,16 +458,7 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
 
         // A session opened on A and used through B (forwarded).
         let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
-        let session = Client::builder(Implementation::new("scale-out-test", "1"))
-            .era(Era::Legacy)
-            .connect(
-                tidewire_http::client::StreamableHttpClient::new(&front.url)
-                    .connect()
-                    .await
-                    .expect("transport"),
-            )
-            .await
-            .expect("a session on A");
+        let session = session_client(&front.url).await;
         assert_eq!(
             text_of(&session, "echo", json!({"text": "before"}))
                 .await
@@ -900,15 +904,7 @@ async fn the_owner_killed_fails_its_calls_within_seconds_and_the_client_starts_o
         let owner = replica(&redis, "owner");
         let relay = replica(&redis, "relay");
         let front = switch(vec![owner.base().to_owned(), relay.base().to_owned()], 0, 1).await;
-        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
-            .connect()
-            .await
-            .expect("transport");
-        let client = Client::builder(Implementation::new("scale-out-test", "1"))
-            .era(Era::Legacy)
-            .connect(transport)
-            .await
-            .expect("a session opened on the owner");
+        let client = session_client(&front.url).await;
         let urls: Vec<String> = (0..300)
             .map(|i| format!("https://example.com/{i}"))
             .collect();
@@ -1125,16 +1121,7 @@ async fn a_session_used_only_through_another_replica_outlives_its_idle_timeout()
         let (a, b) = (with_timeout("a"), with_timeout("b"));
         // Opened on A; every later request lands on B and is forwarded to A.
         let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
-        let session = Client::builder(Implementation::new("scale-out-test", "1"))
-            .era(Era::Legacy)
-            .connect(
-                tidewire_http::client::StreamableHttpClient::new(&front.url)
-                    .connect()
-                    .await
-                    .expect("transport"),
-            )
-            .await
-            .expect("a session on A");
+        let session = session_client(&front.url).await;
         // Used for twice its idle timeout: A must keep its place in Redis fresh from the
         // forwarded requests alone, or B stops finding it and the session is lost (404).
         let started = std::time::Instant::now();

@@ -402,13 +402,7 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
         assert_eq!(handle.session_id().as_deref(), Some("s-1"));
 
         // A call stays in flight on session s-1 ...
-        let slow = tokio::spawn({
-            let client = client.clone();
-            async move { client.call_tool("slow", json!({})).await }
-        });
-        fake.log
-            .wait_for(|all| all.iter().any(|r| r.is_post("tools/call")).then_some(()))
-            .await;
+        let slow = call_in_flight(&client, &fake, "slow").await;
         // ... when the server forgets the session.
         sessions
             .lock()
@@ -518,13 +512,7 @@ async fn a_call_resuming_its_stream_when_the_session_ends_still_gets_the_replaye
             .await
         };
         let (client, handle) = connect(transport_for(&fake)).await;
-        let long = tokio::spawn({
-            let client = client.clone();
-            async move { client.call_tool("long", json!({})).await }
-        });
-        fake.log
-            .wait_for(|all| all.iter().any(|r| r.is_post("tools/call")).then_some(()))
-            .await;
+        let long = call_in_flight(&client, &fake, "long").await;
         // The session ends while the long call waits to resume.
         expired.store(true, Ordering::SeqCst);
         let error = client

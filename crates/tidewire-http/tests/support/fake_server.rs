@@ -337,6 +337,24 @@ pub async fn connect(builder: StreamableHttpClient) -> (Client, HttpClientHandle
     (client, handle)
 }
 
+/// Calls `tool` through `client` in a task of its own, once `fake` has the call's POST.
+pub async fn call_in_flight(
+    client: &Client,
+    fake: &Fake,
+    tool: &'static str,
+) -> tokio::task::JoinHandle<
+    Result<tidewire_core::schema::CallToolResult, tidewire_client::ClientError>,
+> {
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.call_tool(tool, json!({})).await }
+    });
+    fake.log
+        .wait_for(|all| all.iter().any(|r| r.is_post("tools/call")).then_some(()))
+        .await;
+    call
+}
+
 /// The first text block of a tool result.
 pub fn first_text(result: &tidewire_core::schema::CallToolResult) -> String {
     result
