@@ -542,6 +542,78 @@ async fn a_call_resuming_its_stream_when_the_session_ends_still_gets_the_replaye
     .await;
 }
 
+/// A caller that retries the moment its call failed on an ended session is held until the new
+/// session is open: the retry never goes out with the dead id (which would meet a second 404).
+/// Many rounds on two worker threads, where the caller runs beside the task that met the 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_right_after_a_404_waits_for_the_new_session() {
+    const ROUNDS: usize = 40;
+    within(async {
+        let sessions = Arc::new(Mutex::new(Sessions::default()));
+        let fake = {
+            let sessions = sessions.clone();
+            serve(move |req| {
+                let sessions = sessions.clone();
+                async move {
+                    let mut s = sessions.lock().expect("lock");
+                    if let Some(id) = req.session()
+                        && s.expired.contains(id)
+                    {
+                        return status(StatusCode::NOT_FOUND, "no such session");
+                    }
+                    if req.is_post("initialize") {
+                        s.current += 1;
+                        let session = format!("s-{}", s.current);
+                        return handshake(&req, Some(&session)).expect("initialize");
+                    }
+                    if let Some(reply) = handshake(&req, None) {
+                        return reply;
+                    }
+                    let id = req.id().unwrap_or(Value::Null);
+                    json_reply(text_result(&id, req.session().unwrap_or("none")))
+                }
+            })
+            .await
+        };
+        let (client, handle) = connect(transport_for(&fake)).await;
+        for round in 1..=ROUNDS {
+            let dead = format!("s-{round}");
+            // The handshake is over once the session's GET stream is asked for (the last step).
+            fake.log
+                .wait_for(|all| {
+                    let asked =
+                        |r: &Incoming| r.method == Method::GET && r.session() == Some(&dead);
+                    all.iter().any(asked).then_some(())
+                })
+                .await;
+            assert_eq!(handle.session_id().as_deref(), Some(dead.as_str()));
+            sessions.lock().expect("lock").expired.insert(dead.clone());
+            let error = client
+                .call_tool("echo", json!({}))
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("round {round}: the call that met the 404 succeeded"));
+            assert!(remote_message(&error).1.contains("ended the MCP session"));
+            let retried = client
+                .call_tool("echo", json!({}))
+                .await
+                .unwrap_or_else(|e| panic!("round {round}: the retry failed: {e}"));
+            assert_eq!(first_text(&retried), format!("s-{}", round + 1));
+        }
+        // Nothing was sent twice: per round, the call that met the 404 and its retry.
+        let calls = fake
+            .log
+            .all()
+            .iter()
+            .filter(|r| r.is_post("tools/call"))
+            .count();
+        assert_eq!(calls, 2 * ROUNDS);
+        assert_eq!(handle.sessions_ended(), ROUNDS as u64);
+        client.close().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn with_reinitialize_off_a_404_closes_the_connection() {
     within(async {

@@ -63,7 +63,7 @@ async fn run(shared: &Arc<Shared>, ready: oneshot::Sender<()>) {
                 if status == StatusCode::NOT_FOUND && opened && session {
                     // It worked for this session before: the session is gone.
                     signal();
-                    session_end::ended(shared, snapshot.generation).await;
+                    session_end::ended(shared, snapshot.generation, None).await;
                     return;
                 }
                 if matches!(

@@ -94,7 +94,8 @@
 //!    (counted in `Peer::sessions_ended`);
 //! 3. holds the requests sent from then on (each at most the request timeout) until the engine
 //!    has negotiated a new session, sending only the `initialize` that opens it without a
-//!    session id.
+//!    session id. The session is forgotten before step 1 fails the call that met the 404, so
+//!    its caller's retry is held too, never sent with the dead id.
 //!
 //! Starting the new session is the client's policy: `tidewire_client::Client` runs a real
 //! `initialize` and `notifications/initialized` and keeps what the new handshake says (server

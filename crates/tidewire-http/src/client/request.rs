@@ -101,9 +101,7 @@ async fn post(
     };
     let status = response.status();
     if status == StatusCode::NOT_FOUND && snapshot.session_id.is_some() {
-        // Failed first, so the caller hears of it before the client starts a new session.
-        exchange.fail(session_end::error());
-        session_end::ended(shared, snapshot.generation).await;
+        session_end::ended(shared, snapshot.generation, Some(exchange)).await;
         return;
     }
     if !status.is_success() {

@@ -2,7 +2,7 @@
 //! forgets it, stops what served it, and tells the engine, whose client starts a new one.
 
 use tidewire_core::jsonrpc::ErrorObject;
-use tidewire_core::transport::TransportError;
+use tidewire_core::transport::{Exchange, TransportError};
 
 use super::error::transport_error;
 use super::shared::Shared;
@@ -15,9 +15,19 @@ pub(crate) fn error() -> ErrorObject {
     )
 }
 
-/// Handles the end of session `generation` (once: later calls for it do nothing).
-pub(crate) async fn ended(shared: &Shared, generation: u64) {
-    let Some(served) = shared.end_session(generation) else {
+/// Handles the end of session `generation` (once: later calls for it do nothing), which
+/// `request`, when given, learnt of and fails with.
+///
+/// The order matters. The session is forgotten first, so a request sent from here on waits for
+/// the new one instead of going out with the dead id (a caller retrying at once would otherwise
+/// get a second 404). The request fails next, before the engine hears and starts that new
+/// session, so its caller learns of the end before anything else happens.
+pub(crate) async fn ended(shared: &Shared, generation: u64, request: Option<&Exchange>) {
+    let served = shared.end_session(generation);
+    if let Some(exchange) = request {
+        exchange.fail(error());
+    }
+    let Some(served) = served else {
         return;
     };
     tracing::warn!("the server ended the MCP session (HTTP 404)");

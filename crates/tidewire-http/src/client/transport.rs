@@ -277,7 +277,7 @@ impl HttpSender {
         match outcome {
             Ok(Ok(Accepted::Yes)) => {}
             Ok(Ok(Accepted::SessionEnded)) => {
-                session_end::ended(shared, snapshot.generation).await;
+                session_end::ended(shared, snapshot.generation, None).await;
             }
             Ok(Err(reason)) => {
                 tracing::warn!(%what, %reason, "the server did not accept a message");
