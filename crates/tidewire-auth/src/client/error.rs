@@ -80,6 +80,14 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// Another process held the token file's lock for longer than a save waits.
+    #[error("{path}: still locked by another process after {waited:?}")]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// How long the save waited.
+        waited: std::time::Duration,
+    },
     /// The store already holds its most grants ([`MAX_GRANTS`](super::MAX_GRANTS)).
     #[error("the token store is full")]
     Full,

@@ -58,5 +58,5 @@ pub use loopback::LoopbackRedirect;
 pub use oauth::{MAX_ATTEMPTS, OAuthClient, OAuthConfig};
 pub use registration::{AuthMethod, Credentials};
 pub use session::{OAuthSession, RENEW_MARGIN};
-pub use store::{FileStore, MAX_GRANTS, MemoryStore, StoreError, TokenStore};
+pub use store::{FileStore, LOCK_WAIT, MAX_GRANTS, MemoryStore, StoreError, TokenStore};
 pub use token::{Grant, Token};

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,13 @@ pub const MAX_GRANTS: usize = 1024;
 
 /// The largest token file read.
 const MAX_FILE: u64 = 4 * 1024 * 1024;
+
+/// The longest a save or a removal waits for another process holding the token file's lock,
+/// unless [`FileStore::lock_wait`] says otherwise.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a save waiting for the lock tries again.
+const LOCK_RETRY: Duration = Duration::from_millis(5);
 
 /// Keeps one [`Grant`] per key (the MCP endpoint's URL). A save must be durable when it
 /// returns `Ok`: a rotated refresh token is saved before the token it came with is used,
@@ -97,12 +105,21 @@ fn insert(
 
 /// Grants in one JSON file that only the user can read (mode 0600, in a 0700 directory on
 /// Unix), rewritten whole through a temporary file and a rename, so a crash mid-write leaves
-/// the old file, never half of one. Writers in one process take turns; two processes saving at
-/// once each leave a whole file, the last one's.
+/// the old file, never half of one.
+///
+/// Writers take turns, in one process and across processes: a save or a removal holds an
+/// exclusive lock on `<file>.lock` beside it (an OS file lock, released when the writer ends,
+/// even by a crash) from reading the file to renaming the new one over it. So two `tidewire`
+/// runs refreshing grants for different servers at once both keep what they saved; without the
+/// lock the later rewrite would drop the earlier one's rotated refresh token. A writer waits at
+/// most [`LOCK_WAIT`] (or [`lock_wait`](Self::lock_wait)) for the lock, then fails with
+/// [`StoreError::Busy`]. Reads take no lock:
+/// the rename makes every file they see whole.
 #[derive(Debug)]
 pub struct FileStore {
     path: PathBuf,
     turn: Mutex<()>,
+    lock_wait: Duration,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -117,7 +134,16 @@ impl FileStore {
         Self {
             path: path.into(),
             turn: Mutex::new(()),
+            lock_wait: LOCK_WAIT,
         }
+    }
+
+    /// How long a save or a removal waits for another process holding the file's lock
+    /// ([`LOCK_WAIT`] unless set).
+    #[must_use]
+    pub fn lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
+        self
     }
 
     /// `tidewire/tokens.json` in the user's config directory: `$XDG_CONFIG_HOME`, else
@@ -181,7 +207,7 @@ impl FileStore {
         name.push(format!(".{}.tmp", std::process::id()));
         let temporary = dir.join(name);
         let written = (|| {
-            let mut file = private_file(&temporary)?;
+            let mut file = private_file(&temporary, true)?;
             file.write_all(&body)?;
             file.sync_all()?;
             std::fs::rename(&temporary, &self.path)
@@ -197,6 +223,40 @@ impl FileStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// This process's turn to rewrite the file, and then the lock other processes respect:
+    /// held until both are dropped.
+    fn take_write_turn(
+        &self,
+    ) -> Result<(std::sync::MutexGuard<'_, ()>, std::fs::File), StoreError> {
+        let turn = self.take_turn();
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        private_dir(dir).map_err(|e| self.io(e))?;
+        let mut name = self.path.file_name().unwrap_or_default().to_owned();
+        name.push(".lock");
+        let path = dir.join(name);
+        let locked = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = private_file(&path, false).map_err(locked)?;
+        let deadline = Instant::now() + self.lock_wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok((turn, file)),
+                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(LOCK_RETRY);
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::Busy {
+                        path,
+                        waited: self.lock_wait,
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(locked(e)),
+            }
+        }
+    }
 }
 
 impl TokenStore for FileStore {
@@ -206,14 +266,14 @@ impl TokenStore for FileStore {
     }
 
     fn save(&self, key: &str, grant: &Grant) -> Result<(), StoreError> {
-        let _turn = self.take_turn();
+        let _turn = self.take_write_turn()?;
         let mut grants = self.read()?;
         insert(&mut grants, key, grant)?;
         self.write(grants)
     }
 
     fn remove(&self, key: &str) -> Result<bool, StoreError> {
-        let _turn = self.take_turn();
+        let _turn = self.take_write_turn()?;
         let mut grants = self.read()?;
         if grants.remove(key).is_none() {
             return Ok(false);
@@ -241,24 +301,17 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-#[cfg(unix)]
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
+/// Opens `path` for writing, created readable by the user alone on Unix; emptied when
+/// `truncate`.
+fn private_file(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(truncate);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)
 }
 
 #[cfg(test)]
@@ -324,10 +377,73 @@ mod tests {
         assert!(again.remove("http://mcp.test/mcp").expect("remove"));
         assert!(!again.remove("http://mcp.test/mcp").expect("gone"));
         assert_eq!(store.load("http://mcp.test/mcp").expect("load"), None);
-        let leftovers = std::fs::read_dir(path.parent().expect("dir"))
+        let mut left: Vec<String> = std::fs::read_dir(path.parent().expect("dir"))
             .expect("dir")
-            .count();
-        assert_eq!(leftovers, 1, "no temporary file left behind");
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["tokens.json", "tokens.json.lock"],
+            "no temporary file left behind"
+        );
+    }
+
+    /// Stores opened on one file apart (as two processes do: each its own open of the lock
+    /// file, so only the OS lock keeps them apart) saving at once keep every grant.
+    #[test]
+    fn writers_on_one_file_take_turns_and_lose_nothing() {
+        const WRITERS: usize = 6;
+        const EACH: usize = 20;
+        let path = scratch("writers");
+        let threads: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let store = FileStore::new(path);
+                    for i in 0..EACH {
+                        store
+                            .save(&format!("http://{w}.test/{i}"), &grant("a"))
+                            .expect("save");
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("a writer");
+        }
+        assert_eq!(
+            FileStore::new(&path).keys().expect("keys").len(),
+            WRITERS * EACH,
+            "no save was overwritten by another's"
+        );
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_lock_a_while_then_says_the_file_is_busy() {
+        const WAIT: Duration = Duration::from_millis(50);
+        let path = scratch("busy");
+        let store = FileStore::new(&path).lock_wait(WAIT);
+        store.save("k", &grant("a")).expect("save");
+        let mut lock_path = path.into_os_string();
+        lock_path.push(".lock");
+        let holder = std::fs::File::open(&lock_path).expect("the lock file");
+        holder.lock().expect("held by another");
+        let started = Instant::now();
+        let refused = store.save("k", &grant("b"));
+        assert!(
+            matches!(&refused, Err(StoreError::Busy { waited, .. }) if *waited == WAIT),
+            "{refused:?}"
+        );
+        assert!(started.elapsed() >= WAIT, "it waited first");
+        assert_eq!(
+            store.load("k").expect("reads take no lock"),
+            Some(grant("a"))
+        );
+        drop(holder);
+        store
+            .save("k", &grant("b"))
+            .expect("the lock is free again");
     }
 
     #[test]

@@ -16,20 +16,22 @@ use super::sse::{Cursor, End, Pumped, events, pump};
 use super::task::catch;
 
 /// Starts the task that runs the exchange of one request (see [`run`]), watched by
-/// [`supervise`]. Unless `now`, it first waits for the session the client is starting after the
-/// server ended the last one.
-pub(crate) fn spawn(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, now: bool) {
+/// [`supervise`]. Unless the request `opens` a session, it first waits for the session the
+/// client is starting after the server ended the last one (when there is none such, it goes at
+/// once).
+pub(crate) fn spawn(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, opens: bool) {
     let task = {
         let (shared, exchange) = (shared.clone(), exchange.clone());
         async move {
-            if !now {
+            let snapshot = if opens {
+                shared.snapshot()
+            } else {
                 tokio::select! {
                     biased;
                     () = exchange.over() => return,
-                    () = shared.wait_for_session() => {}
+                    snapshot = shared.snapshot_in_session() => snapshot,
                 }
-            }
-            let snapshot = shared.snapshot();
+            };
             run(shared, exchange, body, snapshot).await;
         }
     };

@@ -131,7 +131,10 @@ impl Shared {
 
     /// The headers for a request built now.
     pub(crate) fn snapshot(&self) -> Snapshot {
-        let s = self.session();
+        Self::snapshot_of(&self.session())
+    }
+
+    fn snapshot_of(s: &SessionState) -> Snapshot {
         Snapshot {
             session_id: s.id.clone(),
             protocol_version: s.protocol_version.clone(),
@@ -181,30 +184,42 @@ impl Shared {
         self.reopened.notify_waiters();
     }
 
-    /// Whether the request being sent now may go at once: it opens a session, or none was
-    /// lost. Otherwise it should [`wait_for_session`](Self::wait_for_session).
-    pub(crate) fn may_go_now(&self) -> bool {
-        let mut s = self.session();
-        std::mem::take(&mut s.opening) || !s.lost
+    /// Whether the request being sent now opens a session (the engine said
+    /// [`SessionEvent::Opening`] just before it): it goes at once, with no session id. Any other
+    /// request takes its headers from [`snapshot_in_session`](Self::snapshot_in_session).
+    ///
+    /// [`SessionEvent::Opening`]: tidewire_core::transport::SessionEvent::Opening
+    pub(crate) fn opens_session(&self) -> bool {
+        std::mem::take(&mut self.session().opening)
     }
 
-    /// Waits until a new session is negotiated after one was lost (or the request timeout
-    /// passes, or the transport closes), so a request does not go out with no session while
-    /// the client starts one.
-    pub(crate) async fn wait_for_session(&self) {
+    /// The headers for a request that does not open a session, taken once no session is lost:
+    /// at once when none is, else when a new one is negotiated after one was lost (or the
+    /// request timeout passes, or the transport closes). Checked and taken under one lock, so a
+    /// request never goes out with no session id, or a dead one, while the client starts anew.
+    pub(crate) async fn snapshot_in_session(&self) -> Snapshot {
+        {
+            let s = self.session();
+            if !s.lost {
+                return Self::snapshot_of(&s);
+            }
+        }
         let deadline = tokio::time::sleep(self.config.request_timeout);
         tokio::pin!(deadline);
         loop {
             let reopened = self.reopened.notified();
             tokio::pin!(reopened);
             reopened.as_mut().enable();
-            if !self.session().lost {
-                return;
+            {
+                let s = self.session();
+                if !s.lost {
+                    return Self::snapshot_of(&s);
+                }
             }
             tokio::select! {
                 () = reopened => {}
-                () = &mut deadline => return,
-                () = self.shutdown.cancelled() => return,
+                () = &mut deadline => return self.snapshot(),
+                () = self.shutdown.cancelled() => return self.snapshot(),
             }
         }
     }

@@ -221,8 +221,8 @@ impl TransportSender for HttpSender {
                     tracing::debug!("a request without an exchange: its failures are only logged");
                     Exchange::standalone(request.id).0
                 });
-                let now = self.shared.may_go_now();
-                request::spawn(self.shared.clone(), exchange, body, now);
+                let opens = self.shared.opens_session();
+                request::spawn(self.shared.clone(), exchange, body, opens);
             }
             Message::Notification(notification) => {
                 self.post_and_wait(body, &notification.method).await;
