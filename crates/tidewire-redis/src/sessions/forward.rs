@@ -1,0 +1,389 @@
+//! A request's trip to the replica that owns its session, and its answer's way back: the
+//! relaying replica publishes the request whole on the owner's inbox; the owner serves it and
+//! publishes the answer piece by piece (its head, each chunk of its body, its end) on a channel
+//! of the request's own, until it ends or the relay's client has gone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, StatusCode};
+use http_body_util::BodyExt as _;
+use serde::{Deserialize, Serialize};
+use tidewire_core::transport::Principal;
+use tokio::sync::mpsc;
+use tower::ServiceExt as _;
+
+use super::places::Asked;
+use super::shared::{RELAY_QUEUE, Shared, random_id, session_named, status, unavailable};
+
+/// The longest forwarded request body.
+const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
+/// How long the owner may take to start answering a forwarded request.
+const HEAD_WITHIN: Duration = Duration::from_secs(30);
+/// How long a relay waits on a quiet stream before it checks that the owner still lives.
+const QUIET_CHECK: Duration = Duration::from_secs(2);
+
+/// A request, as it travels to its session's owner.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Forwarded {
+    rid: String,
+    /// The replica relaying the answer.
+    from: String,
+    method: String,
+    uri: String,
+    headers: Vec<(String, String)>,
+    body: String,
+    /// Whom the replica it landed on verified it for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    principal: Option<Principal>,
+}
+
+/// One piece of the owner's answer.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Piece {
+    Head {
+        status: u16,
+        headers: Vec<(String, String)>,
+    },
+    Data(String),
+    End,
+}
+
+impl Shared {
+    pub(super) async fn publish(
+        &self,
+        channel: &str,
+        piece: &Piece,
+    ) -> Result<usize, redis::RedisError> {
+        let json = serde_json::to_string(piece).unwrap_or_default();
+        redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg(json)
+            .query_async(&mut self.redis.connection())
+            .await
+    }
+
+    /// Publishes `pieces` on `channel` in order, in one round trip; whether someone heard each.
+    pub(super) async fn publish_all(&self, channel: &str, pieces: &[Piece]) -> bool {
+        let mut pipe = redis::pipe();
+        for piece in pieces {
+            let json = serde_json::to_string(piece).unwrap_or_default();
+            pipe.cmd("PUBLISH").arg(channel).arg(json);
+        }
+        let heard: Result<Vec<usize>, _> = pipe.query_async(&mut self.redis.connection()).await;
+        heard.is_ok_and(|counts| counts.iter().all(|&n| n > 0))
+    }
+
+    /// Answers a forwarded request 503: this replica serves its most forwarded requests now.
+    pub(super) async fn refuse(&self, payload: Vec<u8>) {
+        let Ok(forwarded) = serde_json::from_slice::<Forwarded>(&payload) else {
+            return;
+        };
+        tracing::warn!("too many forwarded requests at once; one is answered 503");
+        let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
+        let pieces =
+            [
+                Piece::Head {
+                    status: 503,
+                    headers: vec![("retry-after".to_owned(), "1".to_owned())],
+                },
+                Piece::Data(STANDARD.encode(
+                    "the replica holding this session is serving its most forwarded requests",
+                )),
+                Piece::End,
+            ];
+        self.publish_all(&reply, &pieces).await;
+    }
+
+    /// Serves a request another replica forwarded here, sending the answer back piece by
+    /// piece until it ends or the other replica's client has gone.
+    pub(super) async fn serve(self: Arc<Self>, payload: Vec<u8>) {
+        let Ok(forwarded) = serde_json::from_slice::<Forwarded>(&payload) else {
+            tracing::warn!("not a forwarded request; dropped");
+            return;
+        };
+        let Some(local) = self.local.get().cloned() else {
+            return;
+        };
+        let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
+        let gone = self.redis.key(&format!("gone:{}", forwarded.rid));
+        let relay = forwarded.from.clone();
+        let (tx, mut gone_rx) = mpsc::channel(1);
+        self.route(&gone, tx);
+        let request = match rebuild(forwarded) {
+            Some(request) => request,
+            None => {
+                let head = Piece::Head {
+                    status: 400,
+                    headers: Vec::new(),
+                };
+                let _ = self.publish(&reply, &head).await;
+                let _ = self.publish(&reply, &Piece::End).await;
+                return;
+            }
+        };
+        // Served while the subscription to `gone` is made: it is needed only once the answer
+        // streams.
+        let mut sink = self.sink();
+        let session = session_named(&request);
+        let asked = Asked::of(&request);
+        let (_, Ok(response)) = tokio::join!(sink.subscribe(&gone), local.oneshot(request));
+        if let Some(session) = &session {
+            self.settle(session, &asked, response.status()).await;
+        }
+        let (parts, mut body) = response.into_parts();
+        let head = Piece::Head {
+            status: parts.status.as_u16(),
+            headers: text_headers(&parts.headers),
+        };
+        // The head goes with whatever of the body is ready already (all of a quick answer),
+        // in one round trip.
+        let mut first = vec![head];
+        let mut ended = false;
+        while let Some(frame) = futures::FutureExt::now_or_never(body.frame()) {
+            match frame {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        first.push(Piece::Data(STANDARD.encode(&data)));
+                    }
+                }
+                Some(Err(_)) | None => {
+                    first.push(Piece::End);
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        // The stream is dropped — as when a client of this replica goes away, so it can be
+        // resumed — once nobody relays it: its client left, or its replica died (no one hears
+        // the next piece, or no heartbeat while it is quiet).
+        if self.publish_all(&reply, &first).await && !ended {
+            let mut check = tokio::time::interval(QUIET_CHECK);
+            check.tick().await;
+            loop {
+                tokio::select! {
+                    frame = body.frame() => match frame {
+                        Some(Ok(frame)) => {
+                            if let Ok(data) = frame.into_data() {
+                                let piece = Piece::Data(STANDARD.encode(&data));
+                                if !matches!(self.publish(&reply, &piece).await, Ok(n) if n > 0) {
+                                    break;
+                                }
+                            }
+                        }
+                        Some(Err(_)) | None => {
+                            let _ = self.publish(&reply, &Piece::End).await;
+                            break;
+                        }
+                    },
+                    _ = gone_rx.recv() => break,
+                    _ = check.tick() => {
+                        if !self.alive(&relay).await {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.routes().remove(&gone);
+        let _ = self.sink().unsubscribe(&gone).await;
+    }
+
+    /// Forwards `request` to `owner` and relays its answer.
+    pub(super) async fn forward(self: Arc<Self>, request: Request, owner: String) -> Response {
+        let rid = random_id();
+        let reply = self.redis.key(&format!("reply:{rid}"));
+        let (tx, mut pieces) = mpsc::channel(RELAY_QUEUE);
+        self.route(&reply, tx);
+        let cleanup = Cleanup {
+            shared: self.clone(),
+            rid: rid.clone(),
+            finished: false,
+        };
+        if self.sink().subscribe(&reply).await.is_err() {
+            return unavailable("cannot reach Redis to forward the request");
+        }
+        let (parts, body) = request.into_parts();
+        let Ok(body) = http_body_util::Limited::new(body, MAX_FORWARDED_BODY)
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes)
+        else {
+            return status(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too long",
+            );
+        };
+        let forwarded = Forwarded {
+            rid,
+            from: self.node.clone(),
+            method: parts.method.to_string(),
+            uri: parts.uri.to_string(),
+            headers: text_headers(&parts.headers),
+            body: STANDARD.encode(&body),
+            principal: parts.extensions.get::<Principal>().cloned(),
+        };
+        let inbox = self.redis.key(&format!("node:{owner}:inbox"));
+        let json = serde_json::to_string(&forwarded).unwrap_or_default();
+        let delivered: Result<usize, _> = redis::cmd("PUBLISH")
+            .arg(&inbox)
+            .arg(json)
+            .query_async(&mut self.redis.connection())
+            .await;
+        if !matches!(delivered, Ok(n) if n > 0) {
+            return unavailable("the replica holding this session cannot be reached");
+        }
+        let head = tokio::time::timeout(HEAD_WITHIN, pieces.recv()).await;
+        let Ok(Some(head)) = head else {
+            return unavailable("the replica holding this session did not answer");
+        };
+        let Ok(Piece::Head {
+            status: code,
+            headers,
+        }) = serde_json::from_slice::<Piece>(&head)
+        else {
+            return unavailable("the replica holding this session answered something else");
+        };
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+        for (name, value) in headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) && !hop_by_hop(&name)
+            {
+                response.headers_mut().append(name, value);
+            }
+        }
+        let relay = Relay {
+            pieces,
+            shared: self.clone(),
+            owner,
+            cleanup,
+        };
+        *response.body_mut() = Body::from_stream(relayed(relay));
+        response
+    }
+}
+
+/// Tells the owner the client went away (unless the answer was whole), and stops listening,
+/// when a relay ends.
+struct Cleanup {
+    shared: Arc<Shared>,
+    rid: String,
+    /// The owner sent the end: it has nothing left to drop.
+    finished: bool,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let shared = self.shared.clone();
+        let reply = shared.redis.key(&format!("reply:{}", self.rid));
+        let gone = shared.redis.key(&format!("gone:{}", self.rid));
+        shared.routes().remove(&reply);
+        let finished = self.finished;
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if !finished {
+                    let _: Result<usize, _> = redis::cmd("PUBLISH")
+                        .arg(&gone)
+                        .arg("gone")
+                        .query_async(&mut shared.redis.connection())
+                        .await;
+                }
+                let _ = shared.sink().unsubscribe(&reply).await;
+            });
+        }
+    }
+}
+
+/// What a relay holds while its body is read.
+struct Relay {
+    pieces: mpsc::Receiver<Vec<u8>>,
+    shared: Arc<Shared>,
+    owner: String,
+    cleanup: Cleanup,
+}
+
+/// The relayed body: each data piece as it comes, until the end; the owner's death or a
+/// broken relay ends it with an error (the client then resumes, or starts over).
+fn relayed(relay: Relay) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    futures::stream::unfold(Some(relay), |relay| async move {
+        let mut relay = relay?;
+        let broken = |why: &str| Err(std::io::Error::other(why.to_owned()));
+        loop {
+            match tokio::time::timeout(QUIET_CHECK, relay.pieces.recv()).await {
+                Ok(Some(piece)) => {
+                    return match serde_json::from_slice::<Piece>(&piece) {
+                        Ok(Piece::Data(data)) => match STANDARD.decode(data) {
+                            Ok(bytes) => Some((Ok(Bytes::from(bytes)), Some(relay))),
+                            Err(_) => Some((broken("a garbled piece"), None)),
+                        },
+                        Ok(Piece::End) => {
+                            relay.cleanup.finished = true;
+                            None
+                        }
+                        _ => Some((broken("the relay from the session's replica broke"), None)),
+                    };
+                }
+                Ok(None) => return Some((broken("the relay fell behind and was dropped"), None)),
+                // Quiet: go on waiting while the owner lives.
+                Err(_) => {
+                    if !relay.shared.alive(&relay.owner).await {
+                        return Some((broken("the session's replica stopped"), None));
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "transfer-encoding"
+            | "upgrade"
+            | "content-length"
+            | "te"
+            | "trailer"
+            | "proxy-connection"
+    )
+}
+
+fn text_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| !hop_by_hop(name))
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+fn rebuild(forwarded: Forwarded) -> Option<Request> {
+    let body = STANDARD.decode(forwarded.body).ok()?;
+    let mut request = Request::builder()
+        .method(forwarded.method.as_str())
+        .uri(forwarded.uri.as_str())
+        .body(Body::from(body))
+        .ok()?;
+    for (name, value) in forwarded.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            request.headers_mut().append(name, value);
+        }
+    }
+    if let Some(principal) = forwarded.principal {
+        request.extensions_mut().insert(principal);
+    }
+    Some(request)
+}

@@ -1,0 +1,193 @@
+//! [`SessionRouting`], the handle a replica makes once, and the tasks it starts: the reader of
+//! its subscription, the server of requests forwarded to it, its heartbeat, and the keeper of
+//! its sessions' places.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+
+use super::shared::{ALIVE_FOR, RELAY_QUEUE, Shared, millis};
+use crate::{Redis, RedisError};
+
+/// How often a replica says it is alive.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How often a replica writes the places of its sessions again (so they are back within this
+/// long after Redis restarts, and kept while the sessions are used).
+const KEEP_EVERY: Duration = Duration::from_secs(5);
+/// Forwarded requests a replica serves at once; past it one is answered 503 at once.
+const MAX_FORWARDED_IN_FLIGHT: usize = 1024;
+
+/// Routes each session-era request to the replica that owns its session (see the module
+/// docs). Made once per replica with [`SessionRouting::start`], then wrapped around the
+/// Streamable HTTP router with [`wrap`](Self::wrap).
+#[derive(Clone)]
+pub struct SessionRouting {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SessionRouting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRouting")
+            .field("node", &self.shared.node)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionRouting {
+    /// Starts this replica's routing: it listens for requests forwarded to `node`, says every
+    /// second that it is alive, and keeps each session it opens known for `session_ttl` after
+    /// its last request (the sessions' idle timeout).
+    ///
+    /// # Errors
+    /// [`RedisError::Redis`] when the subscription cannot be made.
+    pub async fn start(
+        redis: &Redis,
+        node: &str,
+        session_ttl: Duration,
+    ) -> Result<Self, RedisError> {
+        let (sink, mut stream) = redis.client().get_async_pubsub().await?.split();
+        let shared = Arc::new(Shared {
+            redis: redis.clone(),
+            node: node.to_owned(),
+            session_ttl,
+            sink: Mutex::new(sink),
+            routes: Mutex::new(HashMap::new()),
+            local: OnceLock::new(),
+            places: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let inbox = shared.inbox();
+        let (tx, mut forwarded) = mpsc::channel::<Vec<u8>>(RELAY_QUEUE);
+        shared.route(&inbox, tx);
+        shared.sink().subscribe(&inbox).await?;
+        let weak = Arc::downgrade(&shared);
+        let reader = tokio::spawn(async move {
+            let mut pause = Duration::from_millis(100);
+            loop {
+                while let Some(message) = stream.next().await {
+                    let Some(shared) = weak.upgrade() else { return };
+                    let channel = message.get_channel_name().to_owned();
+                    let payload = message.get_payload_bytes().to_vec();
+                    let target = shared.routes().get(&channel).cloned();
+                    if let Some(target) = target
+                        && target.try_send(payload).is_err()
+                    {
+                        if channel == inbox {
+                            // The inbox stays: only this request is lost (its relay answers
+                            // 503 when no head comes).
+                            tracing::warn!("too many forwarded requests queued; one is dropped");
+                        } else {
+                            // A reader too slow to keep up: its relay ends (the client resumes).
+                            shared.routes().remove(&channel);
+                        }
+                    }
+                }
+                tracing::warn!(
+                    "the session routing's subscription to Redis was lost; making it again"
+                );
+                // Again, with every channel still waited on; what was published meanwhile is
+                // lost (a relay then breaks, and its client resumes).
+                loop {
+                    let Some(shared) = weak.upgrade() else { return };
+                    match shared.resubscribe().await {
+                        Ok(again) => {
+                            // Redis may have restarted empty: this replica's places, at once.
+                            shared.keep_places().await;
+                            stream = again;
+                            pause = Duration::from_millis(100);
+                            break;
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot subscribe again yet");
+                            drop(shared);
+                            tokio::time::sleep(pause).await;
+                            pause = (pause * 2).min(Duration::from_secs(5));
+                        }
+                    }
+                }
+            }
+        });
+        let weak = Arc::downgrade(&shared);
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_FORWARDED_IN_FLIGHT));
+        let server = tokio::spawn(async move {
+            while let Some(payload) = forwarded.recv().await {
+                let Some(shared) = weak.upgrade() else { return };
+                match in_flight.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        tokio::spawn(async move {
+                            shared.serve(payload).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        tokio::spawn(async move { shared.refuse(payload).await });
+                    }
+                }
+            }
+        });
+        let weak = Arc::downgrade(&shared);
+        let heart = tokio::spawn(async move {
+            let mut every = tokio::time::interval(HEARTBEAT);
+            loop {
+                every.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                let alive: Result<(), _> = redis::cmd("SET")
+                    .arg(shared.alive_key(&shared.node))
+                    .arg(1)
+                    .arg("PX")
+                    .arg(millis(ALIVE_FOR))
+                    .query_async(&mut shared.redis.connection())
+                    .await;
+                if let Err(error) = alive {
+                    tracing::warn!(%error, "cannot tell Redis this replica is alive");
+                }
+            }
+        });
+        let weak = Arc::downgrade(&shared);
+        let keep_every = KEEP_EVERY
+            .min(session_ttl / 3)
+            .max(Duration::from_millis(100));
+        let keeper = tokio::spawn(async move {
+            let mut every = tokio::time::interval(keep_every);
+            loop {
+                every.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                shared.keep_places().await;
+            }
+        });
+        shared
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([
+                reader.abort_handle(),
+                server.abort_handle(),
+                heart.abort_handle(),
+                keeper.abort_handle(),
+            ]);
+        // Alive from the start, not a heartbeat later.
+        let _: Result<(), _> = redis::cmd("SET")
+            .arg(shared.alive_key(node))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(ALIVE_FOR))
+            .query_async(&mut shared.redis.connection())
+            .await;
+        Ok(Self { shared })
+    }
+
+    /// `router` (the Streamable HTTP endpoint, and the legacy HTTP+SSE one merged into it) with
+    /// each request for a session another replica owns forwarded there; the rest, and
+    /// forwarded requests, it serves itself. A legacy session is the stream its `GET` opened,
+    /// so its place is forgotten when that stream ends.
+    pub fn wrap(&self, router: axum::Router) -> axum::Router {
+        let _ = self.shared.local.set(router.clone());
+        router.layer(axum::middleware::from_fn_with_state(
+            self.shared.clone(),
+            super::route::route,
+        ))
+    }
+}
