@@ -9,7 +9,8 @@ use clap::Args;
 use tidewire_demo::DemoStore;
 use tidewire_http::server::EventStoreLimits;
 use tidewire_redis::{
-    Redis, RedisBus, RedisEventStore, RedisTaskStore, SessionRouting, shared_key_ring,
+    Redis, RedisBus, RedisEventStore, RedisTaskStore, RoutingLimits, SessionRouting,
+    shared_key_ring,
 };
 use tidewire_server::tasks::TaskLimits;
 use tidewire_server::{KeyRing, ServerBuilder};
@@ -32,6 +33,16 @@ pub(crate) struct RedisArgs {
     /// With --redis: this replica's name in its log lines (default: its process id).
     #[arg(long, value_name = "NAME", requires = "redis")]
     pub(crate) node_id: Option<String>,
+
+    /// With --redis: the most requests forwarded from other replicas that open streams (GETs,
+    /// POSTed calls) this replica serves at once; past it they get 503.
+    #[arg(long, value_name = "N", requires = "redis", default_value_t = RoutingLimits::DEFAULT_FORWARDED_STREAMS)]
+    pub(crate) max_forwarded_streams: usize,
+
+    /// With --redis: the most forwarded messages answered at once (POSTed responses and
+    /// notifications, DELETEs) this replica serves at once; past it they get 503.
+    #[arg(long, value_name = "N", requires = "redis", default_value_t = RoutingLimits::DEFAULT_FORWARDED_MESSAGES)]
+    pub(crate) max_forwarded_messages: usize,
 }
 
 impl RedisArgs {
@@ -58,9 +69,13 @@ impl RedisArgs {
         let redis = Redis::connect(url, NAMESPACE).await.map_err(failed)?;
         let bus = redis.bus().await.map_err(failed)?;
         let keys = shared_key_ring(&redis).await.map_err(failed)?;
-        let routing = SessionRouting::start(&redis, &self.node(), session_ttl)
-            .await
-            .map_err(failed)?;
+        let limits_forwarded = RoutingLimits::default()
+            .forwarded_streams(self.max_forwarded_streams)
+            .forwarded_messages(self.max_forwarded_messages);
+        let routing =
+            SessionRouting::start_with(&redis, &self.node(), session_ttl, limits_forwarded)
+                .await
+                .map_err(failed)?;
         let events = Arc::new(RedisEventStore::new(&redis, session_ttl, limits));
         tracing::info!(node = %self.node(), "a replica on Redis");
         Ok(Some(Shared {

@@ -1140,3 +1140,85 @@ async fn a_session_used_only_through_another_replica_outlives_its_idle_timeout()
     .await
     .expect("within the limit");
 }
+
+/// A replica serves at most `--max-forwarded-streams` forwarded streams at once: past it a
+/// call is answered 503 at once, while the client's answer to an elicitation a held call waits
+/// on — a message, in a budget of its own — still gets through, and the held call completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_forwarded_streams_a_replica_refuses_calls_but_not_the_answers_they_wait_for() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let bounded = |name: &str| {
+            HttpServer::start_with(&[
+                "--redis",
+                &redis.url(),
+                "--node-id",
+                name,
+                "--max-forwarded-streams",
+                "2",
+            ])
+        };
+        let (a, b) = (bounded("a"), bounded("b"));
+        // Opened on A; every later request lands on B and is forwarded to A.
+        let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
+        let (asked_tx, mut asked) = mpsc::channel::<()>(1);
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let answering = release.clone();
+        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+            .connect()
+            .await
+            .expect("transport");
+        let client = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Legacy)
+            .elicitation_handler(
+                move |_: tidewire_core::schema::ElicitParams,
+                      _: tidewire_core::session::RequestContext| {
+                    let (asked, release) = (asked_tx.clone(), answering.clone());
+                    async move {
+                        let _ = asked.send(()).await;
+                        let _ = release.acquire().await;
+                        Ok(tidewire_core::schema::ElicitResult::accept(
+                            [("name".to_owned(), "Ada".into())].into_iter().collect(),
+                        ))
+                    }
+                },
+            )
+            .connect(transport)
+            .await
+            .expect("a session");
+        // The session's GET stream holds one of A's two permits; the held call takes the other.
+        let held = tokio::spawn({
+            let client = client.clone();
+            async move { text_of(&client, "elicit", json!({"message": "Your name?"})).await }
+        });
+        asked
+            .recv()
+            .await
+            .expect("the elicitation reached the client");
+        let refused = text_of(&client, "echo", json!({"text": "one too many"}))
+            .await
+            .expect_err("no permit is left for another call");
+        assert!(
+            refused.contains("503") && refused.contains("most forwarded streams"),
+            "a clear refusal: {refused}"
+        );
+        release.add_permits(1);
+        let answered = held
+            .await
+            .expect("join")
+            .expect("the held call gets its answer through and completes");
+        assert!(answered.contains("Ada"), "{answered}");
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "again"}))
+                .await
+                .as_deref(),
+            Ok("again"),
+            "the permit is back once the call is over"
+        );
+        assert_eq!(client.reinitializations(), 0, "the same session all along");
+    })
+    .await
+    .expect("within the limit");
+}

@@ -48,7 +48,7 @@ mod tasks;
 pub use bus::RedisBus;
 pub use events::RedisEventStore;
 pub use keys::shared_key_ring;
-pub use sessions::SessionRouting;
+pub use sessions::{RoutingLimits, SessionRouting};
 pub use tasks::RedisTaskStore;
 
 /// The `redis` crate this one is built on, for an application's own commands on

@@ -20,7 +20,9 @@ use tokio::sync::mpsc;
 use tower::ServiceExt as _;
 
 use super::places::Asked;
-use super::shared::{RELAY_QUEUE, Shared, random_id, session_named, status, unavailable};
+use super::shared::{
+    RELAY_QUEUE, SESSION_ID, Shared, random_id, session_named, status, unavailable,
+};
 
 /// The longest forwarded request body.
 const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
@@ -42,6 +44,48 @@ pub(super) struct Forwarded {
     /// Whom the replica it landed on verified it for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     principal: Option<Principal>,
+    /// Answered at once (see [`answered_at_once`]): served within the owner's budget of
+    /// messages, not of streams. Absent from an older replica's: counted as a stream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) brief: bool,
+}
+
+impl Forwarded {
+    /// A forwarded request read from the owner's inbox.
+    pub(super) fn parse(payload: &[u8]) -> Option<Self> {
+        serde_json::from_slice(payload).ok()
+    }
+}
+
+/// Whether a request for a session is answered at once: a `DELETE`; a legacy HTTP+SSE `POST`
+/// (answered 202, its answer goes on the session's stream), or a Streamable HTTP one carrying
+/// no JSON-RPC request (responses and notifications, answered 202). Anything else — a `GET`,
+/// a `POST` of a request, whose answer may stream for as long as the call runs — is a stream.
+fn answered_at_once(method: &http::Method, headers: &http::HeaderMap, body: &[u8]) -> bool {
+    if method == http::Method::DELETE {
+        return true;
+    }
+    if method != http::Method::POST {
+        return false;
+    }
+    !headers.contains_key(SESSION_ID) || !carries_request(body)
+}
+
+/// Whether a JSON-RPC body is a request (an `id` and a `method`). A batch or anything
+/// unreadable counts as one: the owner answers it, maybe at length.
+fn carries_request(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        id: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    // Only an object: serde would read an array as the struct's fields in order.
+    let object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    !object
+        || serde_json::from_slice::<Probe>(body)
+            .map_or(true, |p| p.id.is_some() && p.method.is_some())
 }
 
 /// One piece of the owner's answer.
@@ -81,34 +125,34 @@ impl Shared {
         heard.is_ok_and(|counts| counts.iter().all(|&n| n > 0))
     }
 
-    /// Answers a forwarded request 503: this replica serves its most forwarded requests now.
-    pub(super) async fn refuse(&self, payload: Vec<u8>) {
-        let Ok(forwarded) = serde_json::from_slice::<Forwarded>(&payload) else {
-            return;
+    /// Answers a forwarded request 503: this replica serves its most forwarded requests of
+    /// that kind now.
+    pub(super) async fn refuse(&self, forwarded: Forwarded) {
+        let kind = if forwarded.brief {
+            "messages"
+        } else {
+            "streams"
         };
-        tracing::warn!("too many forwarded requests at once; one is answered 503");
+        tracing::warn!(
+            kind,
+            "too many forwarded requests at once; one is answered 503"
+        );
         let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
-        let pieces =
-            [
-                Piece::Head {
-                    status: 503,
-                    headers: vec![("retry-after".to_owned(), "1".to_owned())],
-                },
-                Piece::Data(STANDARD.encode(
-                    "the replica holding this session is serving its most forwarded requests",
-                )),
-                Piece::End,
-            ];
+        let why = format!("the replica holding this session is serving its most forwarded {kind}");
+        let pieces = [
+            Piece::Head {
+                status: 503,
+                headers: vec![("retry-after".to_owned(), "1".to_owned())],
+            },
+            Piece::Data(STANDARD.encode(why)),
+            Piece::End,
+        ];
         self.publish_all(&reply, &pieces).await;
     }
 
     /// Serves a request another replica forwarded here, sending the answer back piece by
     /// piece until it ends or the other replica's client has gone.
-    pub(super) async fn serve(self: Arc<Self>, payload: Vec<u8>) {
-        let Ok(forwarded) = serde_json::from_slice::<Forwarded>(&payload) else {
-            tracing::warn!("not a forwarded request; dropped");
-            return;
-        };
+    pub(super) async fn serve(self: Arc<Self>, forwarded: Forwarded) {
         let Some(local) = self.local.get().cloned() else {
             return;
         };
@@ -229,6 +273,7 @@ impl Shared {
             headers: text_headers(&parts.headers),
             body: STANDARD.encode(&body),
             principal: parts.extensions.get::<Principal>().cloned(),
+            brief: answered_at_once(&parts.method, &parts.headers, &body),
         };
         let inbox = self.redis.key(&format!("node:{owner}:inbox"));
         let json = serde_json::to_string(&forwarded).unwrap_or_default();
@@ -386,4 +431,45 @@ fn rebuild(forwarded: Forwarded) -> Option<Request> {
         request.extensions_mut().insert(principal);
     }
     Some(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(method: http::Method, session: bool, body: &str) -> bool {
+        let mut headers = http::HeaderMap::new();
+        if session {
+            headers.insert(SESSION_ID, HeaderValue::from_static("s-1"));
+        }
+        answered_at_once(&method, &headers, body.as_bytes())
+    }
+
+    #[test]
+    fn only_what_is_answered_at_once_is_a_message() {
+        let request = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#;
+        let response = r#"{"jsonrpc":"2.0","id":3,"result":{"action":"accept"}}"#;
+        let notification = r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#;
+        let batch = format!("[{request}]");
+        assert!(
+            !kind(http::Method::POST, true, request),
+            "a call may stream"
+        );
+        assert!(!kind(http::Method::GET, true, ""), "a GET is a stream");
+        assert!(
+            !kind(http::Method::POST, true, &batch),
+            "a batch may hold calls"
+        );
+        assert!(
+            !kind(http::Method::POST, true, "{not json"),
+            "unreadable: a stream"
+        );
+        assert!(kind(http::Method::POST, true, response));
+        assert!(kind(http::Method::POST, true, notification));
+        assert!(kind(http::Method::DELETE, true, ""));
+        assert!(
+            kind(http::Method::POST, false, request),
+            "a legacy HTTP+SSE POST is answered 202 at once"
+        );
+    }
 }

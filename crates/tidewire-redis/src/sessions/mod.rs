@@ -28,4 +28,4 @@ mod route;
 mod routing;
 mod shared;
 
-pub use routing::SessionRouting;
+pub use routing::{RoutingLimits, SessionRouting};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
+use super::forward::Forwarded;
 use super::shared::{ALIVE_FOR, RELAY_QUEUE, Shared, millis};
 use crate::{Redis, RedisError};
 
@@ -17,8 +18,69 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How often a replica writes the places of its sessions again (so they are back within this
 /// long after Redis restarts, and kept while the sessions are used).
 const KEEP_EVERY: Duration = Duration::from_secs(5);
-/// Forwarded requests a replica serves at once; past it one is answered 503 at once.
-const MAX_FORWARDED_IN_FLIGHT: usize = 1024;
+/// How many requests forwarded from other replicas one replica serves at once; past either
+/// bound, the next of that kind is answered `503` with `Retry-After: 1` at once (the client
+/// sees the 503; nothing else is affected).
+///
+/// There are two budgets because forwarded requests are of two kinds. A *stream* — a `GET`, or
+/// a `POST` carrying a JSON-RPC request — may stay open as long as its call runs, and a call
+/// may wait on its client (an elicitation, a sampling request). A *message* — a `POST` of
+/// responses or notifications, a legacy HTTP+SSE `POST`, a `DELETE` — is answered at once.
+/// With one budget, calls waiting on their clients could hold every permit and refuse the very
+/// answers they wait for.
+///
+/// ```
+/// use tidewire_redis::RoutingLimits;
+///
+/// let limits = RoutingLimits::default().forwarded_streams(256);
+/// assert_eq!(limits.streams(), 256);
+/// assert_eq!(limits.messages(), RoutingLimits::DEFAULT_FORWARDED_MESSAGES);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoutingLimits {
+    streams: usize,
+    messages: usize,
+}
+
+impl Default for RoutingLimits {
+    fn default() -> Self {
+        Self {
+            streams: Self::DEFAULT_FORWARDED_STREAMS,
+            messages: Self::DEFAULT_FORWARDED_MESSAGES,
+        }
+    }
+}
+
+impl RoutingLimits {
+    /// Forwarded streams served at once by default: 1,024.
+    pub const DEFAULT_FORWARDED_STREAMS: usize = 1024;
+    /// Forwarded messages served at once by default: 1,024.
+    pub const DEFAULT_FORWARDED_MESSAGES: usize = 1024;
+
+    /// At most this many forwarded streams at once (at least 1).
+    #[must_use]
+    pub fn forwarded_streams(mut self, streams: usize) -> Self {
+        self.streams = streams.max(1);
+        self
+    }
+
+    /// At most this many forwarded messages at once (at least 1).
+    #[must_use]
+    pub fn forwarded_messages(mut self, messages: usize) -> Self {
+        self.messages = messages.max(1);
+        self
+    }
+
+    /// The bound on forwarded streams.
+    pub fn streams(&self) -> usize {
+        self.streams
+    }
+
+    /// The bound on forwarded messages.
+    pub fn messages(&self) -> usize {
+        self.messages
+    }
+}
 
 /// Routes each session-era request to the replica that owns its session (see the module
 /// docs). Made once per replica with [`SessionRouting::start`], then wrapped around the
@@ -47,6 +109,20 @@ impl SessionRouting {
         redis: &Redis,
         node: &str,
         session_ttl: Duration,
+    ) -> Result<Self, RedisError> {
+        Self::start_with(redis, node, session_ttl, RoutingLimits::default()).await
+    }
+
+    /// [`start`](Self::start), serving at most what `limits` allow of the requests other
+    /// replicas forward here.
+    ///
+    /// # Errors
+    /// [`RedisError::Redis`] when the subscription cannot be made.
+    pub async fn start_with(
+        redis: &Redis,
+        node: &str,
+        session_ttl: Duration,
+        limits: RoutingLimits,
     ) -> Result<Self, RedisError> {
         let (sink, mut stream) = redis.client().get_async_pubsub().await?.split();
         let shared = Arc::new(Shared {
@@ -111,19 +187,25 @@ impl SessionRouting {
             }
         });
         let weak = Arc::downgrade(&shared);
-        let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_FORWARDED_IN_FLIGHT));
+        let streams = Arc::new(tokio::sync::Semaphore::new(limits.streams));
+        let messages = Arc::new(tokio::sync::Semaphore::new(limits.messages));
         let server = tokio::spawn(async move {
             while let Some(payload) = forwarded.recv().await {
                 let Some(shared) = weak.upgrade() else { return };
-                match in_flight.clone().try_acquire_owned() {
+                let Some(request) = Forwarded::parse(&payload) else {
+                    tracing::warn!("not a forwarded request; dropped");
+                    continue;
+                };
+                let budget = if request.brief { &messages } else { &streams };
+                match budget.clone().try_acquire_owned() {
                     Ok(permit) => {
                         tokio::spawn(async move {
-                            shared.serve(payload).await;
+                            shared.serve(request).await;
                             drop(permit);
                         });
                     }
                     Err(_) => {
-                        tokio::spawn(async move { shared.refuse(payload).await });
+                        tokio::spawn(async move { shared.refuse(request).await });
                     }
                 }
             }

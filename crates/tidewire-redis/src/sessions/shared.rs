@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::StatusCode;
 use redis::aio::PubSubSink;
-use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
+pub(super) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 use tokio::sync::mpsc;
 
 use crate::Redis;
