@@ -155,7 +155,15 @@ async fn sessions_known(redis: &RedisServer) -> usize {
 }
 
 fn replica(redis: &RedisServer, name: &str) -> HttpServer {
-    HttpServer::start_with(&["--redis", &redis.url(), "--node-id", name])
+    replica_with(redis, name, &[])
+}
+
+/// A replica named `name` on `redis`, with `extra` arguments for `tidewire serve`.
+fn replica_with(redis: &RedisServer, name: &str, extra: &[&str]) -> HttpServer {
+    let url = redis.url();
+    let mut args = vec!["--redis", &url, "--node-id", name];
+    args.extend_from_slice(extra);
+    HttpServer::start_with(&args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,20 +391,8 @@ async fn a_task_whose_replica_dies_fails_once_its_lease_runs_out() {
     };
     tokio::time::timeout(support::LIMIT, async {
         let lease = ["--task-lease", "1s"];
-        let doomed = HttpServer::start_with(
-            &[
-                &["--redis", &redis.url(), "--node-id", "doomed"][..],
-                &lease[..],
-            ]
-            .concat(),
-        );
-        let survivor = HttpServer::start_with(
-            &[
-                &["--redis", &redis.url(), "--node-id", "survivor"][..],
-                &lease[..],
-            ]
-            .concat(),
-        );
+        let doomed = replica_with(&redis, "doomed", &lease);
+        let survivor = replica_with(&redis, "survivor", &lease);
         let (on_doomed, on_survivor) = (modern(&doomed.url).await, modern(&survivor.url).await);
         let urls: Vec<String> = (0..100)
             .map(|i| format!("https://example.com/{i}"))
@@ -1108,16 +1104,8 @@ async fn a_session_used_only_through_another_replica_outlives_its_idle_timeout()
         return;
     };
     tokio::time::timeout(support::LIMIT, async {
-        let with_timeout = |name: &str| {
-            HttpServer::start_with(&[
-                "--redis",
-                &redis.url(),
-                "--node-id",
-                name,
-                "--session-idle-timeout",
-                "2s",
-            ])
-        };
+        let with_timeout =
+            |name: &str| replica_with(&redis, name, &["--session-idle-timeout", "2s"]);
         let (a, b) = (with_timeout("a"), with_timeout("b"));
         // Opened on A; every later request lands on B and is forwarded to A.
         let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
@@ -1150,16 +1138,7 @@ async fn past_its_forwarded_streams_a_replica_refuses_calls_but_not_the_answers_
         return;
     };
     tokio::time::timeout(support::LIMIT, async {
-        let bounded = |name: &str| {
-            HttpServer::start_with(&[
-                "--redis",
-                &redis.url(),
-                "--node-id",
-                name,
-                "--max-forwarded-streams",
-                "2",
-            ])
-        };
+        let bounded = |name: &str| replica_with(&redis, name, &["--max-forwarded-streams", "2"]);
         let (a, b) = (bounded("a"), bounded("b"));
         // Opened on A; every later request lands on B and is forwarded to A.
         let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;

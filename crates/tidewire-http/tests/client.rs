@@ -353,6 +353,22 @@ struct Sessions {
     held: Vec<mpsc::UnboundedSender<String>>,
 }
 
+impl Sessions {
+    /// 404 for a request naming a session the fake has forgotten.
+    fn refuses(&self, req: &Incoming) -> Option<Response> {
+        let id = req.session()?;
+        self.expired
+            .contains(id)
+            .then(|| status(StatusCode::NOT_FOUND, "no such session"))
+    }
+
+    /// The id of a new session, `s-1`, `s-2`, …
+    fn open(&mut self) -> String {
+        self.current += 1;
+        format!("s-{}", self.current)
+    }
+}
+
 #[tokio::test]
 async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
     within(async {
@@ -363,14 +379,11 @@ async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
                 let sessions = sessions.clone();
                 async move {
                     let mut s = sessions.lock().expect("lock");
-                    if let Some(id) = req.session()
-                        && s.expired.contains(id)
-                    {
-                        return status(StatusCode::NOT_FOUND, "no such session");
+                    if let Some(gone) = s.refuses(&req) {
+                        return gone;
                     }
                     if req.is_post("initialize") {
-                        s.current += 1;
-                        let session = format!("s-{}", s.current);
+                        let session = s.open();
                         if s.current == 1 {
                             return handshake(&req, Some(&session)).expect("initialize");
                         }
@@ -556,14 +569,11 @@ async fn a_retry_right_after_a_404_waits_for_the_new_session() {
                 let sessions = sessions.clone();
                 async move {
                     let mut s = sessions.lock().expect("lock");
-                    if let Some(id) = req.session()
-                        && s.expired.contains(id)
-                    {
-                        return status(StatusCode::NOT_FOUND, "no such session");
+                    if let Some(gone) = s.refuses(&req) {
+                        return gone;
                     }
                     if req.is_post("initialize") {
-                        s.current += 1;
-                        let session = format!("s-{}", s.current);
+                        let session = s.open();
                         return handshake(&req, Some(&session)).expect("initialize");
                     }
                     if let Some(reply) = handshake(&req, None) {

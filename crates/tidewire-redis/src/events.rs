@@ -5,8 +5,10 @@
 //! [`MemoryEventStore`], within its limits): no Redis round trip sits on the path of an event.
 //! The events of a POST's stream are also queued, in order, for a writer that copies batches of
 //! them to Redis: one Redis stream per session stream (`events:<session>:<stream>`, entry ids
-//! `<seq>-0`, so an SSE id `<stream>-<seq>` names its entry), capped at the store's events per
-//! stream and expiring with the session's idle timeout. Another replica replays that copy to a
+//! `<seq>-0`, so an SSE id `<stream>-<seq>` names its entry), expiring with the session's idle
+//! timeout, and trimmed as the memory copy is: each entry is added with the memory store's
+//! oldest kept event of that stream as the `MINID`, so the copy holds no more events and no
+//! more bytes than the store's limits let a stream hold in memory. Another replica replays that copy to a
 //! client resuming with `Last-Event-ID` once the owner is dead
 //! ([`SessionRouting`](crate::SessionRouting)).
 //!
@@ -46,6 +48,9 @@ enum Copy {
         session: Arc<str>,
         stream: StreamId,
         event: StoredEvent,
+        /// The oldest event of the stream still kept in memory once this one was: older
+        /// entries of the copy go.
+        oldest: u64,
     },
     /// Deletes these streams of the session.
     Forget {
@@ -96,13 +101,7 @@ impl RedisEventStore {
     pub fn new(redis: &Redis, ttl: Duration, limits: EventStoreLimits) -> Self {
         let (copies, queue) = mpsc::channel(COPY_QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
-        tokio::spawn(copier(
-            redis.clone(),
-            queue,
-            ttl,
-            limits.per_stream(),
-            dropped.clone(),
-        ));
+        tokio::spawn(copier(redis.clone(), queue, ttl, dropped.clone()));
         Self {
             redis: redis.clone(),
             memory: MemoryEventStore::with_limits(limits),
@@ -204,14 +203,20 @@ impl EventStore for RedisEventStore {
         stream: StreamId,
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
-        if let Some(key) = self.copies(session, stream, &event) {
-            self.copy(Copy::Append {
-                session: key,
-                stream,
-                event: event.clone(),
-            });
-        }
-        self.memory.append(session, stream, event)
+        let Some(key) = self.copies(session, stream, &event) else {
+            return self.memory.append(session, stream, event);
+        };
+        let seq = event.seq;
+        // The memory store appends (and trims) before its future is polled.
+        let appended = self.memory.append(session, stream, event.clone());
+        let oldest = self.memory.oldest(session, stream).unwrap_or(seq);
+        self.copy(Copy::Append {
+            session: key,
+            stream,
+            event,
+            oldest,
+        });
+        appended
     }
 
     fn after<'a>(
@@ -271,7 +276,6 @@ async fn copier(
     redis: Redis,
     mut queue: mpsc::Receiver<Copy>,
     ttl: Duration,
-    max_len: usize,
     dropped: Arc<AtomicU64>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
@@ -287,13 +291,13 @@ async fn copier(
                     session,
                     stream,
                     event,
+                    oldest,
                 } => {
                     let key = stream_key(&redis, &session, stream);
                     pipe.cmd("XADD")
                         .arg(&key)
-                        .arg("MAXLEN")
-                        .arg("~")
-                        .arg(max_len)
+                        .arg("MINID")
+                        .arg(format!("{oldest}-0"))
                         .arg(format!("{}-0", event.seq))
                         .arg("d")
                         .arg(event.data.as_ref())

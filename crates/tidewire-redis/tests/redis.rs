@@ -271,7 +271,7 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
             left > 50_000 && left <= 60_000,
             "expires with the session: {left} ms"
         );
-        // The stream is capped near its events per stream (MAXLEN ~).
+        // The copy keeps what memory keeps: the last 100 events (the events per stream).
         for seq in 6..=400 {
             store.append("s2", 2, event(seq, false)).await;
         }
@@ -281,7 +281,9 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
             .query_async(&mut c)
             .await
             .expect("XLEN");
-        assert!((100..300).contains(&len), "capped: {len}");
+        assert_eq!(len, 100, "capped as in memory");
+        let first = store.copied("s2", 2, 0).await.expect("copied");
+        assert_eq!(first.first().map(|e| e.seq), Some(301));
         // One stream forgotten, then a whole session.
         store.forget("s1", Some(1)).await;
         store.flush().await;
@@ -313,6 +315,39 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
             matches!(refused, Err(RedisError::Corrupt { .. })),
             "{refused:?}"
         );
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// The copy of a stream is bounded in bytes as its memory copy is: large events push the
+/// oldest out of both.
+#[tokio::test]
+async fn the_event_copy_in_redis_is_bounded_in_bytes_as_memory_is() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let redis = Redis::connect(&server.url(), "bytes").await.expect("redis");
+        const BUDGET: usize = 64 * 1024;
+        let limits = EventStoreLimits::default().bytes_per_stream(BUDGET);
+        let store = RedisEventStore::new(&redis, Duration::from_secs(60), limits);
+        let big = |seq: u64| StoredEvent {
+            seq,
+            data: Bytes::from(format!(r#"{{"i":{seq},"pad":"{}"}}"#, "x".repeat(10_000))),
+            last: false,
+        };
+        for seq in 1..=50 {
+            store.append("s", 1, big(seq)).await;
+        }
+        store.flush().await;
+        let in_memory = store.after("s", 1, 0).await;
+        let copied = store.copied("s", 1, 0).await.expect("copied");
+        let bytes: usize = copied.iter().map(|e| e.data.len()).sum();
+        assert!(bytes <= BUDGET, "{bytes} bytes copied, over {BUDGET}");
+        assert_eq!(copied, in_memory, "the copy holds what memory holds");
+        assert!(copied.len() >= 5, "the newest are kept: {}", copied.len());
+        assert_eq!(copied.last().map(|e| e.seq), Some(50));
     })
     .await
     .expect("within the limit");

@@ -319,6 +319,19 @@ impl MemoryEventStore {
         self.lock().sessions.get(session).map_or(0, |s| s.bytes)
     }
 
+    /// The `seq` of the oldest event kept of `stream` in `session`, if any: everything older
+    /// was dropped to stay within the limits (a copy elsewhere may drop it too).
+    pub fn oldest(&self, session: &str, stream: StreamId) -> Option<u64> {
+        self.lock()
+            .sessions
+            .get(session)?
+            .streams
+            .get(&stream)?
+            .events
+            .front()
+            .map(|(_, e)| e.seq)
+    }
+
     /// True when nothing is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
