@@ -353,6 +353,24 @@ struct Sessions {
     held: Vec<mpsc::UnboundedSender<String>>,
 }
 
+/// A fake that forgets sessions on demand: a request naming one in `expired` gets 404; every
+/// other is answered by `answer`, with the sessions at hand.
+async fn expiring_fake(
+    sessions: &Arc<Mutex<Sessions>>,
+    answer: impl Fn(&Incoming, &mut Sessions) -> Response + Send + Sync + 'static,
+) -> Fake {
+    let sessions = sessions.clone();
+    let answer = Arc::new(answer);
+    serve(move |req| {
+        let (sessions, answer) = (sessions.clone(), answer.clone());
+        async move {
+            let mut s = sessions.lock().expect("lock");
+            s.refuses(&req).unwrap_or_else(|| answer(&req, &mut s))
+        }
+    })
+    .await
+}
+
 impl Sessions {
     /// 404 for a request naming a session the fake has forgotten.
     fn refuses(&self, req: &Incoming) -> Option<Response> {
@@ -373,44 +391,34 @@ impl Sessions {
 async fn a_404_fails_what_is_in_flight_and_starts_a_new_session() {
     within(async {
         let sessions = Arc::new(Mutex::new(Sessions::default()));
-        let fake = {
-            let sessions = sessions.clone();
-            serve(move |req| {
-                let sessions = sessions.clone();
-                async move {
-                    let mut s = sessions.lock().expect("lock");
-                    if let Some(gone) = s.refuses(&req) {
-                        return gone;
-                    }
-                    if req.is_post("initialize") {
-                        let session = s.open();
-                        if s.current == 1 {
-                            return handshake(&req, Some(&session)).expect("initialize");
-                        }
-                        // The server came back with another configuration.
-                        let id = req.id().unwrap_or(Value::Null);
-                        let restarted = json!({
-                            "protocolVersion": "2025-06-18",
-                            "capabilities": {"tools": {}, "logging": {}},
-                            "serverInfo": {"name": "restarted", "version": "2"}
-                        });
-                        return with_session(json_reply(result(&id, restarted)), &session);
-                    }
-                    if let Some(reply) = handshake(&req, None) {
-                        return reply;
-                    }
-                    let id = req.id().unwrap_or(Value::Null);
-                    let tool = req.tool().to_owned();
-                    if tool == "slow" {
-                        let (tx, reply) = sse_open();
-                        s.held.push(tx);
-                        return reply;
-                    }
-                    json_reply(text_result(&id, &format!("echo from {:?}", req.session())))
+        let fake = expiring_fake(&sessions, |req, s| {
+            if req.is_post("initialize") {
+                let session = s.open();
+                if s.current == 1 {
+                    return handshake(req, Some(&session)).expect("initialize");
                 }
-            })
-            .await
-        };
+                // The server came back with another configuration.
+                let id = req.id().unwrap_or(Value::Null);
+                let restarted = json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}, "logging": {}},
+                    "serverInfo": {"name": "restarted", "version": "2"}
+                });
+                return with_session(json_reply(result(&id, restarted)), &session);
+            }
+            if let Some(reply) = handshake(req, None) {
+                return reply;
+            }
+            let id = req.id().unwrap_or(Value::Null);
+            let tool = req.tool().to_owned();
+            if tool == "slow" {
+                let (tx, reply) = sse_open();
+                s.held.push(tx);
+                return reply;
+            }
+            json_reply(text_result(&id, &format!("echo from {:?}", req.session())))
+        })
+        .await;
         let (client, handle) = connect(transport_for(&fake)).await;
         assert_eq!(handle.session_id().as_deref(), Some("s-1"));
 
@@ -563,28 +571,18 @@ async fn a_retry_right_after_a_404_waits_for_the_new_session() {
     const ROUNDS: usize = 40;
     within(async {
         let sessions = Arc::new(Mutex::new(Sessions::default()));
-        let fake = {
-            let sessions = sessions.clone();
-            serve(move |req| {
-                let sessions = sessions.clone();
-                async move {
-                    let mut s = sessions.lock().expect("lock");
-                    if let Some(gone) = s.refuses(&req) {
-                        return gone;
-                    }
-                    if req.is_post("initialize") {
-                        let session = s.open();
-                        return handshake(&req, Some(&session)).expect("initialize");
-                    }
-                    if let Some(reply) = handshake(&req, None) {
-                        return reply;
-                    }
-                    let id = req.id().unwrap_or(Value::Null);
-                    json_reply(text_result(&id, req.session().unwrap_or("none")))
-                }
-            })
-            .await
-        };
+        let fake = expiring_fake(&sessions, |req, s| {
+            if req.is_post("initialize") {
+                let session = s.open();
+                return handshake(req, Some(&session)).expect("initialize");
+            }
+            if let Some(reply) = handshake(req, None) {
+                return reply;
+            }
+            let id = req.id().unwrap_or(Value::Null);
+            json_reply(text_result(&id, req.session().unwrap_or("none")))
+        })
+        .await;
         let (client, handle) = connect(transport_for(&fake)).await;
         for round in 1..=ROUNDS {
             let dead = format!("s-{round}");
