@@ -207,16 +207,17 @@ impl EventStore for RedisEventStore {
             return self.memory.append(session, stream, event);
         };
         let seq = event.seq;
-        // The memory store appends (and trims) before its future is polled.
-        let appended = self.memory.append(session, stream, event.clone());
-        let oldest = self.memory.oldest(session, stream).unwrap_or(seq);
+        let oldest = self
+            .memory
+            .append_now(session, stream, event.clone())
+            .unwrap_or(seq);
         self.copy(Copy::Append {
             session: key,
             stream,
             event,
             oldest,
         });
-        appended
+        Box::pin(std::future::ready(()))
     }
 
     fn after<'a>(

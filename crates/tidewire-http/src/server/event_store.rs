@@ -319,19 +319,6 @@ impl MemoryEventStore {
         self.lock().sessions.get(session).map_or(0, |s| s.bytes)
     }
 
-    /// The `seq` of the oldest event kept of `stream` in `session`, if any: everything older
-    /// was dropped to stay within the limits (a copy elsewhere may drop it too).
-    pub fn oldest(&self, session: &str, stream: StreamId) -> Option<u64> {
-        self.lock()
-            .sessions
-            .get(session)?
-            .streams
-            .get(&stream)?
-            .events
-            .front()
-            .map(|(_, e)| e.seq)
-    }
-
     /// True when nothing is kept.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -365,13 +352,11 @@ impl MemoryEventStore {
     }
 }
 
-impl EventStore for MemoryEventStore {
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        stream: StreamId,
-        event: StoredEvent,
-    ) -> BoxFuture<'a, ()> {
+impl MemoryEventStore {
+    /// Appends `event` to `stream` of `session` at once (what [`EventStore::append`] does),
+    /// and returns the `seq` of the oldest event that stream keeps afterwards: everything
+    /// older was dropped to stay within the limits, so a copy kept elsewhere may drop it too.
+    pub fn append_now(&self, session: &str, stream: StreamId, event: StoredEvent) -> Option<u64> {
         let limits = self.limits;
         let added = cost(&event);
         let mut guard = self.lock();
@@ -409,6 +394,19 @@ impl EventStore for MemoryEventStore {
         if inner.bytes > limits.total_bytes {
             Self::shrink(inner, limits.total_bytes);
         }
+        let kept = inner.sessions.get(session)?.streams.get(&stream)?;
+        kept.events.front().map(|(_, e)| e.seq)
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: StreamId,
+        event: StoredEvent,
+    ) -> BoxFuture<'a, ()> {
+        self.append_now(session, stream, event);
         Box::pin(std::future::ready(()))
     }
 
