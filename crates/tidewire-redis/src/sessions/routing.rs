@@ -192,22 +192,19 @@ impl SessionRouting {
         let server = tokio::spawn(async move {
             while let Some(payload) = forwarded.recv().await {
                 let Some(shared) = weak.upgrade() else { return };
-                let Some(request) = Forwarded::parse(&payload) else {
-                    tracing::warn!("not a forwarded request; dropped");
-                    continue;
-                };
-                let budget = if request.brief { &messages } else { &streams };
-                match budget.clone().try_acquire_owned() {
-                    Ok(permit) => {
-                        tokio::spawn(async move {
-                            shared.serve(request).await;
-                            drop(permit);
-                        });
+                let (streams, messages) = (streams.clone(), messages.clone());
+                // Read off the inbox's loop: a body may be megabytes.
+                tokio::spawn(async move {
+                    let Some(request) = Forwarded::parse(&payload) else {
+                        tracing::warn!("not a forwarded request; dropped");
+                        return;
+                    };
+                    let budget = if request.brief { messages } else { streams };
+                    match budget.try_acquire_owned() {
+                        Ok(_permit) => shared.serve(request).await,
+                        Err(_) => shared.refuse(request).await,
                     }
-                    Err(_) => {
-                        tokio::spawn(async move { shared.refuse(request).await });
-                    }
-                }
+                });
             }
         });
         let weak = Arc::downgrade(&shared);
