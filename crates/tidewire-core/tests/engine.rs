@@ -80,8 +80,10 @@ impl Handler for TestHandler {
             }
             "panic" => panic!("boom"),
             "ask_back" => {
-                let answer: Value = ctx
+                let peer = ctx
                     .peer()
+                    .ok_or_else(|| ErrorObject::internal("no session"))?;
+                let answer: Value = peer
                     .request_raw("echo", Some(json!({"back": true})))
                     .await
                     .map_err(ErrorObject::internal)?;

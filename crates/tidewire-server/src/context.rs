@@ -185,8 +185,10 @@ impl Context {
         &self.request
     }
 
-    /// The routed handle to the client.
-    pub fn peer(&self) -> &Peer {
+    /// The routed handle to the client: `None` for a stateless request served without a
+    /// session (what it sends goes on its response's stream: [`log`](Self::log),
+    /// [`report_progress`](Self::report_progress)).
+    pub fn peer(&self) -> Option<&Peer> {
         self.request.peer()
     }
 
@@ -195,7 +197,7 @@ impl Context {
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         match &self.stateless {
             Some(call) => Some(call.meta.version),
-            None => self.request.peer().protocol_version(),
+            None => self.request.peer().and_then(Peer::protocol_version),
         }
     }
 

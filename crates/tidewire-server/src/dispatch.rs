@@ -47,7 +47,10 @@ impl ConnectionHandler {
     ) -> Result<Value, ErrorObject> {
         let server = &self.server;
         match ClientRequest::from_parts(&request.method, request.params)? {
-            ClientRequest::Initialize(params) => reply(self.initialize(params, ctx.peer())),
+            ClientRequest::Initialize(params) => match ctx.peer() {
+                Some(peer) => reply(self.initialize(params, peer)),
+                None => Err(ErrorObject::internal("initialize outside a session")),
+            },
             ClientRequest::Ping(_) => reply(EmptyResult::new()),
             ClientRequest::ListTools(params) => {
                 reply(listing::list::<ListToolsResult>(server, &params)?)
@@ -200,12 +203,7 @@ impl Handler for ConnectionHandler {
     }
 
     fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
-        let policies = &self.server.tool_cancel_policies;
-        if policies.is_empty() || request.method != "tools/call" {
-            return None;
-        }
-        let name = request.params.as_ref()?.get("name")?.as_str()?;
-        policies.get(name).copied()
+        self.server.cancel_policy_of(request)
     }
 
     fn handle_notification(&self, notification: Notification, peer: &Peer) {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 use tidewire_core::schema::{CallToolResult, Tool};
-use tidewire_core::session::{Driver, Peer, Serve, Session};
+use tidewire_core::session::{Driver, Peer, Serve, ServeRequest, Session};
 use tidewire_core::transport::{Transport, TransportSender};
 use tidewire_core::version::Eras;
 
@@ -16,6 +16,7 @@ use crate::context::{Context, Shared};
 use crate::dispatch::ConnectionHandler;
 use crate::error::ToolError;
 use crate::registry::{ToolEntry, boxed_tool};
+use crate::stateless::RequestServer;
 
 /// An MCP server: tools, resources, prompts and completion, served over any transport.
 ///
@@ -66,6 +67,15 @@ impl<T: Transport> Serve<T> for Server {
             Eras::Legacy
         };
         self.serve_eras((sender, receiver), eras).1
+    }
+
+    /// Stateless requests are served without a session when this server serves the
+    /// 2026-07-28 revision (see [`ServeRequest`]).
+    fn request_server(&self) -> Option<Arc<dyn ServeRequest>> {
+        self.inner
+            .eras
+            .modern()
+            .then(|| Arc::new(RequestServer::new(self.inner.clone())) as Arc<dyn ServeRequest>)
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use serde_json::json;
+use tidewire_core::jsonrpc::Request;
 use tidewire_core::schema::{
     ClientNotification, Implementation, LoggingLevel, SKILLS_EXTENSION, ServerCapabilities,
     ServerTaskRequests, ServerTasksCapability, TASKS_EXTENSION, TaskSupport, TaskToolsRequests,
@@ -126,6 +127,16 @@ impl<C> ServerState<C> {
     }
 
     /// `info` as JSON, serialised once.
+    /// The cancel policy set for the tool `request` calls, if one was (`cancel_policy_for`).
+    pub(crate) fn cancel_policy_of(&self, request: &Request) -> Option<CancelPolicy> {
+        let policies = &self.tool_cancel_policies;
+        if policies.is_empty() || request.method != "tools/call" {
+            return None;
+        }
+        let name = request.params.as_ref()?.get("name")?.as_str()?;
+        policies.get(name).copied()
+    }
+
     pub(crate) fn info_json(&self) -> &Value {
         self.info_json
             .get_or_init(|| serde_json::to_value(&self.info).unwrap_or(Value::Null))

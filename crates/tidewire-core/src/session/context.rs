@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use super::stream::RequestStream;
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams};
@@ -28,10 +29,19 @@ pub struct RequestContext {
 #[derive(Debug)]
 struct Reporter {
     token: Option<ProgressToken>,
-    peer: Peer,
+    outlet: Outlet,
     cancel: CancellationToken,
     guard: tokio::sync::Mutex<MonotonicGuard>,
     limits: Option<RequestLimits>,
+}
+
+/// Where what a handler sends for its request goes.
+#[derive(Debug)]
+enum Outlet {
+    /// The connection, routed to the request (a session, or a message stream).
+    Peer(Peer),
+    /// The request's own response stream (served without a session).
+    Stream(RequestStream),
 }
 
 impl RequestContext {
@@ -41,6 +51,50 @@ impl RequestContext {
         params: Option<&Value>,
         extensions: http::Extensions,
         peer: Peer,
+        cancel: CancellationToken,
+        cancel_policy: CancelPolicy,
+    ) -> Self {
+        Self::with_outlet(
+            id,
+            method,
+            params,
+            extensions,
+            Outlet::Peer(peer),
+            cancel,
+            cancel_policy,
+        )
+    }
+
+    /// The context of a request served without a session (the 2026-07-28 wire over HTTP):
+    /// what its handler sends goes to `stream`, its response's own stream; it has no peer to
+    /// send requests to ([`request`](Self::request) fails with `NotSupported`), and `cancel`
+    /// fires when the transport drops the request's [`RequestRun`](super::RequestRun).
+    pub fn for_stream(
+        id: RequestId,
+        method: &str,
+        params: Option<&Value>,
+        extensions: http::Extensions,
+        stream: RequestStream,
+        cancel: CancellationToken,
+        cancel_policy: CancelPolicy,
+    ) -> Self {
+        Self::with_outlet(
+            id,
+            method,
+            params,
+            extensions,
+            Outlet::Stream(stream),
+            cancel,
+            cancel_policy,
+        )
+    }
+
+    fn with_outlet(
+        id: RequestId,
+        method: &str,
+        params: Option<&Value>,
+        extensions: http::Extensions,
+        outlet: Outlet,
         cancel: CancellationToken,
         cancel_policy: CancelPolicy,
     ) -> Self {
@@ -58,7 +112,7 @@ impl RequestContext {
             extensions: Arc::new(extensions),
             reporter: Arc::new(Reporter {
                 token,
-                peer,
+                outlet,
                 cancel,
                 guard: tokio::sync::Mutex::new(MonotonicGuard::default()),
                 limits,
@@ -133,9 +187,13 @@ impl RequestContext {
     }
 
     /// A handle to the peer whose messages are marked as related to this request (on Streamable
-    /// HTTP they travel on this request's stream).
-    pub fn peer(&self) -> &Peer {
-        &self.reporter.peer
+    /// HTTP they travel on this request's stream); `None` for a request served without a
+    /// session, which has only its response stream ([`notify`](Self::notify) reaches it).
+    pub fn peer(&self) -> Option<&Peer> {
+        match &self.reporter.outlet {
+            Outlet::Peer(peer) => Some(peer),
+            Outlet::Stream(_) => None,
+        }
     }
 
     /// Reports progress to the requester.
@@ -206,7 +264,31 @@ impl RequestContext {
                 limits.reason
             )));
         }
-        self.peer().notify::<N>(params).await
+        match &self.reporter.outlet {
+            Outlet::Peer(peer) => peer.notify::<N>(params).await,
+            Outlet::Stream(stream) => stream.notify(N::METHOD, Some(&params)).await,
+        }
+    }
+
+    /// Sends a notification for any method, related to this request, with raw params: as
+    /// [`notify`](Self::notify), without a type for the method.
+    ///
+    /// # Errors
+    /// As [`notify`](Self::notify).
+    pub async fn notify_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), SessionError> {
+        if self.is_cancelled() {
+            return Err(SessionError::Cancelled(
+                "the request was cancelled".to_owned(),
+            ));
+        }
+        match &self.reporter.outlet {
+            Outlet::Peer(peer) => peer.notify_raw(method, params).await,
+            Outlet::Stream(stream) => stream.notify(method, params.as_ref()).await,
+        }
     }
 
     /// Sends a request back to the peer, related to this request (sampling, elicitation, roots).
@@ -215,7 +297,15 @@ impl RequestContext {
     /// When the transport cannot carry requests to the peer for this request (see
     /// [`RequestLimits`]), awaiting the builder fails with [`SessionError::NotSupported`].
     pub fn request<R: RequestType>(&self, params: R::Params) -> RequestBuilder<R::Result> {
-        let builder = self.peer().request::<R>(params);
+        let Outlet::Peer(peer) = &self.reporter.outlet else {
+            return RequestBuilder::unsendable(
+                R::METHOD,
+                SessionError::NotSupported(
+                    "requests to the peer from a request served without a session".to_owned(),
+                ),
+            );
+        };
+        let builder = peer.request::<R>(params);
         match self.limits() {
             Some(limits) if !limits.peer_requests => builder.refuse(SessionError::NotSupported(
                 format!("requests to the peer on this transport ({})", limits.reason),
@@ -261,8 +351,21 @@ impl Reporter {
         let mut guard = self.guard.lock().await;
         guard.admit(progress.progress)?;
         let mut progress = progress;
-        if self
-            .peer
+        let peer = match &self.outlet {
+            Outlet::Peer(peer) => peer,
+            Outlet::Stream(stream) => {
+                let params = ProgressParams {
+                    progress_token: token.clone(),
+                    progress,
+                };
+                // Written straight from the params: no `Value` tree per report.
+                return stream
+                    .notify("notifications/progress", Some(&params))
+                    .await
+                    .map_err(|_| ProgressError::Closed);
+            }
+        };
+        if peer
             .protocol_version()
             .is_some_and(|v| !v.has_progress_message())
         {
@@ -273,8 +376,7 @@ impl Reporter {
             progress,
         };
         let params = serde_json::to_value(params).map_err(|_| ProgressError::Closed)?;
-        self.peer
-            .notify_raw("notifications/progress", Some(params))
+        peer.notify_raw("notifications/progress", Some(params))
             .await
             .map_err(|_| ProgressError::Closed)
     }

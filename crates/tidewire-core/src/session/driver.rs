@@ -155,9 +155,12 @@ fn finish(shared: &Shared, reason: &str) {
             .responder
             .send(Err(SessionError::Closed(reason.to_owned())));
     }
+    // The end of the connection cancels what still runs: an aborting handler is dropped; a
+    // cooperative one is told, and runs to its own return (its sends fail, its answer is
+    // dropped), as on a cancellation.
     for i in inbound {
         i.cancel.cancel();
-        if let Some(abort) = i.abort {
+        if let Some(abort) = i.abort.filter(|_| !i.cooperative) {
             abort.abort();
         }
     }

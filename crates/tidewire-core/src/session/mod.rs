@@ -36,6 +36,7 @@ mod peer;
 mod request;
 mod serve;
 mod state;
+mod stream;
 
 use std::sync::Arc;
 
@@ -48,7 +49,8 @@ pub use peer::Peer;
 pub use request::{
     CancelHandle, InFlight, ProgressCallback, ProgressStream, RequestBuilder, RequestSettings,
 };
-pub use serve::{BoxedServe, Serve};
+pub use serve::{BoxedServe, Serve, ServeRequest};
+pub use stream::{RequestRun, RequestStream, RequestStreamReceiver, request_stream};
 
 use crate::transport::Transport;
 

@@ -107,6 +107,12 @@ impl SessionOptions {
         self
     }
 
+    /// What a cancellation does to a handler, unless its handler says otherwise (see
+    /// [`cancel_policy`](Self::cancel_policy)).
+    pub fn default_cancel_policy(&self) -> CancelPolicy {
+        self.cancel_policy
+    }
+
     /// How long, once the peer has closed its side of the connection (stdin EOF on a stdio
     /// server), the engine lets running handlers finish and sends their responses before it
     /// closes (default 5 s). Requests we sent that still await an answer fail at once then,

@@ -113,7 +113,8 @@ impl std::fmt::Debug for RequestSettings {
 /// cancels the request: the peer receives `notifications/cancelled`.
 #[must_use = "a request does nothing until it is awaited or sent"]
 pub struct RequestBuilder<T> {
-    peer: Peer,
+    /// `None` for a builder that can never be sent ([`unsendable`](Self::unsendable)).
+    peer: Option<Peer>,
     method: Cow<'static, str>,
     params: Result<Option<Value>, SessionError>,
     timeout: Option<Option<Duration>>,
@@ -141,9 +142,24 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         params: Result<Option<Value>, SessionError>,
     ) -> Self {
         Self {
-            peer,
+            peer: Some(peer),
             method,
             params,
+            timeout: None,
+            reset_max: None,
+            progress: ProgressMode::None,
+            extensions: http::Extensions::new(),
+            _result: PhantomData,
+        }
+    }
+
+    /// A builder with no peer to send to, whose sending fails with `error`: what a request
+    /// served without a session hands out for a request back to the client.
+    pub(crate) fn unsendable(method: &'static str, error: SessionError) -> Self {
+        Self {
+            peer: None,
+            method: Cow::Borrowed(method),
+            params: Err(error),
             timeout: None,
             reset_max: None,
             progress: ProgressMode::None,
@@ -271,7 +287,11 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
     /// Asks the peer for progress and returns a stream of the reports. The stream ends when the
     /// request completes; it holds every report that arrived before the response.
     pub fn progress_stream(mut self) -> (Self, ProgressStream) {
-        let (tx, rx) = mpsc::channel(self.peer.shared.options.progress_buffer);
+        let buffer = self
+            .peer
+            .as_ref()
+            .map_or(1, |peer| peer.shared.options.progress_buffer);
+        let (tx, rx) = mpsc::channel(buffer);
         let lagged = Arc::new(AtomicU64::new(0));
         self.progress = ProgressMode::Stream(tx, lagged.clone());
         (self, ProgressStream { rx, lagged })
@@ -314,7 +334,13 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
     /// even be queued in time (it was not sent; the peer is told nothing).
     pub async fn send(self) -> Result<InFlight<T>, SessionError> {
         let started = Instant::now();
-        let shared = self.peer.shared.clone();
+        let Some(peer) = self.peer else {
+            // Made by `unsendable`, whose params always hold the error.
+            return Err(self.params.err().unwrap_or_else(|| {
+                SessionError::NotSupported("a request with no peer to send it to".to_owned())
+            }));
+        };
+        let shared = peer.shared.clone();
         if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
             return Err(SessionError::Closed(shared.close_reason()));
         }
@@ -353,7 +379,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         if sink.is_some() {
             set_progress_token(&mut params, &id);
         }
-        self.peer.adapt_params(&self.method, &mut params);
+        peer.adapt_params(&self.method, &mut params);
         let (responder, response) = oneshot::channel();
         let (over, exchange) = if shared.wiring.tracks_requests {
             let token = CancellationToken::new();
@@ -388,8 +414,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             method: self.method.clone().into_owned(),
             params,
         };
-        let mut envelope =
-            Envelope::new(Message::Request(request)).with_route(self.peer.route.clone());
+        let mut envelope = Envelope::new(Message::Request(request)).with_route(peer.route.clone());
         envelope.exchange = exchange;
         envelope.extensions = self.extensions;
         let queued = Box::new(envelope);

@@ -1,6 +1,10 @@
-//! [`Serve`]: what starts the engine of each connection a server transport accepts.
+//! [`Serve`]: what starts the engine of each connection a server transport accepts, and
+//! [`ServeRequest`]: what serves a request that needs no session.
 
-use super::Driver;
+use std::sync::Arc;
+
+use super::{Driver, RequestRun, RequestStream};
+use crate::jsonrpc::Request;
 use crate::transport::Transport;
 
 /// Starts the engine of each new connection (or HTTP session) a server transport accepts: give
@@ -9,6 +13,32 @@ use crate::transport::Transport;
 pub trait Serve<T: Transport>: Send + Sync + 'static {
     /// Sets up the connection over `transport` and returns the future that runs it.
     fn serve_connection(&self, transport: T) -> Driver;
+
+    /// What serves requests that need no session (the 2026-07-28 wire over HTTP), straight
+    /// from the transport: `None` (the default, and what a closure gives) makes the transport
+    /// run each such request in a one-shot session through
+    /// [`serve_connection`](Self::serve_connection) instead. A `tidewire_server::Server` has
+    /// one. Asked once, when the transport is built.
+    fn request_server(&self) -> Option<Arc<dyn ServeRequest>> {
+        None
+    }
+}
+
+/// Serves one request that needs no session, as a stateless (2026-07-28) request over HTTP
+/// does: no engine session, driver task or queue is built for it.
+///
+/// The transport decodes and checks the request, then polls the returned [`RequestRun`] where
+/// it answers; `stream` is the request's own response stream (what the handler sends before
+/// the response). Dropping the run cancels the request.
+pub trait ServeRequest: Send + Sync + 'static {
+    /// Starts serving `request`, with what the transport knows of it in `extensions` (headers,
+    /// principal, [`RequestLimits`](crate::transport::RequestLimits)).
+    fn serve_request(
+        &self,
+        request: Request,
+        extensions: http::Extensions,
+        stream: RequestStream,
+    ) -> RequestRun;
 }
 
 impl<T, F> Serve<T> for F
@@ -34,6 +64,12 @@ impl<T: Transport> BoxedServe<T> {
     /// Sets up the connection over `transport` (see [`Serve::serve_connection`]).
     pub fn serve_connection(&self, transport: T) -> Driver {
         self.0.serve_connection(transport)
+    }
+
+    /// What serves requests that need no session, if anything (see
+    /// [`Serve::request_server`]).
+    pub fn request_server(&self) -> Option<Arc<dyn ServeRequest>> {
+        self.0.request_server()
     }
 }
 

@@ -65,8 +65,8 @@ pub(crate) struct Pending {
 pub(crate) struct Inbound {
     pub(crate) cancel: CancellationToken,
     pub(crate) abort: Option<tokio::task::AbortHandle>,
-    /// A cancellation only fires the token; the task is not aborted (it is when the connection
-    /// ends).
+    /// A cancellation, or the end of the connection, only fires the token; the task is not
+    /// aborted and runs to its own return.
     pub(crate) cooperative: bool,
     /// Which request with this id the entry is (ids may be reused once cancelled).
     generation: u64,

@@ -42,6 +42,7 @@ mod handlers;
 mod listen;
 mod post;
 mod refusals;
+mod served;
 mod session;
 mod sse_body;
 mod state;

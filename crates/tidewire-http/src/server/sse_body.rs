@@ -103,7 +103,7 @@ pub fn replay(stream: StreamId, events: &[StoredEvent]) -> Response {
     with_sse_headers(Response::new(Body::from(body)))
 }
 
-fn with_sse_headers(mut response: Response) -> Response {
+pub(crate) fn with_sse_headers(mut response: Response) -> Response {
     // Sized for what goes in: a long-lived stream keeps its response head.
     let mut headers = HeaderMap::with_capacity(3);
     headers.insert(
@@ -118,7 +118,7 @@ fn with_sse_headers(mut response: Response) -> Response {
 
 /// Appends one SSE event in wire form to `out`, with the id `<stream>-<seq>` when `id` is given.
 /// `data` never holds a newline (messages are compact JSON).
-fn push_frame(
+pub(crate) fn push_frame(
     out: &mut Vec<u8>,
     id: Option<(StreamId, u64)>,
     data: &[u8],

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use tidewire_core::session::BoxedServe;
+use tidewire_core::session::{BoxedServe, ServeRequest};
 use tidewire_core::transport::Codec;
 use tidewire_core::transport::sessions::SessionTable;
 
@@ -18,6 +18,9 @@ pub(crate) struct State {
     pub(crate) config: HttpConfig,
     pub(crate) codec: Codec,
     pub(crate) make_driver: BoxedServe<HttpTransport>,
+    /// What serves stateless requests without a session, when `make_driver` has it; without
+    /// it each runs in a one-shot session.
+    pub(crate) requests: Option<Arc<dyn ServeRequest>>,
     pub(crate) store: Arc<dyn EventStore>,
     /// The events of stateless requests' one-shot sessions: never resumed (their events have
     /// no ids), so always in this process's memory, whatever store sessions use.
@@ -64,6 +67,7 @@ impl State {
         };
         Self {
             codec: Codec::new(config.limits.max_message_size),
+            requests: make_driver.request_server(),
             make_driver,
             store,
             one_shot_store,

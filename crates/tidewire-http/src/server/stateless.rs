@@ -10,8 +10,11 @@
 //!    (`resources/read`), after decoding `=?base64?…?=` — else 400 `-32020`.
 //!
 //! The server checks the rest (`Mcp-Param-*` against the tool's schema, the method itself).
-//! Each request runs in a one-shot engine session that ends with its response, or when the
-//! client closes the response: closing is cancelling. A request whose first message is its
+//! A server that serves requests without a session (a `tidewire_server::Server`: see
+//! [`Serve::request_server`](tidewire_core::session::Serve::request_server)) runs each one
+//! in the POST's own task ([`served`](super::served)); any other engine runs it in a one-shot
+//! engine session that ends with its response. Either way the client closing the response
+//! cancels the request. A request whose first message is its
 //! response (within [`HttpConfig::json_wait`](super::HttpConfig::json_wait)) is answered as
 //! JSON, with the status its error calls for (404 for `-32601`, 400 for the envelope and
 //! capability errors); one that sends anything first is answered as SSE, events without ids
@@ -150,7 +153,7 @@ pub(crate) fn status_of(code: i64) -> StatusCode {
     }
 }
 
-/// Runs the request in a one-shot session and answers the POST.
+/// Runs the request (without a session, or in a one-shot one) and answers the POST.
 async fn deliver(
     state: &Arc<State>,
     headers: HeaderMap,
@@ -190,6 +193,9 @@ async fn deliver(
     });
     if let Some(principal) = principal {
         extensions.insert(principal);
+    }
+    if let Some(server) = &state.requests {
+        return super::served::answer(state, server.as_ref(), request, extensions, slot, sse).await;
     }
     let n = state.stateless_seq.fetch_add(1, Ordering::Relaxed);
     let session = state.start_session(format!("stateless-{n}").into(), true);

@@ -31,7 +31,10 @@ pub fn test_server() -> tidewire_server::Server {
             |args: Burst, ctx: Context| async move {
                 // To this client only, unrelated to the request (so on the GET stream), waiting
                 // for room as it goes: a broadcast would drop what does not fit in the queue.
-                let unrelated = ctx.peer().with_route(Route::Unrelated);
+                let Some(peer) = ctx.peer() else {
+                    return Err(tidewire_server::ToolError::new("burst needs a session"));
+                };
+                let unrelated = peer.with_route(Route::Unrelated);
                 for _ in 0..args.n {
                     unrelated
                         .notify::<ResourceListChangedNotification>(EmptyParams::new())

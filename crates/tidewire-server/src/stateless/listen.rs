@@ -57,8 +57,7 @@ pub(crate) async fn listen(
         meta: Some(tag.clone()),
     };
     let ack = serde_json::to_value(ack).map_err(ErrorObject::internal)?;
-    ctx.peer()
-        .notify_raw(SubscriptionsAcknowledged::METHOD, Some(ack))
+    ctx.notify_raw(SubscriptionsAcknowledged::METHOD, Some(ack))
         .await
         .map_err(ErrorObject::from)?;
     loop {
@@ -91,8 +90,7 @@ pub(crate) async fn listen(
                 other => *other = Value::Object(tag.clone().into_inner()),
             }
         }
-        ctx.peer()
-            .notify_raw(method, Some(params))
+        ctx.notify_raw(method, Some(params))
             .await
             .map_err(ErrorObject::from)?;
     }

@@ -1,0 +1,220 @@
+//! The answer to a stateless request served without a session: its [`RequestRun`] is polled
+//! here, in the POST's own task, and then by its response body, so the request costs no task,
+//! queue or session of its own. A request whose first message is its response is answered as
+//! JSON (with the status its error calls for); one that sends anything first, or has not
+//! answered within [`HttpConfig::json_wait`](super::HttpConfig::json_wait), as SSE, events
+//! without ids. Dropping the body (the client went away) drops the run, which cancels the
+//! request.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::Stream;
+use tidewire_core::jsonrpc::{ErrorObject, Message, Request, RequestId, Response as Reply};
+use tidewire_core::session::{RequestRun, RequestStreamReceiver, ServeRequest, request_stream};
+use tidewire_core::transport::Codec;
+use tokio::time::Sleep;
+
+use super::sse_body::{push_frame, with_sse_headers};
+use super::state::State;
+use super::stateless::status_of;
+
+/// Serves `request` through `server` and answers the POST.
+pub(crate) async fn answer(
+    state: &Arc<State>,
+    server: &dyn ServeRequest,
+    request: Request,
+    extensions: http::Extensions,
+    held: impl Send + 'static,
+    sse: bool,
+) -> Response {
+    let id = request.id.clone();
+    let (stream, mut notes) = request_stream(
+        state.config.stream_capacity,
+        state.config.limits.max_message_size,
+    );
+    let mut run = server.serve_request(request, extensions, stream);
+    run.hold(held);
+    let codec = state.codec;
+    if !sse {
+        // JSON mode: nothing travels before the response (the request's limits say so), so
+        // the answer waits for it; a client that goes away drops this, which cancels it.
+        return json(codec, id, run.await);
+    }
+    // Most requests answer on their first poll: no timer is set for them.
+    let first = std::future::poll_fn(|cx| match Pin::new(&mut run).poll(cx) {
+        Poll::Ready(reply) => Poll::Ready(Some(reply)),
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await;
+    if let Some(reply) = first {
+        return match notes.try_recv() {
+            None => json(codec, id, reply),
+            Some(note) => sse_done(codec, id, note, notes, reply),
+        };
+    }
+    let wait = tokio::time::sleep(state.config.json_wait);
+    tokio::pin!(wait);
+    tokio::select! {
+        biased;
+        reply = &mut run => match notes.try_recv() {
+            None => json(codec, id, reply),
+            Some(note) => sse_done(codec, id, note, notes, reply),
+        },
+        note = notes.recv() => streaming(codec, id, note, notes, run, state.config.limits.keep_alive),
+        () = &mut wait => streaming(codec, id, None, notes, run, state.config.limits.keep_alive),
+    }
+}
+
+/// The response as one JSON body, with the status its error calls for.
+fn json(codec: Codec, id: RequestId, reply: Option<Reply>) -> Response {
+    let reply = reply.unwrap_or_else(|| ended(id));
+    let status = match &reply.outcome {
+        Ok(_) => StatusCode::OK,
+        Err(error) => status_of(error.code),
+    };
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        Body::from(encode(codec, reply)),
+    )
+        .into_response()
+}
+
+/// An SSE answer whose handler has already answered, after `first` and what else it sent.
+fn sse_done(
+    codec: Codec,
+    id: RequestId,
+    first: Bytes,
+    mut notes: RequestStreamReceiver,
+    reply: Option<Reply>,
+) -> Response {
+    let mut chunk = Vec::with_capacity(first.len() + 64);
+    push_frame(&mut chunk, None, &first, None);
+    while let Some(note) = notes.try_recv() {
+        push_frame(&mut chunk, None, &note, None);
+    }
+    let reply = encode(codec, reply.unwrap_or_else(|| ended(id)));
+    push_frame(&mut chunk, None, &reply, None);
+    with_sse_headers(Response::new(Body::from(chunk)))
+}
+
+/// An SSE answer that goes on while the handler runs.
+fn streaming(
+    codec: Codec,
+    id: RequestId,
+    first: Option<Bytes>,
+    notes: RequestStreamReceiver,
+    run: RequestRun,
+    keep_alive: Duration,
+) -> Response {
+    let mut pending = Vec::new();
+    if let Some(first) = first {
+        push_frame(&mut pending, None, &first, None);
+    }
+    let body = Served {
+        codec,
+        id,
+        run: Some(run),
+        notes,
+        pending,
+        keep_alive,
+        idle: Box::pin(tokio::time::sleep(keep_alive)),
+    };
+    with_sse_headers(Response::new(Body::from_stream(body)))
+}
+
+/// Notifications framed into one chunk at most (a burst of progress goes out in few writes).
+const EVENTS_PER_CHUNK: usize = 256;
+
+/// The body of an SSE answer: the handler's notifications as they come, then its response.
+/// It owns the run; dropping it cancels the request.
+struct Served {
+    codec: Codec,
+    id: RequestId,
+    /// `None` once the response is framed.
+    run: Option<RequestRun>,
+    notes: RequestStreamReceiver,
+    /// Frames not yet handed to the body.
+    pending: Vec<u8>,
+    keep_alive: Duration,
+    idle: Pin<Box<Sleep>>,
+}
+
+impl Stream for Served {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let Some(run) = this.run.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let mut framed = 0;
+        while framed < EVENTS_PER_CHUNK {
+            match this.notes.poll_recv(cx) {
+                Poll::Ready(Some(note)) => {
+                    push_frame(&mut this.pending, None, &note, None);
+                    framed += 1;
+                }
+                _ => break,
+            }
+        }
+        if framed < EVENTS_PER_CHUNK
+            && let Poll::Ready(reply) = Pin::new(run).poll(cx)
+        {
+            // Everything the handler sent came before its answer, and is in the channel now.
+            while let Some(note) = this.notes.try_recv() {
+                push_frame(&mut this.pending, None, &note, None);
+            }
+            let id = this.id.clone();
+            let reply = encode(this.codec, reply.unwrap_or_else(|| ended(id)));
+            push_frame(&mut this.pending, None, &reply, None);
+            this.run = None;
+        }
+        if !this.pending.is_empty() {
+            let chunk = Bytes::from(std::mem::take(&mut this.pending));
+            let deadline = tokio::time::Instant::now() + this.keep_alive;
+            this.idle.as_mut().reset(deadline);
+            return Poll::Ready(Some(Ok(chunk)));
+        }
+        if this.idle.as_mut().poll(cx).is_ready() {
+            // A comment keeps proxies and clients from timing the stream out.
+            let deadline = tokio::time::Instant::now() + this.keep_alive;
+            this.idle.as_mut().reset(deadline);
+            return Poll::Ready(Some(Ok(Bytes::from_static(b":\n\n"))));
+        }
+        Poll::Pending
+    }
+}
+
+/// The response in wire form; one over the size limit is answered with an error instead.
+fn encode(codec: Codec, reply: Reply) -> Vec<u8> {
+    let id = reply.id.clone();
+    codec
+        .encode(&Message::Response(reply))
+        .or_else(|error| {
+            codec.encode(&Message::Response(Reply::error(
+                id,
+                ErrorObject::internal(format!("the response cannot be sent: {error}")),
+            )))
+        })
+        .unwrap_or_default()
+}
+
+fn ended(id: RequestId) -> Reply {
+    Reply::error(
+        Some(id),
+        ErrorObject::internal("the request ended without a response"),
+    )
+}

@@ -1,0 +1,75 @@
+//! Stateless requests served straight from a transport, with no session: the HTTP transport
+//! hands each 2026-07-28 request here ([`ServeRequest`]) and polls its [`RequestRun`] where it
+//! answers, so no engine session, driver task or queue is built for it.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use tidewire_core::jsonrpc::{ErrorObject, Request, Response};
+use tidewire_core::session::{RequestContext, RequestRun, RequestStream, ServeRequest};
+use tidewire_core::transport::text::excerpt;
+use tidewire_core::version::Eras;
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::Connection;
+use crate::context::Shared;
+
+/// A server's stateless requests, served without a session.
+pub(crate) struct RequestServer {
+    server: Arc<Shared>,
+    /// What a handler's context names as its connection: one for every request served here
+    /// (a stateless request reads nothing of it; its `_meta` says who the client is).
+    connection: Arc<Connection>,
+}
+
+impl RequestServer {
+    pub(crate) fn new(server: Arc<Shared>) -> Self {
+        let connection = Arc::new(server.connection(Eras::Modern));
+        Self { server, connection }
+    }
+}
+
+impl ServeRequest for RequestServer {
+    fn serve_request(
+        &self,
+        request: Request,
+        extensions: http::Extensions,
+        stream: RequestStream,
+    ) -> RequestRun {
+        let policy = self
+            .server
+            .cancel_policy_of(&request)
+            .unwrap_or(self.server.session_options.default_cancel_policy());
+        let cancel = CancellationToken::new();
+        let ctx = RequestContext::for_stream(
+            request.id.clone(),
+            &request.method,
+            request.params.as_ref(),
+            extensions,
+            stream,
+            cancel.clone(),
+            policy,
+        );
+        let server = self.server.clone();
+        let connection = self.connection.clone();
+        let handler = async move {
+            let id = request.id.clone();
+            let outcome = AssertUnwindSafe(super::serve(&server, &connection, request, ctx))
+                .catch_unwind()
+                .await;
+            Some(match outcome {
+                Ok(Ok(result)) => Response::result(id, result),
+                Ok(Err(error)) => Response::error(Some(id), error),
+                Err(_) => {
+                    tracing::error!(id = %excerpt(&id.to_string()), "a stateless request's handler panicked");
+                    Response::error(
+                        Some(id),
+                        ErrorObject::internal("the request's handler panicked"),
+                    )
+                }
+            })
+        };
+        RequestRun::new(Box::pin(handler), cancel, policy)
+    }
+}
