@@ -263,6 +263,14 @@ pub async fn cancel(c: &Client) -> Result<String, String> {
         status["cancelled"] == json!(true),
         "the crawl was not marked cancelled: {status}"
     );
+    // tidewire's demo says how it stopped: its crawl is cooperative (it finishes the URL in
+    // flight, then returns). Other servers' crawls may not say.
+    if let Some(stopped) = status.get("stopped") {
+        ensure!(
+            stopped == "cooperative",
+            "the crawl did not stop cooperatively: {status}"
+        );
+    }
     let completed = status["completed"].as_u64().unwrap_or(99);
     ensure!(
         completed <= 4,

@@ -97,6 +97,8 @@ suite!(
     progress_back_from_client_during_sampling: ProgressFromClient,
     progress_back_from_client_during_elicitation: ProgressFromClient,
     cancel_crossing_the_response: Nothing,
+    cancel_under_abort: Streaming,
+    cancel_under_cooperative: Streaming,
     cancel_of_unknown_id_is_ignored: Nothing,
     hundred_concurrent_calls_keep_their_progress: Streaming,
     one_mebibyte_argument: Nothing,
@@ -220,6 +222,75 @@ async fn progress_back_from_client_during_elicitation(h: Harness) -> Harness {
     assert_eq!(
         text, "Accept:[1.0, 2.0]",
         "the server saw the client's progress"
+    );
+    h
+}
+
+/// Calls `tool` (a `hold_*` of the suite server), cancels it once it reports progress, and
+/// returns its key and what the server says became of it once its `on_cancel` guard has run.
+async fn cancel_held(h: &Harness, tool: &str) -> (String, serde_json::Value) {
+    static KEYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = KEYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = format!("{}-{tool}-{n}", h.transport);
+    let (call, mut progress) = h
+        .client
+        .call_tool(tool, json!({"key": key}))
+        .progress_stream();
+    let call = call.send().await.expect("send");
+    progress.next().await.expect("the first progress report");
+    assert!(call.cancel("the test cancels"), "the call ended by itself");
+    let outcome = call.await;
+    assert!(
+        matches!(&outcome, Err(e) if e.is_cancelled()),
+        "a cancelled call ends cancelled: {outcome:?}"
+    );
+    // The server notes each step as it happens: poll until the guard has run (and, for a
+    // handler that goes on, until it has returned).
+    let cooperative = tool.ends_with("cooperative");
+    let mut record = serde_json::Value::Null;
+    for _ in 0..200 {
+        record = hold_status(h, &key).await;
+        if record["on_cancel"] == json!(true) && (!cooperative || record["returned"] == json!(true))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        progress.next().await.is_none(),
+        "no progress after the cancel"
+    );
+    (key, record)
+}
+
+async fn hold_status(h: &Harness, key: &str) -> serde_json::Value {
+    let text = text_of(&h.client, "hold_status", json!({"key": key}))
+        .await
+        .expect("hold_status");
+    serde_json::from_str(&text).expect("hold_status is JSON")
+}
+
+async fn cancel_under_abort(h: Harness) -> Harness {
+    let (key, record) = cancel_held(&h, "hold_abort").await;
+    assert_eq!(record["on_cancel"], json!(true), "{record}");
+    // An aborted handler is dropped at its next `.await` (at the latest the 50 ms wait before
+    // it would note its return): give it longer than that to show it did not go on.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let record = hold_status(&h, &key).await;
+    assert_eq!(
+        record["returned"],
+        json!(false),
+        "an aborted handler does not run on: {record}"
+    );
+    h
+}
+
+async fn cancel_under_cooperative(h: Harness) -> Harness {
+    let (_, record) = cancel_held(&h, "hold_cooperative").await;
+    assert_eq!(
+        record,
+        json!({"on_cancel": true, "returned": true, "send_refused": true}),
+        "a cooperative handler runs to its own return, sends nothing more, and its guard runs"
     );
     h
 }
@@ -724,7 +795,8 @@ mod legacy_sse_cases {
         .expect("in time");
     }
 
-    /// A client that goes away mid-call ends its session, and the server cancels the call.
+    /// A client that goes away mid-call ends its session, and the server cancels the call (the
+    /// demo's crawl, cooperative, stops after the URL in flight).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn client_gone_mid_call_cancels_its_work() {
         tokio::time::timeout(LIMIT, async {
@@ -737,8 +809,7 @@ mod legacy_sse_cases {
                     .expect("connect")
             };
             let leaving = connect().await;
-            let slow =
-                json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 10_000});
+            let slow = json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 300});
             let call = leaving.call_tool("crawl", slow).send().await.expect("sent");
             let status = text_of(&leaving, "crawl_status", json!({}))
                 .await
@@ -747,9 +818,11 @@ mod legacy_sse_cases {
             leaving.close().await;
             drop(call);
             let observer = connect().await;
+            // The crawl is cooperative: it finishes the URL in flight, then stops.
             let status = crawl_stopped(&observer).await;
             assert_eq!(status["cancelled"], json!(true), "{status}");
-            assert_eq!(status["completed"], json!(0), "{status}");
+            assert_eq!(status["stopped"], json!("cooperative"), "{status}");
+            assert_eq!(status["completed"], json!(1), "{status}");
             assert_eq!(
                 sse.session_count(),
                 1,

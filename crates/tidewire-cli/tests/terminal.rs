@@ -168,16 +168,24 @@ fn ctrl_c_while_connecting_exits_130() {
 }
 
 #[test]
-fn the_demo_shows_a_bar_per_transport() {
+fn the_demo_shows_a_bar_per_transport_and_era() {
     let mut command = Command::new(BIN);
     command.args(["demo", "--delay-ms", "400"]);
     let mut session = terminal(command);
-    for transport in ["stdio", "Streamable HTTP", "legacy HTTP+SSE", "WebSocket"] {
+    for transport in [
+        "stdio (session)",
+        "stdio (2026-07-28)",
+        "Streamable HTTP (session)",
+        "Streamable HTTP (2026-07-28)",
+        "legacy HTTP+SSE (session)",
+        "WebSocket (session)",
+        "WebSocket (2026-07-28)",
+    ] {
         session
             .expect(transport)
             .unwrap_or_else(|e| panic!("no bar for {transport}: {e}"));
         session
-            .expect("] 3/10 cancelled after 3/10; the server stopped in URL 4/10")
+            .expect("] 3/10 cancelled after 3/10; the server stopped after URL 4/10 (cooperative")
             .unwrap_or_else(|e| panic!("no finished bar for {transport}: {e}"));
     }
     session

@@ -40,9 +40,10 @@ mod tasks;
 use std::sync::Arc;
 
 use tidewire_core::schema::{Implementation, TaskSupport};
+use tidewire_core::session::CancelPolicy;
 use tidewire_server::{Server, ServerBuilder};
 
-pub use peer::CrawlStatus;
+pub use peer::{CrawlStatus, CrawlStop};
 pub use skills::{PDF_FORMS_MD, PDF_SKILL_MD, REFUNDS_SKILL_MD, demo_skills};
 pub use store::{DemoStore, MemoryDemoStore, StoreError, StoreFuture};
 
@@ -85,6 +86,8 @@ pub fn demo_builder_with(store: Arc<dyn DemoStore>) -> ServerBuilder {
     let builder = conformance::register(builder);
     let builder = conformance_2026::register(builder);
     let builder = skills::register(builder);
-    // `crawl` runs as a task when the client allows it.
-    tasks::register(builder).task_support("crawl", TaskSupport::Optional)
+    // `crawl` runs as a task when the client allows it, and stops cooperatively.
+    tasks::register(builder)
+        .task_support("crawl", TaskSupport::Optional)
+        .cancel_policy_for("crawl", CancelPolicy::Cooperative)
 }

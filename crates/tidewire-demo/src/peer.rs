@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tidewire_core::jsonrpc::ErrorObject;
+use tidewire_core::progress::ProgressError;
 use tidewire_core::schema::{
     CallToolResult, CreateMessageParams, ElicitAction, ElicitParams, ElicitValue,
     ElicitationSchema, LoggingLevel, PrimitiveSchema, ReadResourceResult, Resource,
@@ -68,12 +69,31 @@ pub struct CrawlStatus {
     /// When the crawl stopped, in milliseconds since the Unix epoch (wall clock); `null` while
     /// it runs and before any crawl.
     pub stopped_at_ms: Option<u64>,
+    /// How the crawl stopped; `null` while it runs and before any crawl.
+    #[serde(default)]
+    pub stopped: Option<CrawlStop>,
+}
+
+/// How a crawl stopped ([`CrawlStatus::stopped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrawlStop {
+    /// It did every URL.
+    Completed,
+    /// It saw the cancellation between two URLs and returned (the cooperative way: the URL in
+    /// flight was finished first).
+    Cooperative,
+    /// Its task was dropped mid-URL (a cancellation under `CancelPolicy::Abort`, or a runtime
+    /// shutting down): only its drop guard ran.
+    Dropped,
 }
 
 /// One running crawl. Dropping it records how the crawl stopped.
 ///
-/// The session engine aborts a cancelled handler at its next `.await`, so code after that await
-/// never runs; `Drop` does, which makes it the one place that sees every way a crawl can end.
+/// A crawl that sees its cancellation records it itself ([`CrawlStop::Cooperative`]); one
+/// whose task is dropped (under `CancelPolicy::Abort`, code after the `.await` it was dropped
+/// at never runs) is recorded by `Drop` ([`CrawlStop::Dropped`]), the one place that sees
+/// every way a crawl can end.
 #[derive(Debug)]
 struct CrawlRun {
     store: Arc<dyn DemoStore>,
@@ -104,20 +124,22 @@ impl CrawlRun {
         self.store.record_crawl(self.id, self.status.clone()).await
     }
 
-    /// Records that the crawl did every URL.
-    async fn finish(mut self) -> Result<u64, ToolError> {
+    /// Records how the crawl stopped, when it saw it stop (every URL done, or a cancellation
+    /// between two): the URLs done.
+    async fn finish(mut self, how: CrawlStop) -> Result<u64, ToolError> {
         self.recorded = true;
-        let status = self.stopped(false);
+        let status = self.stopped(how);
         self.store.record_crawl(self.id, status).await?;
         Ok(self.status.completed)
     }
 
     /// The status of this crawl, stopped now.
-    fn stopped(&self, cancelled: bool) -> CrawlStatus {
+    fn stopped(&self, how: CrawlStop) -> CrawlStatus {
         CrawlStatus {
-            cancelled,
+            cancelled: how != CrawlStop::Completed,
             finished: true,
             stopped_at_ms: Some(now_ms()),
+            stopped: Some(how),
             ..self.status.clone()
         }
     }
@@ -128,7 +150,7 @@ impl Drop for CrawlRun {
         if self.recorded {
             return;
         }
-        let status = self.stopped(true);
+        let status = self.stopped(CrawlStop::Dropped);
         let store = self.store.clone();
         let id = self.id;
         let mut record = Box::pin(async move { store.record_crawl(id, status).await });
@@ -174,13 +196,16 @@ pub(crate) fn register(builder: ServerBuilder, store: &Arc<dyn DemoStore>) -> Se
         .tool(
             "crawl",
             "Pretends to fetch each URL, waiting delay_ms per URL and reporting progress after \
-             each one; stops at once when cancelled. Returns how many URLs were done.",
+             each one. Cooperative: when cancelled it finishes the URL in flight, then stops \
+             (\"Cancelled after i/n URLs\"). Returns how many URLs were done.",
             move |args: CrawlArgs, ctx| crawl(crawl_state.clone(), args, ctx),
         )
         .tool(
             "crawl_status",
             "Returns the state of the most recent crawl as JSON: completed, cancelled, finished, \
-             total and stopped_at_ms (wall-clock epoch milliseconds when it stopped).",
+             total, stopped_at_ms (wall-clock epoch milliseconds when it stopped) and stopped \
+             (completed, cooperative: it saw the cancel and returned, or dropped: its task was \
+             dropped).",
             move |_: NoArgs, _ctx| {
                 let store = status_state.clone();
                 async move {
@@ -246,24 +271,29 @@ async fn crawl(
     let mut run = CrawlRun::start(store, total as u64).await?;
     let delay = Duration::from_millis(args.delay_ms);
     for (i, url) in args.urls.iter().enumerate() {
+        // Cooperative (the demo's policy for `crawl`): the cancellation is seen here, between
+        // two URLs; the URL in flight is finished first.
         if ctx.is_cancelled() {
-            return Err(ToolError::new("the crawl was cancelled"));
+            run.finish(CrawlStop::Cooperative).await?;
+            return Ok(CallToolResult::text(format!(
+                "Cancelled after {i}/{total} URLs"
+            )));
         }
-        tokio::select! {
-            biased;
-            () = ctx.cancelled() => return Err(ToolError::new("the crawl was cancelled")),
-            () = tokio::time::sleep(delay) => {}
-        }
+        tokio::time::sleep(delay).await;
         run.unit_done().await?;
         let step = i + 1;
-        ctx.report_progress(
-            step as f64,
-            Some(total as f64),
-            Some(format!("Fetching {url} ({step}/{total})")),
-        )
-        .await?;
+        match ctx
+            .progress(step as f64)
+            .of(total as f64)
+            .message(format!("Fetching {url} ({step}/{total})"))
+            .await
+        {
+            // A cancellation that came during the URL: seen at the top of the loop.
+            Err(ProgressError::Cancelled) => {}
+            other => other?,
+        }
     }
-    let completed = run.finish().await?;
+    let completed = run.finish(CrawlStop::Completed).await?;
     Ok(CallToolResult::text(format!("Crawled {completed} URLs")))
 }
 

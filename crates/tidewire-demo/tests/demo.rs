@@ -18,7 +18,7 @@ use tidewire_core::session::{
 use tidewire_core::transport::{
     Envelope, Transport, TransportError, TransportReceiver, TransportSender, memory,
 };
-use tidewire_demo::{COUNTER_URI, CrawlStatus, PNG_BASE64, WAV_BASE64, demo_server};
+use tidewire_demo::{COUNTER_URI, CrawlStatus, CrawlStop, PNG_BASE64, WAV_BASE64, demo_server};
 use tidewire_server::Server;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -285,6 +285,20 @@ impl Harness {
 
     async fn raw(&self, method: &str, params: Value) -> Result<Value, SessionError> {
         self.peer.request_raw(method, Some(params)).await
+    }
+
+    /// Asks `crawl_status` until the crawl has stopped (for 5 s at most): its status, and how
+    /// many times it was asked.
+    async fn crawl_finished(&self) -> (CrawlStatus, u32) {
+        let mut asked = 1;
+        let mut status = self.crawl_status().await;
+        while !status.finished {
+            assert!(asked < 500, "the crawl never stopped: {status:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            status = self.crawl_status().await;
+            asked += 1;
+        }
+        (status, asked)
     }
 
     async fn crawl_status(&self) -> CrawlStatus {
@@ -598,7 +612,7 @@ async fn crawl_reports_progress_before_its_result() {
 }
 
 #[tokio::test]
-async fn a_cancelled_crawl_stops_at_once_and_says_so() {
+async fn a_cancelled_crawl_finishes_its_url_then_stops_and_says_so() {
     within(async {
         let mut h = connect().await;
         assert_eq!(h.crawl_status().await, CrawlStatus::default());
@@ -635,17 +649,11 @@ async fn a_cancelled_crawl_stops_at_once_and_says_so() {
             "{outcome:?}"
         );
 
-        // The handler is aborted by the engine; its drop guard records the stop. Ask until it
-        // has (normally the first answer already says so).
-        let mut status = h.crawl_status().await;
-        let mut asked = 1;
-        while !status.finished {
-            assert!(asked < 100, "the crawl never stopped: {status:?}");
-            tokio::task::yield_now().await;
-            status = h.crawl_status().await;
-            asked += 1;
-        }
+        // The crawl is cooperative: it finishes the URL in flight (200 ms at most), sees the
+        // cancellation and records how it stopped. Ask until it has.
+        let (status, asked) = h.crawl_finished().await;
         assert!(status.cancelled, "{status:?}");
+        assert_eq!(status.stopped, Some(CrawlStop::Cooperative), "{status:?}");
         assert!(status.completed >= 3 && status.completed <= 4, "{status:?}");
         assert_eq!(status.total, 10);
         let stopped_at = status.stopped_at_ms.expect("stopped_at_ms");
@@ -694,7 +702,7 @@ async fn dropping_a_crawl_call_cancels_it_on_the_server() {
             .peer
             .request::<CallTool>(
                 CallToolParams::new("crawl")
-                    .with_arguments(json!({"urls": urls(5), "delay_ms": 10_000})),
+                    .with_arguments(json!({"urls": urls(5), "delay_ms": 300})),
             )
             .send()
             .await
@@ -712,13 +720,14 @@ async fn dropping_a_crawl_call_cancels_it_on_the_server() {
         }
         assert!(!status.finished);
         drop(call);
-        while !status.finished {
-            assert!(asked < 100, "the crawl never stopped: {status:?}");
-            tokio::task::yield_now().await;
-            status = h.crawl_status().await;
-            asked += 1;
-        }
-        assert_eq!((status.completed, status.cancelled), (0, true));
+        // It finishes the URL in flight (300 ms at most), then stops.
+        let (status, _) = h.crawl_finished().await;
+        assert_eq!(
+            (status.cancelled, status.stopped),
+            (true, Some(CrawlStop::Cooperative)),
+            "{status:?}"
+        );
+        assert!((1..=2).contains(&status.completed), "{status:?}");
         let wire = h.wire.drain();
         assert!(wire.iter().any(|(d, m)| {
             *d == Dir::Out

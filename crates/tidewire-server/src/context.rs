@@ -742,9 +742,9 @@ impl<'a> std::future::IntoFuture for ReportProgress<'a> {
     type IntoFuture = futures::future::BoxFuture<'a, Result<(), ProgressError>>;
 
     fn into_future(self) -> Self::IntoFuture {
+        // Through the context, so a handler running as a task reports to its task.
         Box::pin(
             self.ctx
-                .request
                 .report_progress(self.progress, self.total, self.message),
         )
     }

@@ -15,6 +15,7 @@ use crate::error::{CliError, Outcome};
 use crate::output::{self, table};
 use crate::sanitize;
 use crate::ui::{Ui, bold};
+use tidewire_demo::CrawlStop;
 
 /// The longest one transport's walkthrough may take.
 const TRANSPORT_LIMIT: Duration = Duration::from_secs(20);
@@ -25,10 +26,33 @@ pub(crate) struct DemoArgs {
     #[arg(long, value_name = "MS", default_value_t = 200)]
     delay_ms: u64,
 
-    /// Which protocol era the client speaks: `legacy` (initialize, the default), `modern` (the
-    /// stateless revision 2026-07-28) or `auto`. Legacy HTTP+SSE always speaks the session era.
-    #[arg(long, value_name = "ERA", default_value = "legacy", value_parser = parse_era)]
-    era: CliEra,
+    /// Only this protocol era: `legacy` (initialize and a session), `modern` (the stateless
+    /// revision 2026-07-28) or `auto`. By default the demo runs both eras on every transport
+    /// that carries them; legacy HTTP+SSE always speaks the session era.
+    #[arg(long, value_name = "ERA", value_parser = parse_era)]
+    era: Option<CliEra>,
+}
+
+/// The transports and eras the demo runs, in order: each transport in each era it carries.
+fn plan(only: Option<CliEra>) -> Vec<(Transport, CliEra)> {
+    let mut plan = Vec::new();
+    for transport in Transport::ALL {
+        let eras: &[CliEra] = match (transport, only) {
+            (Transport::LegacySse, _) => &[CliEra::Legacy],
+            (_, Some(era)) => &[era],
+            (_, None) => &[CliEra::Legacy, CliEra::Modern],
+        };
+        plan.extend(eras.iter().map(|era| (transport, *era)));
+    }
+    plan
+}
+
+fn era_name(era: CliEra) -> &'static str {
+    match era {
+        CliEra::Legacy => "session",
+        CliEra::Modern => "2026-07-28",
+        CliEra::Auto => "auto",
+    }
 }
 
 /// One row of the final table.
@@ -46,13 +70,14 @@ pub(crate) async fn run(args: DemoArgs, ui: Ui) -> Result<Outcome, CliError> {
         args.delay_ms, CANCEL_AFTER
     )));
     let mut rows = Vec::new();
-    for transport in Transport::ALL {
-        let row = match tokio::time::timeout(TRANSPORT_LIMIT, one(transport, &args, &ui)).await {
+    for (transport, era) in plan(args.era) {
+        let walked = tokio::time::timeout(TRANSPORT_LIMIT, one(transport, era, &args, &ui));
+        let row = match walked.await {
             Ok(Ok(walk)) => Row::Ran(walk),
             Ok(Err(problem)) => Row::Failed(problem),
             Err(_) => Row::Failed(format!("did not finish within {TRANSPORT_LIMIT:?}")),
         };
-        rows.push((transport, row));
+        rows.push(((transport, era), row));
     }
     let behaved = rows.iter().all(|(_, row)| match row {
         Row::Failed(_) => false,
@@ -65,15 +90,16 @@ pub(crate) async fn run(args: DemoArgs, ui: Ui) -> Result<Outcome, CliError> {
         None,
     ));
     output::out("");
-    for (transport, row) in &rows {
+    for ((transport, era), row) in &rows {
         let problems = match row {
             Row::Failed(problem) => vec![problem.clone()],
             Row::Ran(walk) => walk.problems(),
         };
         for problem in problems {
             output::out(&format!(
-                "{}: {}",
+                "{} ({}): {}",
                 transport.name(),
+                era_name(*era),
                 output::one_line(&problem)
             ));
         }
@@ -81,8 +107,9 @@ pub(crate) async fn run(args: DemoArgs, ui: Ui) -> Result<Outcome, CliError> {
     let seconds = started.elapsed().as_secs_f64();
     if behaved {
         output::out(&format!(
-            "Every transport in this build behaved: each server stopped within the URL in flight \
-             and sent nothing after the cancel ({seconds:.1} s)."
+            "Every transport in this build behaved, in every era: each crawl saw the cancel, \
+             finished the URL in flight and returned, and nothing came after the cancel \
+             ({seconds:.1} s)."
         ));
         Ok(Outcome::Success)
     } else {
@@ -92,30 +119,28 @@ pub(crate) async fn run(args: DemoArgs, ui: Ui) -> Result<Outcome, CliError> {
     }
 }
 
-const HEADER: [&str; 6] = [
+const HEADER: [&str; 8] = [
     "TRANSPORT",
+    "ERA",
     "PROGRESS",
     "CRAWL STOPPED",
+    "HOW",
     "CANCEL TO STOP",
     "AFTER CANCEL",
     "RESULT",
 ];
 
-fn cells(transport: Transport, row: &Row) -> Vec<String> {
-    let name = transport.name().to_owned();
+fn cells((transport, era): (Transport, CliEra), row: &Row) -> Vec<String> {
+    let mut cells = vec![transport.name().to_owned(), era_name(era).to_owned()];
     match row {
-        Row::Failed(_) => vec![
-            name,
-            "-".to_owned(),
-            "-".to_owned(),
-            "-".to_owned(),
-            "-".to_owned(),
-            "FAILED".to_owned(),
-        ],
-        Row::Ran(walk) => vec![
-            name,
+        Row::Failed(_) => {
+            cells.extend(["-", "-", "-", "-", "-"].map(str::to_owned));
+            cells.push("FAILED".to_owned());
+        }
+        Row::Ran(walk) => cells.extend([
             format!("{} received", walk.reports + walk.late.len() as u64),
             stopped(walk),
+            how(walk).to_owned(),
             stop_time(walk.stop_ms),
             if walk.late.is_empty() {
                 "nothing".to_owned()
@@ -128,22 +153,31 @@ fn cells(transport: Transport, row: &Row) -> Vec<String> {
                 "FAILED"
             }
             .to_owned(),
-        ],
+        ]),
+    }
+    cells
+}
+
+/// Where the crawl stopped: `after URL 4/10` (it finished the URL in flight, then returned),
+/// `in URL 4/10` (it was dropped there), or `finished all 10`.
+fn stopped(walk: &Walk) -> String {
+    let status = &walk.status;
+    match status.stopped {
+        Some(CrawlStop::Completed) | None if !status.cancelled => {
+            format!("finished all {}", status.total)
+        }
+        Some(CrawlStop::Cooperative) => format!("after URL {}/{}", status.completed, status.total),
+        _ => format!("in URL {}/{}", status.completed + 1, status.total),
     }
 }
 
-/// Where the crawl stopped, like `in URL 4/10 (3 done)`.
-fn stopped(walk: &Walk) -> String {
-    let status = &walk.status;
-    if status.cancelled {
-        format!(
-            "in URL {}/{} ({} done)",
-            status.completed + 1,
-            status.total,
-            status.completed
-        )
-    } else {
-        format!("finished all {}", status.total)
+/// How the crawl stopped, as the server says.
+fn how(walk: &Walk) -> &'static str {
+    match walk.status.stopped {
+        Some(CrawlStop::Cooperative) => "cooperative",
+        Some(CrawlStop::Dropped) => "dropped",
+        Some(CrawlStop::Completed) => "completed",
+        None => "unknown",
     }
 }
 
@@ -157,16 +191,10 @@ fn stop_time(ms: Option<f64>) -> String {
     }
 }
 
-/// Starts the server for `transport`, connects, walks through, and stops it.
-async fn one(transport: Transport, args: &DemoArgs, ui: &Ui) -> Result<Walk, String> {
+/// Starts the server for `transport`, connects in `era`, walks through, and stops it.
+async fn one(transport: Transport, era: CliEra, args: &DemoArgs, ui: &Ui) -> Result<Walk, String> {
     let running: Running = servers::start(transport).await?;
     let arrivals = Arrivals::default();
-    // The deprecated HTTP+SSE transport carries sessions only.
-    let era = if transport == Transport::LegacySse {
-        CliEra::Legacy
-    } else {
-        args.era
-    };
     let connect = ConnectArgs {
         era,
         ..ConnectArgs::default()
@@ -176,20 +204,22 @@ async fn one(transport: Transport, args: &DemoArgs, ui: &Ui) -> Result<Walk, Str
         .map_err(|e| e.to_string());
     let result = match connection {
         Ok(connection) => {
-            let mut view = ui.progress(transport.name(), 15);
+            let label = format!("{} ({})", transport.name(), era_name(era));
+            let mut view = ui.progress(&label, 15);
             let walk = walk::walk(&connection.client, &arrivals, &mut view, args.delay_ms).await;
             let summary = match &walk {
                 Ok(walk) => format!(
-                    "cancelled after {}/{URLS}; the server stopped {} ({} after the cancel)",
+                    "cancelled after {}/{URLS}; the server stopped {} ({}, {} after the cancel)",
                     walk.reports,
                     stopped(walk),
+                    how(walk),
                     stop_time(walk.stop_ms)
                 ),
                 Err(problem) => format!("failed: {}", sanitize::line(problem)),
             };
             view.finish(&summary);
             if !ui.is_interactive() {
-                ui.line(&format!("{}: {summary}", transport.name()));
+                ui.line(&format!("{label}: {summary}"));
             }
             connection.close().await;
             walk

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tidewire_client::Client;
 use tidewire_core::jsonrpc::{Message, RequestId};
-use tidewire_demo::CrawlStatus;
+use tidewire_demo::{CrawlStatus, CrawlStop};
 
 use crate::connect::Observer;
 use crate::error::describe;
@@ -124,6 +124,13 @@ impl Walk {
         if !(status.finished && status.cancelled) {
             problems.push("the server did not record a cancelled crawl".to_owned());
         }
+        // The demo's crawl is cooperative: it sees the cancel and returns by itself.
+        if status.stopped != Some(CrawlStop::Cooperative) {
+            problems.push(format!(
+                "the crawl did not stop cooperatively ({:?})",
+                status.stopped
+            ));
+        }
         // The URL in flight at the cancel is number CANCEL_AFTER + 1: the server may stop in it
         // or right after it, never later.
         if status.completed < CANCEL_AFTER || status.completed > CANCEL_AFTER + 1 {
@@ -208,7 +215,7 @@ async fn stopped_crawl(client: &Client) -> Result<CrawlStatus, String> {
                 "the crawl had not stopped {STEP_LIMIT:?} after the cancel"
             ));
         }
-        // The server records the stop as the cancelled task unwinds: moments, at most.
+        // The crawl records its stop once it has finished the URL in flight.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
