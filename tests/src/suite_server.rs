@@ -72,7 +72,7 @@ struct Slow {
 ///   progress reports the client sent back during it;
 /// - `elicit_with_progress`: the same for an elicitation;
 /// - `hold_abort {key}` / `hold_cooperative {key}`: wait to be cancelled under each cancel
-///   policy, and `hold_status {key}` says what became of them (see [`HoldRecord`]).
+///   policy, and `hold_status {key}` says what became of them.
 pub fn suite_server() -> Server {
     tidewire_demo::demo_builder()
         .tool("hold_abort", "Waits to be cancelled (Abort)", hold)
