@@ -11,7 +11,10 @@
 //!   default server does); `json_response = true` makes a request whose first message is its
 //!   response come back as one JSON body (as tidewire answers it), and one that streams
 //!   progress first an SSE stream.
-//! - `rmcp-bench-server --stdio`: stdio.
+//! - `rmcp-bench-server --stdio`: stdio, through `rmcp::transport::stdio_pipes()`, rmcp's
+//!   fastest stdio transport: when stdin and stdout are pipes (as the load generator starts it)
+//!   it reopens them non-blocking and drives them on tokio's reactor, instead of `stdio()`'s
+//!   blocking-thread-pool handles (it falls back to those for anything but a FIFO).
 //!
 //! The handler implements `ServerHandler::call_tool` by hand (no macros): rmcp's shortest path.
 
@@ -136,8 +139,9 @@ fn main() -> anyhow::Result<()> {
         .context("cannot start the runtime")?;
     if args.iter().any(|a| a == "--stdio") {
         return runtime.block_on(async {
+            // Inside the runtime: `stdio_pipes` registers the pipes with its reactor.
             let service = BenchServer::new()
-                .serve(rmcp::transport::stdio())
+                .serve(rmcp::transport::stdio_pipes())
                 .await
                 .context("rmcp stdio initialization failed")?;
             service.waiting().await?;

@@ -187,6 +187,17 @@ pub async fn post(
     read(response).await
 }
 
+/// GETs `path` (no MCP headers: `bench-server --counts`'s `/counts`) and reads the whole
+/// response.
+pub async fn get(conn: &mut Conn, target: &Target, path: &str) -> anyhow::Result<Reply> {
+    let request = Request::builder()
+        .method(Method::GET)
+        .uri(path)
+        .header(http::header::HOST, target.host.clone())
+        .body(Full::new(Bytes::new()))?;
+    read(conn.send(request).await?).await
+}
+
 /// Reads a response to its end: a JSON body, or an SSE stream until the server ends it.
 async fn read(response: Response<Incoming>) -> anyhow::Result<Reply> {
     let status = response.status();
@@ -245,6 +256,18 @@ impl Session {
         })
     }
 
+    /// Joins the session `id`, opened elsewhere, on a new connection (no `initialize`); its
+    /// request ids start at `first_id`, so callers sharing a session never reuse one.
+    pub async fn join(target: Arc<Target>, id: HeaderValue, first_id: u64) -> anyhow::Result<Self> {
+        let conn = Conn::open(&target).await?;
+        Ok(Self {
+            conn,
+            target,
+            id: Some(id),
+            next: first_id,
+        })
+    }
+
     /// One `tools/call echo` round trip.
     pub async fn echo(&mut self) -> anyhow::Result<()> {
         let id = self.next;
@@ -279,6 +302,36 @@ impl Session {
         );
         Ok(count(&reply.body, b"notifications/progress"))
     }
+}
+
+/// The first request id of caller `index` of a shared session: each caller counts up from its
+/// own multiple of 2^32, so no two of them send the same id in the session (the `initialize`
+/// before them used 0).
+pub fn shared_first_id(index: usize) -> u64 {
+    (index as u64 + 1) << 32
+}
+
+/// `connections` callers on ONE session: one `initialize` on the first connection, then that
+/// connection and `connections - 1` new keep-alive ones all send its `Mcp-Session-Id`, each with
+/// its own range of request ids ([`shared_first_id`]). Fails if the server opens no session.
+pub async fn shared_session(
+    target: Arc<Target>,
+    connections: usize,
+) -> anyhow::Result<Vec<Caller>> {
+    ensure!(connections > 0, "a shared session needs a connection");
+    let mut first = Session::open(target.clone()).await?;
+    let id = first
+        .id
+        .clone()
+        .context("initialize gave no session id to share")?;
+    first.next = shared_first_id(0);
+    let mut callers = Vec::with_capacity(connections);
+    callers.push(Caller::Session(first));
+    for index in 1..connections {
+        let joined = Session::join(target.clone(), id.clone(), shared_first_id(index)).await?;
+        callers.push(Caller::Session(joined));
+    }
+    Ok(callers)
 }
 
 /// A stateless (2026-07-28) client on its own connection: no `initialize`, no session id, no
@@ -555,6 +608,15 @@ mod tests {
         assert_eq!(Wire::Modern.server_flag(), Some("--modern"));
         assert_eq!(Wire::Json.callers(1), "1 session");
         assert_eq!(Wire::Modern.callers(32), "32 clients");
+    }
+
+    #[test]
+    fn shared_callers_never_reuse_a_request_id() {
+        // Each caller's range holds 2^32 ids, far more than any run sends.
+        let firsts: Vec<u64> = (0..32).map(shared_first_id).collect();
+        assert!(firsts[0] > 0, "the initialize's id 0 stays unused");
+        assert!(firsts.windows(2).all(|w| w[1] - w[0] == 1 << 32));
+        assert!(firsts[31] < 1 << 53, "ids stay exact in a JSON double");
     }
 
     #[test]

@@ -9,16 +9,22 @@
 //!
 //! Options: `--quick` (3 short rounds, memory at 1,000 sessions: under 2 minutes on 2 cores),
 //! `--json` (machine-readable output), `--rounds N`, `--window SECS` (measured seconds per
-//! cell), `--only sse,json,progress,modern,stdio,memory`, `--sessions 1000,10000`, `--no-pin`,
-//! `--protocol VERSION` (the session era's, default 2025-11-25; the `modern` rows always speak
-//! 2026-07-28), `--peers tidewire,rmcp,ceiling` (a subset, e.g. to profile one server).
-//! Progress goes to stderr, the table to stdout. See `docs/performance.md`.
+//! cell), `--only sse,json,progress,modern,shared,stdio,memory`, `--sessions 1000,10000`,
+//! `--no-pin`, `--protocol VERSION` (the session era's, default 2025-11-25; the `modern` rows
+//! always speak 2026-07-28), `--peers tidewire,rmcp,ceiling` (a subset, e.g. to profile one
+//! server). The `shared` group is echo on 32 connections sharing one session. Progress goes to
+//! stderr, the table to stdout. See `docs/performance.md`.
+//!
+//! `--counts` runs the allocation and task counts instead (see [`counts`]): tidewire's
+//! `bench-server --counts`, built with the `count-allocs` feature and/or
+//! `RUSTFLAGS="--cfg tokio_unstable"`; `--count-requests N` requests per cell.
 //!
 //! `--scale-out` runs the scale-out rows instead (see [`scale`]): tidewire replicas behind
 //! HAProxy, one in memory, one on Redis, three on Redis (`--redis-server PATH`,
 //! `--haproxy PATH`, or `TIDEWIRE_REDIS_SERVER` and `TIDEWIRE_HAPROXY`). See
 //! `docs/scale-out.md`.
 
+mod counts;
 mod http;
 mod proc;
 mod scale;
@@ -39,6 +45,9 @@ use crate::proc::{Placement, cpu_micros, rss_kib};
 /// The size of the `progress` call.
 const PROGRESS_N: u64 = 10_000;
 
+/// The connections of the shared-session cell (group `shared`), all on one session.
+const SHARED_CONNECTIONS: usize = 32;
+
 #[derive(Debug, Clone)]
 struct Options {
     quick: bool,
@@ -57,6 +66,10 @@ struct Options {
     redis_server: Option<PathBuf>,
     /// `haproxy` for the scale-out rows (else `TIDEWIRE_HAPROXY`).
     haproxy: Option<PathBuf>,
+    /// Run the allocation and task counts instead of the peer comparison.
+    counts: bool,
+    /// Requests per counted cell.
+    count_requests: usize,
 }
 
 impl Options {
@@ -68,9 +81,11 @@ impl Options {
             rounds: if quick { 3 } else { 5 },
             warm: Duration::from_millis(if quick { 300 } else { 500 }),
             window: Duration::from_secs_f64(if quick { 1.0 } else { 3.0 }),
-            groups: ["sse", "json", "progress", "modern", "stdio", "memory"]
-                .map(str::to_owned)
-                .to_vec(),
+            groups: [
+                "sse", "json", "progress", "modern", "shared", "stdio", "memory",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
             sessions: if quick {
                 vec![1_000]
             } else {
@@ -81,6 +96,8 @@ impl Options {
             scale_out: false,
             redis_server: None,
             haproxy: None,
+            counts: false,
+            count_requests: if quick { 1_000 } else { 5_000 },
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -90,6 +107,8 @@ impl Options {
                 "--json" => options.json = true,
                 "--no-pin" => options.no_pin = true,
                 "--scale-out" => options.scale_out = true,
+                "--counts" => options.counts = true,
+                "--count-requests" => options.count_requests = value()?.parse()?,
                 "--redis-server" => options.redis_server = Some(value()?.into()),
                 "--haproxy" => options.haproxy = Some(value()?.into()),
                 "--protocol" => http::set_protocol_version(value()?),
@@ -120,9 +139,10 @@ impl Options {
                 "-h" | "--help" => {
                     println!(
                         "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
-                         [--only sse,json,progress,modern,stdio,memory] [--sessions 1000,10000] [--no-pin] \
+                         [--only sse,json,progress,modern,shared,stdio,memory] [--sessions 1000,10000] [--no-pin] \
                          [--protocol VERSION] [--peers tidewire,rmcp,ceiling] \
-                         [--scale-out [--redis-server PATH] [--haproxy PATH]]"
+                         [--scale-out [--redis-server PATH] [--haproxy PATH]] \
+                         [--counts [--count-requests N]]"
                     );
                     std::process::exit(0);
                 }
@@ -134,6 +154,12 @@ impl Options {
         }
         if options.rounds == 0 {
             bail!("--rounds must be at least 1");
+        }
+        if options.count_requests == 0 {
+            bail!("--count-requests must be at least 1");
+        }
+        if options.counts && options.scale_out {
+            bail!("--counts and --scale-out are separate runs");
         }
         Ok(options)
     }
@@ -195,9 +221,20 @@ async fn echo_cell(
     for _ in 0..sessions {
         opened.push(Caller::open(target.clone(), wire).await?);
     }
+    echo_load(opened, pids, warm, window).await
+}
+
+/// Echo round trips on callers already opened, each keeping one call in flight: warm up, then
+/// measure for `window`. The CPU per request is that of every process in `pids`.
+async fn echo_load(
+    opened: Vec<Caller>,
+    pids: &[u32],
+    warm: Duration,
+    window: Duration,
+) -> anyhow::Result<Echo> {
     let start = Instant::now() + warm;
     let end = start + window;
-    let mut tasks = Vec::with_capacity(sessions);
+    let mut tasks = Vec::with_capacity(opened.len());
     for mut caller in opened {
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
@@ -304,8 +341,42 @@ fn loadavg() -> String {
 
 /// Records one echo cell's rows for `peer`: throughput, p50, p99 and server CPU.
 fn push_echo(rows: &mut Rows, peer: Peer, wire: Wire, sessions: usize, e: &Echo) {
-    let key = format!("echo_{}_c{sessions}", wire.name());
-    let label = format!("echo, {}, {}", wire.label(), wire.callers(sessions));
+    push_echo_rows(
+        rows,
+        peer,
+        &echo_key(wire, sessions),
+        &echo_label(wire, sessions),
+        e,
+    );
+}
+
+/// The key an echo cell's rows start with.
+fn echo_key(wire: Wire, sessions: usize) -> String {
+    format!("echo_{}_c{sessions}", wire.name())
+}
+
+/// The label an echo cell's rows start with.
+fn echo_label(wire: Wire, sessions: usize) -> String {
+    format!("echo, {}, {}", wire.label(), wire.callers(sessions))
+}
+
+/// The key the shared-session cell's rows start with.
+fn shared_key() -> String {
+    format!("echo_shared_c{SHARED_CONNECTIONS}")
+}
+
+/// The label the shared-session cell's rows start with.
+fn shared_label() -> String {
+    format!("echo, SSE, {SHARED_CONNECTIONS} connections sharing 1 session")
+}
+
+/// Records the shared-session cell's rows for `peer`.
+fn push_shared(rows: &mut Rows, peer: Peer, e: &Echo) {
+    push_echo_rows(rows, peer, &shared_key(), &shared_label(), e);
+}
+
+/// Records an echo measurement's four rows (`{key}_rps`, …) for `peer`.
+fn push_echo_rows(rows: &mut Rows, peer: Peer, key: &str, label: &str, e: &Echo) {
     let metrics = [
         ("rps", "throughput", "req/s", Better::Higher, e.rps),
         ("p50_us", "p50 latency", "µs", Better::Lower, e.p50_us),
@@ -338,6 +409,38 @@ fn push_progress(rows: &mut Rows, peer: Peer, wire: Wire, rate: f64) {
         Better::Higher,
     )
     .push(peer, rate);
+}
+
+/// Echo on one session shared by [`SHARED_CONNECTIONS`] keep-alive connections (one
+/// `initialize`, then every connection sends its session id, one call at a time each), on a
+/// fresh server for `peer` in its default mode (sessions, SSE replies).
+async fn shared_cell(
+    options: &Options,
+    placement: &Placement,
+    peer: Peer,
+    rows: &mut Rows,
+) -> anyhow::Result<()> {
+    let (mut child, url) = placement.start_http(peer, Wire::Sse).await?;
+    let pid = child.id().context("no pid")?;
+    let target = Target::from_url(&url)?;
+    let measured: anyhow::Result<Echo> = async {
+        let callers = http::shared_session(target, SHARED_CONNECTIONS).await?;
+        echo_load(callers, &[pid], options.warm, options.window).await
+    }
+    .await;
+    stop(&mut child).await;
+    let e =
+        measured.with_context(|| format!("{} echo shared c{SHARED_CONNECTIONS}", peer.name()))?;
+    eprintln!(
+        "  {:8} echo SHARED c={SHARED_CONNECTIONS:<2}: {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>7.1} µs  cpu {:>5.1} µs/req",
+        peer.name(),
+        e.rps,
+        e.p50_us,
+        e.p99_us,
+        e.cpu_us
+    );
+    push_shared(rows, peer, &e);
+    Ok(())
 }
 
 /// One peer's HTTP cells on `wire`, on a fresh server started for it: echo with 1 and 32
@@ -414,6 +517,11 @@ async fn run(options: &Options, placement: &Placement, rows: &mut Rows) -> anyho
                 http_cells(options, placement, peer, wire, rows).await?;
             }
         }
+        if options.has("shared") {
+            for &peer in &order {
+                shared_cell(options, placement, peer, rows).await?;
+            }
+        }
         if options.has("stdio") {
             for in_flight in [1, 32] {
                 for &peer in &order {
@@ -483,6 +591,9 @@ fn main() -> anyhow::Result<()> {
         let outside = scale::Outside::find(options.redis_server.clone(), options.haproxy.clone())?;
         return scale_out(&options, &placement, &outside, &runtime);
     }
+    if options.counts {
+        return counts_mode(&options, &placement, &runtime);
+    }
     let started = Instant::now();
     let load_before = loadavg();
     let mut rows = Rows(Vec::new());
@@ -526,6 +637,48 @@ fn main() -> anyhow::Result<()> {
         println!(
             "\nMedian (min–max) over the rounds. Ratios are tidewire ÷ peer: above 1 is better \
              for ↑ rows, below 1 for ↓ rows."
+        );
+    }
+    result
+}
+
+/// `bench --counts`: tidewire's allocations and tasks per request, and their table.
+fn counts_mode(
+    options: &Options,
+    placement: &Placement,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut rows = Rows(Vec::new());
+    let result = runtime.block_on(counts::run(options, placement, &mut rows));
+    let elapsed = started.elapsed();
+    if options.json {
+        let meta = serde_json::json!({
+            "mode": if options.quick { "quick" } else { "full" },
+            "kind": "counts",
+            "rounds": options.rounds,
+            "requests_per_cell": options.count_requests,
+            "elapsed_s": elapsed.as_secs_f64(),
+            "protocol_version": http::protocol_version(),
+            "modern_protocol_version": http::MODERN_VERSION,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::json(&rows.0, meta))?
+        );
+    } else {
+        println!(
+            "counts, {} rounds, {} requests per cell, tidewire only, {:.0} s\n",
+            options.rounds,
+            options.count_requests,
+            elapsed.as_secs_f64()
+        );
+        print!("{}", report::markdown(&rows.0));
+        println!(
+            "\nMedian (min–max) over the rounds, per request, counted in the server between two \
+             readings of GET /counts around the requests (after a warm-up). Only tidewire is \
+             counted. Allocations: dhat's blocks (every alloc and realloc); tasks: tokio's \
+             spawned-task count."
         );
     }
     result
@@ -599,6 +752,12 @@ mod tests {
         let full = Options::parse(&[]).expect("full");
         assert!(!full.quick && full.rounds == 5 && full.sessions == [1_000, 10_000]);
         assert!(full.has("memory") && full.has("stdio") && full.has("modern"));
+        assert!(full.has("shared") && quick.has("shared"));
+        assert!(!full.counts && (quick.count_requests, full.count_requests) == (1_000, 5_000));
+        let counts = Options::parse(&args("--counts --count-requests 300")).expect("counts");
+        assert!(counts.counts && counts.count_requests == 300);
+        assert!(Options::parse(&args("--count-requests 0")).is_err());
+        assert!(Options::parse(&args("--counts --scale-out")).is_err());
         assert!(quick.echo_on(Wire::Modern) && quick.progress_on(Wire::Modern));
         let some = Options::parse(&args("--only sse,stdio --rounds 2 --window 0.5 --json"))
             .expect("options");
@@ -661,6 +820,33 @@ mod tests {
             rows.0[8].label,
             "progress(10000), stateless 2026-07-28: notifications"
         );
+    }
+
+    #[test]
+    fn the_shared_cell_has_its_own_rows() {
+        let e = Echo {
+            rps: 1.0,
+            p50_us: 2.0,
+            p99_us: 3.0,
+            cpu_us: 4.0,
+        };
+        let mut rows = Rows(Vec::new());
+        push_shared(&mut rows, Peer::Rmcp, &e);
+        let keys: Vec<&str> = rows.0.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "echo_shared_c32_rps",
+                "echo_shared_c32_p50_us",
+                "echo_shared_c32_p99_us",
+                "echo_shared_c32_cpu_us",
+            ]
+        );
+        assert_eq!(
+            rows.0[0].label,
+            "echo, SSE, 32 connections sharing 1 session: throughput"
+        );
+        assert_eq!(rows.0[3].values[&Peer::Rmcp], [4.0]);
     }
 
     #[test]
