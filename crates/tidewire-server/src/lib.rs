@@ -60,6 +60,7 @@ mod listing;
 mod registry;
 mod rounds;
 mod seal;
+mod served;
 mod server;
 mod skills;
 mod state;

@@ -16,7 +16,7 @@ use crate::context::{Context, Shared};
 use crate::dispatch::ConnectionHandler;
 use crate::error::ToolError;
 use crate::registry::{ToolEntry, boxed_tool};
-use crate::stateless::RequestServer;
+use crate::served::RequestServer;
 
 /// An MCP server: tools, resources, prompts and completion, served over any transport.
 ///

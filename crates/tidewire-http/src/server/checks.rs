@@ -136,6 +136,20 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The HTTP status of a stateless request answered with this JSON-RPC error code.
+pub(crate) fn status_of(code: i64) -> StatusCode {
+    match ErrorCode(code) {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::PARSE_ERROR
+        | ErrorCode::INVALID_REQUEST
+        | ErrorCode::INVALID_PARAMS
+        | ErrorCode::HEADER_MISMATCH
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use axum::http::HeaderValue;

@@ -23,9 +23,9 @@ use tidewire_core::session::{RequestRun, RequestStreamReceiver, ServeRequest, re
 use tidewire_core::transport::Codec;
 use tokio::time::Sleep;
 
+use super::checks::status_of;
 use super::sse_body::{push_frame, with_sse_headers};
 use super::state::State;
-use super::stateless::status_of;
 
 /// Serves `request` through `server` and answers the POST.
 pub(crate) async fn answer(

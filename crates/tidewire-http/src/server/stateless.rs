@@ -37,7 +37,7 @@ use tidewire_core::stateless;
 use tidewire_core::transport::text::excerpt;
 use tidewire_core::transport::{Envelope, HttpHeaders, Principal, RequestLimits, header_value};
 
-use super::checks::{PROTOCOL_VERSION, error, error_for};
+use super::checks::{PROTOCOL_VERSION, error, error_for, status_of};
 use super::config::ResponseMode;
 use super::session::ReplyTarget;
 use super::sse_body::{EndOnDrop, sse_from};
@@ -137,20 +137,6 @@ fn mismatch(message: String) -> ErrorObject {
         ErrorCode::HEADER_MISMATCH,
         format!("Header mismatch: {message}"),
     )
-}
-
-/// The HTTP status of a stateless request answered with this JSON-RPC error code.
-pub(crate) fn status_of(code: i64) -> StatusCode {
-    match ErrorCode(code) {
-        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-        ErrorCode::PARSE_ERROR
-        | ErrorCode::INVALID_REQUEST
-        | ErrorCode::INVALID_PARAMS
-        | ErrorCode::HEADER_MISMATCH
-        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
-    }
 }
 
 /// Runs the request (without a session, or in a one-shot one) and answers the POST.

@@ -10,9 +10,6 @@
 
 mod headers;
 mod listen;
-mod served;
-
-pub(crate) use served::RequestServer;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -55,9 +55,10 @@ impl ServeRequest for RequestServer {
         let connection = self.connection.clone();
         let handler = async move {
             let id = request.id.clone();
-            let outcome = AssertUnwindSafe(super::serve(&server, &connection, request, ctx))
-                .catch_unwind()
-                .await;
+            let outcome =
+                AssertUnwindSafe(crate::stateless::serve(&server, &connection, request, ctx))
+                    .catch_unwind()
+                    .await;
             Some(match outcome {
                 Ok(Ok(result)) => Response::result(id, result),
                 Ok(Err(error)) => Response::error(Some(id), error),
