@@ -32,7 +32,16 @@ impl RequestMeta {
     /// # Errors
     /// The JSON-RPC error to answer with (HTTP 400 on Streamable HTTP).
     pub fn from_params(params: Option<&Value>) -> Result<Self, ErrorObject> {
-        let (meta, version) = envelope(params)?;
+        Self::from_meta(params.and_then(|p| p.get("_meta")))
+    }
+
+    /// The same, from the request's `_meta` itself (`params._meta`, taken out of the params or
+    /// read through [`RequestContext::meta`](crate::session::RequestContext::meta)).
+    ///
+    /// # Errors
+    /// As [`from_params`](Self::from_params).
+    pub fn from_meta(meta: Option<&Value>) -> Result<Self, ErrorObject> {
+        let (meta, version) = envelope_meta(meta)?;
         let capabilities = meta
             .get(meta_keys::CLIENT_CAPABILITIES)
             // Read in place (a `&Value` is a deserializer): no copy of the tree.
@@ -84,15 +93,19 @@ impl RequestMeta {
 pub fn envelope(
     params: Option<&Value>,
 ) -> Result<(&serde_json::Map<String, Value>, ProtocolVersion), ErrorObject> {
-    let meta = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            ErrorObject::invalid_params(
-                "a 2026-07-28 request needs params._meta with the protocol version and the \
+    envelope_meta(params.and_then(|p| p.get("_meta")))
+}
+
+/// [`envelope`], given the request's `_meta` itself.
+fn envelope_meta(
+    meta: Option<&Value>,
+) -> Result<(&serde_json::Map<String, Value>, ProtocolVersion), ErrorObject> {
+    let meta = meta.and_then(Value::as_object).ok_or_else(|| {
+        ErrorObject::invalid_params(
+            "a 2026-07-28 request needs params._meta with the protocol version and the \
                  client capabilities",
-            )
-        })?;
+        )
+    })?;
     let requested = match meta.get(meta_keys::PROTOCOL_VERSION) {
         Some(Value::String(v)) => v.as_str(),
         Some(_) => {

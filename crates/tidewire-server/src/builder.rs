@@ -327,21 +327,21 @@ impl ServerBuilder {
     /// The keys that seal the `requestState` of stateless questions (default: one random key
     /// per process). Give every process behind one endpoint the same ring.
     pub fn state_keys(mut self, keys: KeyRing) -> Self {
-        self.inner.state_policy.keys = keys;
+        Arc::make_mut(&mut self.inner.state_policy).keys = keys;
         self
     }
 
     /// How long a `requestState` stays valid (default 10 minutes): a client that answers later
     /// must start the request again.
     pub fn state_ttl(mut self, ttl: Duration) -> Self {
-        self.inner.state_policy.ttl = ttl;
+        Arc::make_mut(&mut self.inner.state_policy).ttl = ttl;
         self
     }
 
     /// The largest `requestState` in bytes before sealing (default 256 KiB): the answers a
     /// request gathers travel in it.
     pub fn max_state_bytes(mut self, bytes: usize) -> Self {
-        self.inner.state_policy.max_bytes = bytes;
+        Arc::make_mut(&mut self.inner.state_policy).max_bytes = bytes;
         self
     }
 

@@ -21,7 +21,7 @@ use crate::connection::Connection;
 use crate::context::{Context, Shared};
 use crate::listing;
 use crate::skills;
-use crate::tasks::{TaskOptIn, TaskRecord, TaskRefused};
+use crate::tasks::{TaskOptIn, TaskPermit, TaskRecord};
 
 /// The engine handler of one connection.
 #[derive(Debug, Clone)]
@@ -67,8 +67,8 @@ impl ConnectionHandler {
             ClientRequest::CallTool(params) => {
                 let opt_in = TaskOptIn {
                     allowed: match &params.task {
-                        Some(_) => Ok(()),
-                        None => Err(TaskRefused::not_requested(&params.name)),
+                        Some(_) => TaskPermit::Allowed,
+                        None => TaskPermit::NotRequested,
                     },
                     ttl: params
                         .task

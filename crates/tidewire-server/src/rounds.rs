@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -46,16 +46,18 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
+    /// A binding to `method` on `name`, whose arguments have the digest `arguments` (see
+    /// [`digest`] and [`digest_object`]).
     pub(crate) fn new(
         method: &str,
         name: &str,
-        arguments: Option<&Value>,
+        arguments: String,
         principal: Option<String>,
     ) -> Self {
         Self {
             method: method.to_owned(),
             name: name.to_owned(),
-            arguments: digest(arguments.unwrap_or(&Value::Null)),
+            arguments,
             principal,
         }
     }
@@ -115,7 +117,7 @@ impl Default for StatePolicy {
 /// One run of a retryable request's handler, with the answers it may use.
 #[derive(Debug)]
 pub(crate) struct Rounds {
-    policy: StatePolicy,
+    policy: Arc<StatePolicy>,
     binding: Binding,
     /// Answers recorded by earlier rounds, and this retry's answers to questions asked then.
     answers: BTreeMap<String, Value>,
@@ -156,7 +158,7 @@ impl Rounds {
     /// # Errors
     /// `-32602` when the state is not one this server sealed for this very request, or expired.
     pub(crate) fn begin(
-        policy: StatePolicy,
+        policy: Arc<StatePolicy>,
         binding: Binding,
         state: Option<&str>,
         responses: Option<JsonObject>,
@@ -371,26 +373,47 @@ impl Rounds {
 pub(crate) fn digest(value: &Value) -> String {
     let mut hasher = Sha256::new();
     canonical(value, &mut hasher);
-    let bytes = hasher.finalize();
-    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    hex(&hasher.finalize())
+}
+
+/// The [`digest`] of an object's members (`None`: of `null`), without building a [`Value`].
+pub(crate) fn digest_object(map: Option<&JsonObject>) -> String {
+    let mut hasher = Sha256::new();
+    match map {
+        Some(map) => canonical_object(map, &mut hasher),
+        None => hasher.update(b"null"),
+    }
+    hex(&hasher.finalize())
+}
+
+/// The first 16 bytes of a hash, in lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(32);
+    for byte in bytes.iter().take(16) {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    text
+}
+
+/// Feeds what serde_json writes straight into a hash.
+struct Feed<'a>(&'a mut Sha256);
+
+impl std::io::Write for Feed<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn canonical(value: &Value, out: &mut Sha256) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.update(b"{");
-            for key in keys {
-                out.update(serde_json::to_string(key).unwrap_or_default().as_bytes());
-                out.update(b":");
-                if let Some(value) = map.get(key) {
-                    canonical(value, out);
-                }
-                out.update(b",");
-            }
-            out.update(b"}");
-        }
+        Value::Object(map) => canonical_object(map, out),
         Value::Array(items) => {
             out.update(b"[");
             for item in items {
@@ -399,8 +422,35 @@ fn canonical(value: &Value, out: &mut Sha256) {
             }
             out.update(b"]");
         }
-        other => out.update(other.to_string().as_bytes()),
+        // A scalar's JSON text (writing into a hash cannot fail).
+        other => {
+            let _ = serde_json::to_writer(Feed(out), other);
+        }
     }
+}
+
+/// An object's members in the order of their keys. A map that already iterates in that order
+/// (serde_json's default `BTreeMap`) is not sorted again.
+fn canonical_object(map: &JsonObject, out: &mut Sha256) {
+    out.update(b"{");
+    let member = |key: &String, value: &Value, out: &mut Sha256| {
+        let _ = serde_json::to_writer(Feed(out), key);
+        out.update(b":");
+        canonical(value, out);
+        out.update(b",");
+    };
+    if map.keys().is_sorted() {
+        for (key, value) in map {
+            member(key, value, out);
+        }
+    } else {
+        let mut members: Vec<(&String, &Value)> = map.iter().collect();
+        members.sort_by(|a, b| a.0.cmp(b.0));
+        for (key, value) in members {
+            member(key, value, out);
+        }
+    }
+    out.update(b"}");
 }
 
 fn now_ms() -> u64 {
@@ -416,16 +466,36 @@ mod tests {
 
     use super::*;
 
-    fn policy() -> StatePolicy {
-        StatePolicy {
+    fn policy() -> Arc<StatePolicy> {
+        Arc::new(StatePolicy {
             keys: KeyRing::new("t", [9u8; 32]).expect("ring"),
             ttl: Duration::from_secs(60),
             max_bytes: 64 * 1024,
-        }
+        })
+    }
+
+    /// The digest is SHA-256 over a canonical text (members sorted, each followed by a comma),
+    /// its first 16 bytes in hex: a state sealed by another replica or an earlier build of
+    /// this format must still match.
+    #[test]
+    fn digests_are_canonical_and_stable() {
+        let value = json!({"b": ["x", 2], "a": 1});
+        assert_eq!(digest(&value), "b6ca5608e262d4b7951492b2faf5d6d4");
+        let Value::Object(map) = &value else {
+            panic!("an object")
+        };
+        assert_eq!(digest_object(Some(map)), digest(&value));
+        assert_eq!(digest_object(None), digest(&Value::Null));
+        assert_ne!(digest_object(None), digest_object(Some(&JsonObject::new())));
     }
 
     fn binding() -> Binding {
-        Binding::new("tools/call", "greet", Some(&json!({"b": 1, "a": 2})), None)
+        Binding::new(
+            "tools/call",
+            "greet",
+            digest(&json!({"b": 1, "a": 2})),
+            None,
+        )
     }
 
     fn question(text: &str) -> InputRequest {
@@ -523,29 +593,39 @@ mod tests {
             .expect("seals")
             .request_state
             .expect("state");
-        let refused = |policy: StatePolicy, binding: Binding, state: &str| {
+        let refused = |policy: Arc<StatePolicy>, binding: Binding, state: &str| {
             Rounds::begin(policy, binding, Some(state), None).expect_err("refused")
         };
         let error = refused(policy(), binding(), &format!("{state}-TAMPERED"));
         assert_eq!(error.code, -32602);
         // Same arguments in another order are the same request…
-        let reordered = Binding::new("tools/call", "greet", Some(&json!({"a": 2, "b": 1})), None);
+        let reordered = Binding::new(
+            "tools/call",
+            "greet",
+            digest(&json!({"a": 2, "b": 1})),
+            None,
+        );
         assert!(Rounds::begin(policy(), reordered, Some(&state), None).is_ok());
         // …other arguments, another tool, another principal are not.
-        let other_args = Binding::new("tools/call", "greet", Some(&json!({"a": 3})), None);
+        let other_args = Binding::new("tools/call", "greet", digest(&json!({"a": 3})), None);
         assert_eq!(refused(policy(), other_args, &state).code, -32602);
-        let other_tool = Binding::new("tools/call", "other", Some(&json!({"a": 2, "b": 1})), None);
+        let other_tool = Binding::new(
+            "tools/call",
+            "other",
+            digest(&json!({"a": 2, "b": 1})),
+            None,
+        );
         assert_eq!(refused(policy(), other_tool, &state).code, -32602);
         let mut other_principal = binding();
         other_principal.principal = Some("mallory".into());
         assert_eq!(refused(policy(), other_principal, &state).code, -32602);
         // Another server's key.
         let mut foreign = policy();
-        foreign.keys = KeyRing::new("t", [8u8; 32]).expect("ring");
+        Arc::make_mut(&mut foreign).keys = KeyRing::new("t", [8u8; 32]).expect("ring");
         assert_eq!(refused(foreign, binding(), &state).code, -32602);
         // Expired.
         let mut short = policy();
-        short.ttl = Duration::ZERO;
+        Arc::make_mut(&mut short).ttl = Duration::ZERO;
         let soon = Rounds::begin(short.clone(), binding(), None, None).expect("begins");
         let _ = soon.run(handler(&soon)).await;
         let old = soon
@@ -612,7 +692,7 @@ mod tests {
     #[test]
     fn state_over_its_limit_is_an_error_not_a_huge_token() {
         let mut small = policy();
-        small.max_bytes = 10;
+        Arc::make_mut(&mut small).max_bytes = 10;
         let rounds = Rounds::begin(small, binding(), None, None).expect("begins");
         let _ = rounds.answer::<Value>(Some("k"), InputRequest::ListRoots);
         assert_eq!(rounds.input_required().expect_err("too big").code, -32603);

@@ -33,7 +33,7 @@ impl RequestServer {
 impl ServeRequest for RequestServer {
     fn serve_request(
         &self,
-        request: Request,
+        mut request: Request,
         extensions: http::Extensions,
         stream: RequestStream,
     ) -> RequestRun {
@@ -42,10 +42,15 @@ impl ServeRequest for RequestServer {
             .cancel_policy_of(&request)
             .unwrap_or(self.server.session_options.default_cancel_policy());
         let cancel = CancellationToken::new();
+        // `_meta` moves into the context (the dispatcher reads it there), not copied.
+        let meta = match &mut request.params {
+            Some(serde_json::Value::Object(params)) => params.remove("_meta"),
+            _ => None,
+        };
         let ctx = RequestContext::for_stream(
             request.id.clone(),
             &request.method,
-            request.params.as_ref(),
+            meta,
             extensions,
             stream,
             cancel.clone(),

@@ -52,7 +52,7 @@ pub(crate) struct ServerState<C> {
     /// Caching hints of stateless results.
     pub(crate) cache: CacheHints,
     /// How stateless `requestState` is sealed.
-    pub(crate) state_policy: StatePolicy,
+    pub(crate) state_policy: Arc<StatePolicy>,
     /// Where list changes and resource updates go, to sessions and listen streams alike.
     pub(crate) bus: Arc<dyn NotificationBus>,
     /// Open listen streams, and their limit.
@@ -106,7 +106,7 @@ impl<C> ServerState<C> {
             tool_cancel_policies: HashMap::new(),
             eras: Eras::default(),
             cache: CacheHints::default(),
-            state_policy: StatePolicy::default(),
+            state_policy: Arc::new(StatePolicy::default()),
             bus: Arc::new(MemoryBus::new()),
             listeners: Arc::new(AtomicUsize::new(0)),
             max_listeners: 10_000,

@@ -54,10 +54,14 @@ impl RequestContext {
         cancel: CancellationToken,
         cancel_policy: CancelPolicy,
     ) -> Self {
+        let meta = params
+            .and_then(|p| p.get("_meta"))
+            .filter(|m| m.is_object())
+            .cloned();
         Self::with_outlet(
             id,
             method,
-            params,
+            meta,
             extensions,
             Outlet::Peer(peer),
             cancel,
@@ -69,10 +73,13 @@ impl RequestContext {
     /// what its handler sends goes to `stream`, its response's own stream; it has no peer to
     /// send requests to ([`request`](Self::request) fails with `NotSupported`), and `cancel`
     /// fires when the transport drops the request's [`RequestRun`](super::RequestRun).
+    ///
+    /// `meta` is the request's `params._meta`, taken out of its params by the caller (it is
+    /// moved here, not copied; anything but an object counts as none).
     pub fn for_stream(
         id: RequestId,
         method: &str,
-        params: Option<&Value>,
+        meta: Option<Value>,
         extensions: http::Extensions,
         stream: RequestStream,
         cancel: CancellationToken,
@@ -81,7 +88,7 @@ impl RequestContext {
         Self::with_outlet(
             id,
             method,
-            params,
+            meta.filter(Value::is_object),
             extensions,
             Outlet::Stream(stream),
             cancel,
@@ -89,26 +96,25 @@ impl RequestContext {
         )
     }
 
+    /// `meta`: the request's `_meta` object, if any.
     fn with_outlet(
         id: RequestId,
         method: &str,
-        params: Option<&Value>,
+        meta: Option<Value>,
         extensions: http::Extensions,
         outlet: Outlet,
         cancel: CancellationToken,
         cancel_policy: CancelPolicy,
     ) -> Self {
-        let meta = params
-            .and_then(|p| p.get("_meta"))
-            .filter(|m| m.is_object());
         let token = meta
+            .as_ref()
             .and_then(|m| m.get("progressToken"))
             .and_then(RequestId::from_json);
         let limits = extensions.get::<RequestLimits>().cloned();
         Self {
             id,
             method: method.into(),
-            meta: meta.cloned().map(Arc::new),
+            meta: meta.map(Arc::new),
             extensions: Arc::new(extensions),
             reporter: Arc::new(Reporter {
                 token,

@@ -50,11 +50,10 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
-/// HTTP request headers that go with a message. Inbound, those that carried it (Streamable HTTP
-/// puts them in each envelope), for what a server checks against the body: the 2026-07-28
-/// `Mcp-Param-*` headers. Outbound, those the client asks the HTTP transport to send with it
-/// (the stateless revision's routing headers, from
-/// [`stateless::request_headers`](crate::stateless::request_headers)).
+/// HTTP request headers a client asks the HTTP transport to send with a message (the stateless
+/// revision's routing headers, from
+/// [`stateless::request_headers`](crate::stateless::request_headers)). Inbound headers are in
+/// [`HttpRequestInfo`].
 #[derive(Debug, Clone)]
 pub struct HttpHeaders(pub http::HeaderMap);
 

@@ -35,7 +35,7 @@ use tidewire_core::jsonrpc::{
 };
 use tidewire_core::stateless;
 use tidewire_core::transport::text::excerpt;
-use tidewire_core::transport::{Envelope, HttpHeaders, Principal, RequestLimits, header_value};
+use tidewire_core::transport::{Envelope, Principal, RequestLimits, header_value};
 
 use super::checks::{PROTOCOL_VERSION, error, error_for, status_of};
 use super::config::ResponseMode;
@@ -172,7 +172,6 @@ async fn deliver(
         peer_requests: false,
         reason: "the stateless 2026-07-28 wire",
     });
-    extensions.insert(HttpHeaders(headers.clone()));
     extensions.insert(HttpRequestInfo {
         headers,
         session_id: None,

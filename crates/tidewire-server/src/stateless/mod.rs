@@ -24,7 +24,7 @@ use tidewire_core::schema::{
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
 use tidewire_core::transport::text::excerpt;
-use tidewire_core::transport::{HttpHeaders, Principal};
+use tidewire_core::transport::{HttpRequestInfo, Principal};
 use tidewire_core::version::STATELESS_VERSIONS;
 
 use crate::cache::{CacheHint, CacheItem};
@@ -32,9 +32,9 @@ use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
 use crate::context::{Context, Shared, StatelessCall};
 use crate::listing::{self, Listing};
-use crate::rounds::{Binding, Outcome, Rounds};
+use crate::rounds::{Binding, Outcome, Rounds, digest, digest_object};
 use crate::skills;
-use crate::tasks::{TaskOptIn, TaskRefused};
+use crate::tasks::{TaskOptIn, TaskPermit, TaskRefused};
 
 /// Serves one stateless request.
 pub(crate) async fn serve(
@@ -43,7 +43,9 @@ pub(crate) async fn serve(
     request: Request,
     ctx: RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let meta = RequestMeta::from_params(request.params.as_ref())?;
+    // `_meta` is read from the context: a request served without a session has had it moved
+    // there out of its params.
+    let meta = RequestMeta::from_meta(ctx.meta())?;
     let method = request.method;
     let context = |ctx, call| Context::stateless(ctx, server.clone(), connection.clone(), call);
     let mut result = match StatelessRequest::from_parts(&method, request.params)? {
@@ -55,24 +57,24 @@ pub(crate) async fn serve(
         }
         StatelessRequest::ListPrompts(params) => listed::<ListPromptsResult>(server, &params)?,
         StatelessRequest::CallTool(mut params) => {
-            if let Some(HttpHeaders(headers)) = ctx.extensions().get::<HttpHeaders>()
+            if let Some(HttpRequestInfo { headers, .. }) = ctx.extensions().get::<HttpRequestInfo>()
                 && let Some(entry) = server.tools.get(&params.name)
             {
                 headers::check_params(&entry.tool, params.arguments.as_ref(), headers)?;
             }
-            let arguments = params.arguments.clone().map(Value::Object);
+            let arguments = digest_object(params.arguments.as_ref());
             let call = retryable(
                 server,
                 meta,
-                Binding::new(&method, &params.name, arguments.as_ref(), principal(&ctx)),
+                Binding::new(&method, &params.name, arguments, principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
             let opt_in = TaskOptIn {
                 allowed: if call.meta.capabilities.has_extension(TASKS_EXTENSION) {
-                    Ok(())
+                    TaskPermit::Allowed
                 } else {
-                    Err(TaskRefused::missing_extension())
+                    TaskPermit::MissingExtension
                 },
                 ttl: None,
                 owner: principal(&ctx),
@@ -91,7 +93,7 @@ pub(crate) async fn serve(
             let call = retryable(
                 server,
                 meta,
-                Binding::new(&method, &uri, None, principal(&ctx)),
+                Binding::new(&method, &uri, digest_object(None), principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
@@ -114,11 +116,11 @@ pub(crate) async fn serve(
             }
         }
         StatelessRequest::GetPrompt(mut params) => {
-            let arguments = serde_json::to_value(&params.arguments).ok();
+            let arguments = serde_json::to_value(&params.arguments).unwrap_or(Value::Null);
             let call = retryable(
                 server,
                 meta,
-                Binding::new(&method, &params.name, arguments.as_ref(), principal(&ctx)),
+                Binding::new(&method, &params.name, digest(&arguments), principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;

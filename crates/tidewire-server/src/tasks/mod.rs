@@ -87,11 +87,34 @@ impl TaskRefused {
     }
 }
 
+/// Whether the client allows a call to become a task. The refusal's error is built only when a
+/// call is refused: most calls never ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskPermit {
+    /// The client allows it.
+    Allowed,
+    /// The session era: the call carries no `params.task`.
+    NotRequested,
+    /// The stateless era: the request does not declare the tasks extension.
+    MissingExtension,
+}
+
+impl TaskPermit {
+    /// `Ok` when allowed; otherwise the refusal for a call of `tool`.
+    fn check(self, tool: &str) -> Result<(), TaskRefused> {
+        match self {
+            Self::Allowed => Ok(()),
+            Self::NotRequested => Err(TaskRefused::not_requested(tool)),
+            Self::MissingExtension => Err(TaskRefused::missing_extension()),
+        }
+    }
+}
+
 /// What the era says of making this call a task.
 #[derive(Debug, Clone)]
 pub(crate) struct TaskOptIn {
-    /// Whether the client allows it, and if not, what refusing says.
-    pub(crate) allowed: Result<(), TaskRefused>,
+    /// Whether the client allows it.
+    pub(crate) allowed: TaskPermit,
     /// How long the client wants it kept (2025-11-25's `params.task.ttl`).
     pub(crate) ttl: Option<Duration>,
     /// Who calls (the authenticated principal).
@@ -152,7 +175,7 @@ impl TaskCall {
         if self.started.get().is_some() {
             return Ok(());
         }
-        self.opt_in.allowed.clone()?;
+        self.opt_in.allowed.check(&self.tool)?;
         let _one = self.starting.lock().await;
         if self.started.get().is_some() {
             return Ok(());
