@@ -79,6 +79,7 @@ impl Handler for TestHandler {
                 )
             }
             "panic" => panic!("boom"),
+            "thread" => Ok(json!(format!("{:?}", std::thread::current().id()))),
             "ask_back" => {
                 let peer = ctx
                     .peer()
@@ -105,6 +106,35 @@ fn pair(server: TestHandler, options: SessionOptions) -> (Peer, Peer) {
     let server_peer = Session::spawn(a, server, options);
     let client = Session::spawn(b, TestHandler::default(), SessionOptions::default());
     (client, server_peer)
+}
+
+/// A driver awaited by `block_on` (the body of `#[tokio::main]`) moves onto the runtime's
+/// worker: its reads, its handlers and its writes stay on one thread instead of crossing from
+/// the awaiting thread to a worker and back for every request.
+#[test]
+fn a_driver_awaited_in_block_on_serves_on_a_worker() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let awaiting = format!("{:?}", std::thread::current().id());
+    let served_on = runtime.block_on(async {
+        let (a, b) = memory::duplex();
+        let (_server, driver) = Session::new(a, TestHandler::default(), SessionOptions::default());
+        let client = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+        let call = timeout(LIMIT, client.request_raw("thread", None));
+        tokio::pin!(driver);
+        tokio::select! {
+            answer = call => answer.expect("in time").expect("answered"),
+            ended = &mut driver => panic!("the driver ended first: {ended:?}"),
+        }
+    });
+    assert_ne!(
+        served_on,
+        json!(awaiting),
+        "the handler ran on the thread that awaits the driver"
+    );
 }
 
 #[tokio::test]

@@ -341,9 +341,31 @@ async fn write<Si, E>(
                 Frame::Ping(bytes::Bytes::from_static(b"tidewire"))
             }
         };
-        // A peer that stops reading must not hold the writer forever.
+        // A peer that stops reading must not hold the writer forever. Text frames queued
+        // behind this one go out in the same flush (one write for a burst of replies); a close
+        // found among them is sent after them.
         let limit = settings.ping_interval + settings.pong_timeout;
-        match tokio::time::timeout(limit, sink.send(frame)).await {
+        let mut then_close = false;
+        let burst = async {
+            sink.feed(frame).await?;
+            while !then_close {
+                match outbound.try_recv() {
+                    Ok(Out::Text(text)) => sink.feed(Frame::Text(text)).await?,
+                    Ok(Out::Close) => then_close = true,
+                    Err(_) => break,
+                }
+            }
+            sink.flush().await
+        };
+        match tokio::time::timeout(limit, burst).await {
+            Ok(Ok(())) if then_close => {
+                let bye = Frame::Close(Some((
+                    close_code::NORMAL,
+                    "the MCP session ended".to_owned(),
+                )));
+                let _ = tokio::time::timeout(settings.pong_timeout, sink.send(bye)).await;
+                break;
+            }
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "writing to a WebSocket failed");

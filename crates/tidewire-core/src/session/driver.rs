@@ -29,16 +29,66 @@ use crate::transport::{
 /// It resolves when the peer closes the connection (`Ok`), when [`Peer::close`] is called
 /// (`Ok`), or when the transport fails (`Err`). Then every pending outbound request fails with
 /// [`SessionError::Closed`] and every running handler is cancelled.
+///
+/// Awaited outside a task on a multi-threaded runtime (the body of `#[tokio::main]`, which
+/// `block_on` runs on the main thread), it moves itself onto the runtime as a task on its first
+/// poll: otherwise every request would cross from the main thread, which reads and writes, to a
+/// worker, which runs its handler, and back — two thread wake-ups per burst of requests, the
+/// largest cost of a stdio server. Dropping the driver stops the connection either way.
 #[must_use = "a connection does nothing unless its driver is polled"]
 pub struct Driver {
-    future: BoxFuture<'static, Result<(), TransportError>>,
+    run: Run,
+}
+
+enum Run {
+    /// Polled where it is awaited.
+    Here(BoxFuture<'static, Result<(), TransportError>>),
+    /// Moved onto the runtime (see [`Driver`]); aborted when the driver is dropped.
+    Spawned(tokio::task::JoinHandle<Result<(), TransportError>>),
+    /// Finished.
+    Done,
 }
 
 impl Future for Driver {
     type Output = Result<(), TransportError>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.future.as_mut().poll(cx)
+        let this = &mut *self;
+        if let Run::Here(_) = &this.run
+            && outside_a_worker()
+            && let Run::Here(future) = std::mem::replace(&mut this.run, Run::Done)
+        {
+            this.run = Run::Spawned(tokio::spawn(future));
+        }
+        let outcome = match &mut this.run {
+            Run::Here(future) => std::task::ready!(future.as_mut().poll(cx)),
+            Run::Spawned(handle) => match std::task::ready!(Pin::new(handle).poll(cx)) {
+                Ok(outcome) => outcome,
+                Err(failed) => Err(TransportError::other(std::io::Error::other(format!(
+                    "the connection's driver task ended: {failed}"
+                )))),
+            },
+            Run::Done => Err(TransportError::closed()),
+        };
+        this.run = Run::Done;
+        Poll::Ready(outcome)
     }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Run::Spawned(handle) = &self.run {
+            handle.abort();
+        }
+    }
+}
+
+/// True when polled by `block_on` (not inside a task) on a multi-threaded Tokio runtime, whose
+/// workers are other threads.
+fn outside_a_worker() -> bool {
+    tokio::task::try_id().is_none()
+        && tokio::runtime::Handle::try_current().is_ok_and(|handle| {
+            handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        })
 }
 
 impl std::fmt::Debug for Driver {
@@ -54,7 +104,7 @@ pub(crate) fn driver<S: TransportSender, R: TransportReceiver, H: Handler>(
     shared: Arc<Shared>,
 ) -> Driver {
     Driver {
-        future: Box::pin(run(sender, receiver, handler, shared)),
+        run: Run::Here(Box::pin(run(sender, receiver, handler, shared))),
     }
 }
 
@@ -185,8 +235,15 @@ async fn write_all<S: TransportSender>(
     shared: &Shared,
 ) -> Result<(), TransportError> {
     // Until the queue closes (the session is closing) and what was queued before is sent.
+    // Everything queued by the time one message is written goes into the same write: a burst
+    // of replies costs one flush (one system call on a stream), as the input's burst cost one
+    // read.
     while let Some(envelope) = shared.outbound.pop().await {
         write_one(sender, shared, envelope).await?;
+        while let Some(next) = shared.outbound.try_pop() {
+            write_one(sender, shared, next).await?;
+        }
+        sender.flush().await?;
     }
     Ok(())
 }
@@ -251,9 +308,11 @@ async fn write_one<S: TransportSender>(
         }
         None => {}
     }
-    match sender.send(*envelope).await {
+    match sender.feed(*envelope).await {
         Ok(()) => {
             if step == Some(Step::Opened) {
+                // What the event follows is written before the transport acts on it.
+                sender.flush().await?;
                 sender.session_event(SessionEvent::Opened).await;
             }
             Ok(())
@@ -266,7 +325,7 @@ async fn write_one<S: TransportSender>(
                         ErrorObject::internal(format!("the response could not be sent: {e}"));
                     let fallback = Envelope::new(Response::error(Some(id), error))
                         .with_route(route.unwrap_or_default());
-                    sender.send(fallback).await
+                    sender.feed(fallback).await
                 }
                 Sent::Request(id) => {
                     if let Some(p) = shared.state().take_pending(&id) {
@@ -411,7 +470,14 @@ fn start_request<H: Handler>(
         id: id.clone(),
         generation,
     };
-    let task = run_request(handler.clone(), request, ctx, cancel, slot);
+    let mut task = Box::pin(run_request(handler.clone(), request, ctx, cancel, slot));
+    // Polled once here first: a handler that answers at once (and finds room for its answer)
+    // costs no task and no hand-off to another thread. One that waits is spawned, and the
+    // runtime polls it again at once, with its own waker, so the no-op waker of this first
+    // poll is never the one that wakes it.
+    if (&mut task).now_or_never().is_some() {
+        return None;
+    }
     let abort = tokio::spawn(task).abort_handle();
     shared.state().set_abort(&id, generation, abort);
     None

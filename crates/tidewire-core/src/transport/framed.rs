@@ -59,6 +59,22 @@ impl<W: AsyncWrite + Send + Unpin + 'static> TransportSender for FramedSender<W>
         self.inner.send(&envelope.message).await
     }
 
+    async fn feed(&mut self, envelope: Envelope) -> Result<(), TransportError> {
+        if self.closed {
+            return Err(TransportError::closed());
+        }
+        // Encoded into the write buffer; written once it passes the codec's high-water mark
+        // or at the next flush.
+        self.inner.feed(&envelope.message).await
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        if self.closed {
+            return Ok(());
+        }
+        SinkExt::<&crate::jsonrpc::Message>::flush(&mut self.inner).await
+    }
+
     async fn close(&mut self) -> Result<(), TransportError> {
         if self.closed {
             return Ok(());
@@ -81,5 +97,48 @@ impl<R: AsyncRead + Send + Unpin + 'static> TransportReceiver for FramedReceiver
 impl From<TransportError> for std::io::Error {
     fn from(e: TransportError) -> Self {
         std::io::Error::other(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    use super::*;
+    use crate::jsonrpc::{Message, Notification};
+
+    const LIMIT: Duration = Duration::from_secs(5);
+
+    fn note(n: u64) -> Envelope {
+        Envelope::new(Message::Notification(Notification::new(
+            "n",
+            Some(serde_json::json!({ "n": n })),
+        )))
+    }
+
+    /// Fed messages wait in the buffer; one flush writes them all, in order.
+    #[tokio::test]
+    async fn fed_messages_are_written_at_the_flush() {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (_unused, reader) = tokio::io::duplex(64);
+        let (mut sender, _receiver) = transport(reader, ours, Codec::default());
+        for n in 0..3 {
+            sender.feed(note(n)).await.expect("fed");
+        }
+        let mut lines = BufReader::new(theirs).lines();
+        // `next_line` is cancel-safe: a poll that finds nothing loses nothing.
+        let early = futures::FutureExt::now_or_never(lines.next_line());
+        assert!(early.is_none(), "nothing is written before the flush");
+        sender.flush().await.expect("flushed");
+        for n in 0..3 {
+            let line = tokio::time::timeout(LIMIT, lines.next_line())
+                .await
+                .expect("in time")
+                .expect("read")
+                .expect("a line");
+            assert!(line.contains(&format!("\"n\":{n}")), "{line}");
+        }
     }
 }

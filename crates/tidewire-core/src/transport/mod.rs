@@ -57,6 +57,27 @@ pub trait TransportSender: Send + 'static {
         envelope: Envelope,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// Sends one message that may wait in the transport's buffer until [`flush`](Self::flush):
+    /// the engine feeds every message it has queued, then flushes once, so a stream transport
+    /// writes a burst of replies in one system call. The default sends at once.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    fn feed(
+        &mut self,
+        envelope: Envelope,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        self.send(envelope)
+    }
+
+    /// Writes whatever [`feed`](Self::feed) left in the buffer. The default has nothing to do.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
+        async { Ok(()) }
+    }
+
     /// Flushes and closes the sending direction. Further sends fail with `is_closed`.
     ///
     /// # Errors

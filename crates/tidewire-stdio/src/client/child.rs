@@ -293,6 +293,14 @@ impl TransportSender for ChildSender {
         self.inner.send(envelope).await
     }
 
+    async fn feed(&mut self, envelope: Envelope) -> Result<(), TransportError> {
+        self.inner.feed(envelope).await
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        self.inner.flush().await
+    }
+
     async fn close(&mut self) -> Result<(), TransportError> {
         self.inner.close().await
     }
