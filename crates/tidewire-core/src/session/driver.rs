@@ -437,7 +437,10 @@ fn start_request<H: Handler>(
             .with_route(Route::Request(id)),
         );
     }
-    let cancel = shared.closed.child_token();
+    // Its own token, not a child of the connection's: `finish` cancels every request in the
+    // table when the connection ends, and a child token costs a lock on the parent's tree to
+    // attach and again to detach, for every request.
+    let cancel = CancellationToken::new();
     let policy = handler
         .cancel_policy(&request)
         .unwrap_or(shared.options.cancel_policy);
