@@ -499,3 +499,141 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
     .await
     .expect("within the limit");
 }
+
+/// A server whose `admin` tool needs `mcp:admin` (declared on the server and on the layer) and
+/// whose `echo` needs only the layer's `mcp:use`; how many times `admin` ran.
+async fn serve_scoped() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let metadata = ProtectedResourceMetadata::new(url.clone(), "http://127.0.0.1:1")
+        .scopes(vec!["mcp:use", "mcp:admin"]);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = ran.clone();
+    let server = Server::builder(Implementation::new("scoped", "1.0"))
+        .tool("echo", "Says hello", |_: NoArgs, _: Context| async move {
+            Ok(CallToolResult::text("hello"))
+        })
+        .tool("admin", "Needs mcp:admin", move |_: NoArgs, _: Context| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(CallToolResult::text("done")) }
+        })
+        .tool_scopes("admin", ["mcp:admin"])
+        .build();
+    let tokens = StaticTokens::new()
+        .with("user-token", VerifiedToken::new("ann", ["mcp:use"]))
+        .with(
+            "admin-token",
+            VerifiedToken::new("root", ["mcp:use", "mcp:admin"]),
+        );
+    let layer = BearerLayer::new(tokens, &metadata)
+        .require_scopes(["mcp:use"])
+        .tool_scopes("admin", ["mcp:admin"]);
+    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+        .router("/ws")
+        .layer(layer.clone());
+    let app = StreamableHttp::new(HttpConfig::default(), server)
+        .router("/mcp")
+        .layer(layer)
+        .merge(ws);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, ran)
+}
+
+/// Issue 26, item 1: a `tools/call` naming its tool twice slipped past the layer's scope
+/// check (it read no tool) and ran the last name; over WebSocket no body was inspected at all.
+/// Now such a message is no message anywhere (400), and the server checks the tool's scopes
+/// from the principal on every transport (`-32003` where no 403 can be given).
+#[tokio::test]
+async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
+    use std::sync::atomic::Ordering;
+    tokio::time::timeout(LIMIT, async {
+        let (url, ran) = serve_scoped().await;
+        let http = reqwest::Client::new();
+        let post = |session: Option<String>, body: String| {
+            let mut request = http
+                .post(&url)
+                .bearer_auth("user-token")
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", "2025-11-25")
+                .body(body);
+            if let Some(session) = session {
+                request = request.header("mcp-session-id", session);
+            }
+            request.send()
+        };
+        let opened = post(
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}})
+            .to_string(),
+        )
+        .await
+        .expect("answered");
+        assert_eq!(opened.status(), 200);
+        let session = opened
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("a session")
+            .to_owned();
+        let initialized = post(
+            Some(session.clone()),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        )
+        .await
+        .expect("answered");
+        assert_eq!(initialized.status(), 202);
+
+        let plain = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"admin","arguments":{}}}"#;
+        let refused = post(Some(session.clone()), plain.to_owned()).await.expect("answered");
+        assert_eq!(refused.status(), 403, "the layer's step-up answer");
+        for twice in [
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","name":"admin","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"admin","name":"echo","arguments":{}}}"#,
+        ] {
+            let answer = post(Some(session.clone()), twice.to_owned())
+                .await
+                .expect("answered");
+            assert_eq!(answer.status(), 400, "{twice}");
+            let body: serde_json::Value =
+                serde_json::from_slice(&answer.bytes().await.expect("a body")).expect("JSON");
+            assert_eq!(body["error"]["code"], -32600, "{body}");
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "admin never ran for ann");
+
+        let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
+        for (token, allowed) in [("user-token", false), ("admin-token", true)] {
+            let socket = WsClient::new(&ws_url)
+                .bearer(token)
+                .connect()
+                .await
+                .expect("the upgrade");
+            let client = Client::builder(Implementation::new("t", "1"))
+                .connect(socket)
+                .await
+                .expect("WebSocket");
+            let called = client.call_tool("admin", json!({})).await;
+            if allowed {
+                assert_eq!(called.expect("root may").first_text(), Some("done"));
+            } else {
+                let error = called.expect_err("ann may not");
+                let remote = error.remote().expect("a protocol error");
+                assert_eq!(remote.code, -32003, "{remote}");
+                assert_eq!(
+                    remote.data.as_ref().map(|d| &d["requiredScopes"]),
+                    Some(&json!(["mcp:admin"]))
+                );
+            }
+            client.close().await;
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "only root's call ran");
+    })
+    .await
+    .expect("within the limit");
+}

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::{BodyExt as _, Limited};
-use serde::Deserialize;
+use tidewire_core::jsonrpc::Message;
 use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
 use futures::future::BoxFuture;
@@ -77,7 +77,14 @@ impl BearerLayer {
     /// A `tools/call` of `tool` also needs all of `scopes` (beyond those every request
     /// needs). A token without them gets 403 `insufficient_scope` naming every scope the call
     /// needs, so the client can step up. The layer then reads the body of each POST (up to
-    /// [`max_body`](Self::max_body)) to find the tools called, batches included.
+    /// [`max_body`](Self::max_body)) to find the tools called, batches included, with the
+    /// same strict decode as the transport (a body naming a member twice calls nothing here and
+    /// is refused there).
+    ///
+    /// This check sees only HTTP POST bodies: a WebSocket's messages never pass through it.
+    /// Declare the same scopes on the server (`ServerBuilder::tool_scopes`), which checks them
+    /// from the [`Principal`] on every transport; this layer's part is the HTTP answer a
+    /// client can step up from.
     #[must_use]
     pub fn tool_scopes(
         mut self,
@@ -235,33 +242,30 @@ fn bearer<B>(request: &Request<B>) -> Bearer {
     Bearer::Token(token.to_owned())
 }
 
-/// The tools a JSON-RPC body calls (`tools/call`, alone or in a batch); none for a body that
-/// is not JSON, which the transport behind refuses on its own.
+/// The tools a JSON-RPC body calls (`tools/call`, alone or in a batch), read by the same strict
+/// decode the transport behind uses ([`Message::from_slice`]), so the check and the handler
+/// see one meaning: a body that is no message (not JSON, or a member named twice) calls no tool
+/// here and is refused there. The server checks the same scopes again from the
+/// [`Principal`] on every transport.
 fn tools_called(body: &[u8]) -> Vec<String> {
-    #[derive(Deserialize)]
-    struct Message {
-        method: Option<String>,
-        params: Option<Params>,
-    }
-    #[derive(Deserialize)]
-    struct Params {
-        name: Option<String>,
-    }
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Body {
-        One(Message),
-        Batch(Vec<Message>),
-    }
-    let messages = match serde_json::from_slice::<Body>(body) {
-        Ok(Body::One(message)) => vec![message],
-        Ok(Body::Batch(messages)) => messages,
-        Err(_) => Vec::new(),
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    let messages = if first == Some(&b'[') {
+        Message::batch_from_slice(body).unwrap_or_default()
+    } else {
+        Message::from_slice(body)
+            .map(|m| vec![m])
+            .unwrap_or_default()
     };
     messages
         .into_iter()
-        .filter(|m| m.method.as_deref() == Some("tools/call"))
-        .filter_map(|m| m.params.and_then(|p| p.name))
+        .filter_map(|m| match m {
+            Message::Request(r) if r.method == "tools/call" => r.params,
+            _ => None,
+        })
+        .filter_map(|params| match params.get("name") {
+            Some(serde_json::Value::String(name)) => Some(name.clone()),
+            _ => None,
+        })
         .collect()
 }
 

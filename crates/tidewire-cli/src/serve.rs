@@ -144,6 +144,7 @@ pub(crate) fn demo_builder(
     let builder = tidewire_demo::demo_builder_with(store)
         .eras(args.era)
         .task_lease(lease);
+    let builder = args.auth.guard_tools(builder);
     let Some(dir) = &args.skills else {
         return Ok(builder);
     };

@@ -5,6 +5,7 @@
 
 use clap::Args;
 use tidewire_auth::{BearerLayer, Introspection, JwtVerifier, ProtectedResourceMetadata};
+use tidewire_server::ServerBuilder;
 
 /// The environment variable holding the introspection client's secret (kept off the command
 /// line, where other users could read it).
@@ -66,6 +67,15 @@ pub(crate) struct Protection {
 }
 
 impl AuthArgs {
+    /// The server checks each `--auth-tool-scope` itself too, from the request's principal:
+    /// the layer's check covers HTTP bodies only, the server's every transport.
+    pub(crate) fn guard_tools(&self, mut builder: ServerBuilder) -> ServerBuilder {
+        for (tool, scope) in &self.auth_tool_scopes {
+            builder = builder.tool_scopes(tool, [scope.clone()]);
+        }
+        builder
+    }
+
     /// The protection the options ask for, for the endpoint at `mcp_url` (`None`: none asked).
     pub(crate) fn protection(
         &self,

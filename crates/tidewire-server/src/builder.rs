@@ -359,6 +359,29 @@ impl ServerBuilder {
         self
     }
 
+    /// A call of tool `name` needs every scope in `scopes`: checked here, in the server, from
+    /// the request's [`Principal`](tidewire_core::transport::Principal) (what an
+    /// authentication layer such as `tidewire_auth::BearerLayer` granted), on every transport
+    /// and in both eras. A call without them, or without a principal at all, is refused with
+    /// `-32003` ([`ErrorCode::INSUFFICIENT_SCOPE`](tidewire_core::jsonrpc::ErrorCode::INSUFFICIENT_SCOPE)),
+    /// its data naming the scopes. Over HTTP, give `BearerLayer::tool_scopes` the same scopes
+    /// too: it answers `403 insufficient_scope` before the body reaches the server, which is
+    /// what lets a client step up its authorization. Calling it again for `name` adds scopes.
+    pub fn tool_scopes(
+        mut self,
+        name: &str,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let needed = self.inner.tool_scopes.entry(name.to_owned()).or_default();
+        for scope in scopes {
+            let scope = scope.into();
+            if !needed.contains(&scope) {
+                needed.push(scope);
+            }
+        }
+        self
+    }
+
     /// Whether tool `name` may run as a task (default [`TaskSupport::Forbidden`]): it is
     /// written into the tool's `execution.taskSupport`. With `Optional`, a call runs as a task
     /// when the client allows it (it declares the tasks extension on 2026-07-28, sends

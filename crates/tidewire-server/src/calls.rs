@@ -32,7 +32,8 @@ pub(crate) enum Called {
 /// (`opt_in`) allows it (see [`tasks`](crate::tasks)).
 ///
 /// # Errors
-/// `-32602` for an unknown tool; the handler's protocol errors; a task refused by a tool that
+/// `-32602` for an unknown tool; `-32003` when the principal lacks a scope the tool needs
+/// (`ServerBuilder::tool_scopes`); the handler's protocol errors; a task refused by a tool that
 /// requires one.
 pub(crate) async fn call_tool(
     params: CallToolParams,
@@ -46,6 +47,18 @@ pub(crate) async fn call_tool(
             excerpt(&params.name)
         )));
     };
+    if let Some(needed) = server.tool_scopes.get(&params.name) {
+        let principal = ctx.auth();
+        if !needed
+            .iter()
+            .all(|scope| principal.is_some_and(|p| p.has_scope(scope)))
+        {
+            return Err(ErrorObject::insufficient_scope(
+                &format!("the tool {}", params.name),
+                needed,
+            ));
+        }
+    }
     let args = Value::Object(params.arguments.unwrap_or_default());
     let support = entry.tool.task_support();
     let deferred = server.deferred_tasks.contains(&params.name);

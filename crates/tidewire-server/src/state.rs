@@ -74,6 +74,8 @@ pub(crate) struct ServerState<C> {
     pub(crate) tasks: Arc<Tasks>,
     /// Tools whose handler starts its task itself (`Context::continue_as_task`).
     pub(crate) deferred_tasks: HashSet<String>,
+    /// The scopes a call of each tool needs (`ServerBuilder::tool_scopes`).
+    pub(crate) tool_scopes: HashMap<String, Vec<String>>,
     /// The skills offered (the skills extension), if any.
     pub(crate) skills: Option<Arc<SkillSet>>,
 }
@@ -122,6 +124,7 @@ impl<C> ServerState<C> {
                 crate::tasks::DEFAULT_LEASE,
             )),
             deferred_tasks: HashSet::new(),
+            tool_scopes: HashMap::new(),
             skills: None,
         }
     }

@@ -40,6 +40,11 @@ impl ErrorCode {
     /// The request was refused because too many requests are in flight on this connection.
     /// A tidewire code in the implementation-defined server-error range.
     pub const SERVER_BUSY: Self = Self(-32001);
+    /// The request's principal lacks a scope the operation needs (a tool with its own scopes):
+    /// the answer where no HTTP `403 insufficient_scope` can be given (WebSocket, stdio, a
+    /// message past the HTTP layer). Its data is `{"requiredScopes": [...]}`. A tidewire code
+    /// in the implementation-defined server-error range.
+    pub const INSUFFICIENT_SCOPE: Self = Self(-32003);
     /// MCP (2024-11-05 … 2025-11-25): the resource does not exist.
     pub const RESOURCE_NOT_FOUND: Self = Self(-32002);
     /// MCP 2025-11-25: the request needs a URL-mode elicitation first.
@@ -108,6 +113,21 @@ impl ErrorObject {
             ErrorCode::INTERNAL_ERROR,
             format!("Internal error: {detail}"),
         )
+    }
+
+    /// `-32003` ([`ErrorCode::INSUFFICIENT_SCOPE`]): `what` needs every scope in `required`,
+    /// and the request's principal (if any) was not granted them all.
+    pub fn insufficient_scope(what: &str, required: &[String]) -> Self {
+        let mut error = Self::new(
+            ErrorCode::INSUFFICIENT_SCOPE,
+            format!(
+                "Insufficient scope: {} needs the scopes {:?}",
+                crate::transport::text::excerpt(what),
+                required.join(" ")
+            ),
+        );
+        error.data = Some(serde_json::json!({ "requiredScopes": required }));
+        error
     }
 
     /// The code as an [`ErrorCode`].

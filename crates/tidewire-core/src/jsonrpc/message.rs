@@ -3,6 +3,8 @@
 use serde::de::Error as _;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::strict::{StrictValue, nullable, present};
 use serde_json::Value;
 
 use super::{ErrorObject, RequestId};
@@ -146,22 +148,24 @@ impl Serialize for Message {
     }
 }
 
-/// Every member a JSON-RPC message may have; classified after one typed pass.
+/// Every member a JSON-RPC message may have; classified after one typed pass. A member named
+/// twice is refused at every depth: here by the derive, inside the values by
+/// [`strict`](super::strict). `present` tells a member set to `null` (`Some(Null)`) from a
+/// missing one (`None`); for the others `null` is as good as absent.
 #[derive(Deserialize)]
 struct RawMessage {
+    #[serde(default, deserialize_with = "nullable")]
     jsonrpc: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
     method: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
     params: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
     error: Option<Value>,
-}
-
-/// Distinguishes a member set to `null` (`Some(Null)`) from a missing one (`None`).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
 }
 
 /// Why a JSON value is not a valid JSON-RPC message, and the id if one could be read.
@@ -214,20 +218,41 @@ impl Message {
         }
         match serde_json::from_slice::<RawMessage>(bytes) {
             Ok(raw) => raw.classify().map_err(DecodeFailure::Invalid),
-            Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => {
-                Err(DecodeFailure::Syntax(e.to_string()))
-            }
-            // The typed pass stops at the first member of the wrong type, before it has seen
-            // the whole text: whether that text is JSON at all decides the answer.
-            Err(e) => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-                Ok(_) => Err(DecodeFailure::Invalid(InvalidMessage {
-                    id: None,
-                    reason: e.to_string(),
-                    answerable: true,
-                })),
-                Err(syntax) => Err(DecodeFailure::Syntax(syntax.to_string())),
-            },
+            Err(e) => Err(typed_failure(&e, bytes)),
         }
+    }
+
+    /// Decodes a JSON-RPC batch (an array of messages, which only 2025-03-26 has), each
+    /// member read as strictly as [`from_slice`](Self::from_slice) reads one message.
+    ///
+    /// # Errors
+    /// [`DecodeFailure::Syntax`] when the bytes are not JSON, [`DecodeFailure::Invalid`] when
+    /// they are not an array or a member is not a valid message (with its id when it could be
+    /// read).
+    pub fn batch_from_slice(bytes: &[u8]) -> Result<Vec<Self>, DecodeFailure> {
+        let items = serde_json::from_slice::<Vec<StrictValue>>(bytes)
+            .map_err(|e| typed_failure(&e, bytes))?;
+        items
+            .into_iter()
+            .map(|StrictValue(item)| Self::from_value(item).map_err(DecodeFailure::Invalid))
+            .collect()
+    }
+}
+
+/// What a failed typed pass over `bytes` means: not JSON, or JSON that is no message.
+fn typed_failure(error: &serde_json::Error, bytes: &[u8]) -> DecodeFailure {
+    if error.is_syntax() || error.is_eof() || error.is_io() {
+        return DecodeFailure::Syntax(error.to_string());
+    }
+    // The typed pass stops at the first member of the wrong type (or the first member named
+    // twice), before it has seen the whole text: whether that text is JSON at all decides.
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => DecodeFailure::Invalid(InvalidMessage {
+            id: None,
+            reason: error.to_string(),
+            answerable: true,
+        }),
+        Err(syntax) => DecodeFailure::Syntax(syntax.to_string()),
     }
 }
 
@@ -370,6 +395,44 @@ mod tests {
         ));
         let ok = br#" {"jsonrpc":"2.0","id":1,"method":"ping"}"#;
         assert!(Message::from_slice(ok).is_ok());
+    }
+
+    /// The scope bypass of issue 26: a `tools/call` naming its tool twice meant one tool to a
+    /// check that took the first name and another to a handler that took the last.
+    #[test]
+    fn a_member_named_twice_anywhere_makes_no_message() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"t","params":{"arguments":{"x":{"y":1,"y":2}}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":1}}"#,
+        ] {
+            match Message::from_slice(text.as_bytes()) {
+                Err(DecodeFailure::Invalid(bad)) => assert!(bad.answerable, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let batch =
+            br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}]"#;
+        assert!(matches!(
+            Message::batch_from_slice(batch),
+            Err(DecodeFailure::Invalid(_))
+        ));
+        // Not JSON after the repeated member: a syntax error, as for any text that is not JSON.
+        assert!(matches!(
+            Message::from_slice(br#"{"jsonrpc":"2.0","params":{"a":1,"a":2}, x"#),
+            Err(DecodeFailure::Syntax(_))
+        ));
+    }
+
+    #[test]
+    fn null_members_read_as_before() {
+        let m = Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#)
+            .expect("params null is absent");
+        assert!(matches!(m, Message::Request(Request { params: None, .. })));
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"}]"#;
+        assert_eq!(Message::batch_from_slice(batch).expect("a batch").len(), 2);
     }
 
     fn parse(v: Value) -> Result<Message, InvalidMessage> {

@@ -6,7 +6,9 @@
 mod error;
 mod id;
 mod message;
+mod strict;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use id::{ProgressToken, RequestId};
 pub use message::{DecodeFailure, InvalidMessage, Message, Notification, Request, Response};
+pub use strict::value_from_slice;

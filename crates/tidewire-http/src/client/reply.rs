@@ -104,11 +104,13 @@ pub(crate) fn decode_json(
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         None => Vec::new(),
-        Some(b'[') => match serde_json::from_slice::<Vec<serde_json::Value>>(body) {
-            Ok(items) => items
+        // Read as strictly as one message is: a member named twice is no message.
+        Some(b'[') => match tidewire_core::jsonrpc::value_from_slice(body) {
+            Ok(serde_json::Value::Array(items)) => items
                 .into_iter()
                 .map(|v| Message::from_value(v).map_err(|e| e.reason))
                 .collect(),
+            Ok(_) => vec![Err("not a JSON array".to_owned())],
             Err(e) => vec![Err(e.to_string())],
         },
         Some(_) => vec![codec.decode(body).map_err(|e| e.to_string())],

@@ -223,14 +223,17 @@ fn parse_batch(
             "a stateless server takes one message per POST".to_owned(),
         ));
     }
-    let items: Vec<serde_json::Value> = serde_json::from_slice(bytes)
-        .map_err(|e| error_for(StatusCode::BAD_REQUEST, None, ErrorObject::parse_error(e)))?;
+    let items = Message::batch_from_slice(bytes).map_err(|failure| match failure {
+        DecodeFailure::Syntax(e) => {
+            error_for(StatusCode::BAD_REQUEST, None, ErrorObject::parse_error(e))
+        }
+        DecodeFailure::Invalid(bad) => refuse(bad.id, bad.reason),
+    })?;
     if items.is_empty() {
         return Err(refuse(None, "an empty batch".to_owned()));
     }
     let mut messages = Vec::with_capacity(items.len());
-    for item in items {
-        let message = Message::from_value(item).map_err(|bad| refuse(bad.id, bad.reason))?;
+    for message in items {
         if let Message::Request(r) = &message
             && r.method == "initialize"
         {
