@@ -284,12 +284,14 @@ async fn a_session_is_bound_to_the_principal_that_opened_it() {
     .expect("within the limit");
 }
 
-/// A small authorization server for the OAuth client: metadata, registration, an
-/// authorization endpoint that approves at once (redirecting with `iss`, right or wrong), and
+/// A small authorization server for the OAuth client: metadata (naming
+/// `authorization_endpoint` when given), registration, an authorization endpoint that approves
+/// at once (redirecting with `iss`, right or wrong), and
 /// a token endpoint that grants `alice-token` for the right PKCE verifier. Counts token
 /// requests.
 async fn authorization_server(
     wrong_iss: bool,
+    authorization_endpoint: Option<&str>,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
@@ -304,7 +306,8 @@ async fn authorization_server(
     let challenge = Arc::new(Mutex::new(String::new()));
     let metadata = json!({
         "issuer": issuer,
-        "authorization_endpoint": format!("{issuer}/authorize"),
+        "authorization_endpoint": authorization_endpoint
+            .map_or_else(|| format!("{issuer}/authorize"), str::to_owned),
         "token_endpoint": format!("{issuer}/token"),
         "registration_endpoint": format!("{issuer}/register"),
         "code_challenge_methods_supported": ["S256"],
@@ -410,7 +413,7 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
 
     tokio::time::timeout(LIMIT, async {
         for wrong_iss in [false, true] {
-            let (issuer, token_requests) = authorization_server(wrong_iss).await;
+            let (issuer, token_requests) = authorization_server(wrong_iss, None).await;
             let url = protected_by(&issuer).await;
             let refused = reqwest::Client::new()
                 .post(&url)
@@ -633,6 +636,55 @@ async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
             client.close().await;
         }
         assert_eq!(ran.load(Ordering::SeqCst), 1, "only root's call ran");
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// Issue 26, item 3: an authorization server whose metadata names a `file:` (or plain remote
+/// `http`) authorization endpoint got it opened in the user's browser. The flow now stops at
+/// the metadata: the front channel is never asked, no token is requested.
+#[tokio::test]
+async fn an_authorization_endpoint_that_is_not_https_is_never_opened() {
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
+
+    use futures::future::BoxFuture;
+    use tidewire_auth::client::{AuthError, FrontChannel, OAuthClient, OAuthConfig};
+
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+    impl FrontChannel for Recorder {
+        fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
+            self.0.lock().expect("lock").push(url.to_owned());
+            Box::pin(async { Err(AuthError::Authorization("not in this test".to_owned())) })
+        }
+    }
+
+    tokio::time::timeout(LIMIT, async {
+        for hostile in ["file:///etc/passwd", "http://auth.example.com/authorize"] {
+            let (issuer, token_requests) = authorization_server(false, Some(hostile)).await;
+            let url = protected_by(&issuer).await;
+            let opened = Arc::new(Mutex::new(Vec::new()));
+            let oauth = OAuthClient::new(OAuthConfig::new(
+                "auth-test",
+                "http://127.0.0.1:9/callback",
+                Recorder(opened.clone()),
+            ))
+            .expect("client");
+            let outcome = oauth.authorize(&url, None).await;
+            assert!(
+                matches!(
+                    outcome,
+                    Err(AuthError::InsecureEndpoint {
+                        what: "authorization endpoint",
+                        ..
+                    })
+                ),
+                "{hostile}: {outcome:?}"
+            );
+            assert!(opened.lock().expect("lock").is_empty(), "{hostile}");
+            assert_eq!(token_requests.load(Ordering::SeqCst), 0);
+        }
     })
     .await
     .expect("within the limit");

@@ -96,6 +96,12 @@ impl FrontChannel for NoOneToAsk {
 
 /// Opens the user's browser on `url`, when there seems to be one; whether it was started.
 fn open_browser(url: &str) -> bool {
+    // The library refuses any other endpoint already; a browser is never handed a `file:` or
+    // `javascript:` URL however it got here.
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
+        return false;
+    }
     let program = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {

@@ -90,7 +90,10 @@ pub(crate) async fn server_metadata(
     };
     for url in candidates {
         match http.get_json::<ServerMetadata>(&url).await {
-            Ok(found) if found.issuer == issuer || !named => return Ok(Some(found)),
+            Ok(found) if found.issuer == issuer || !named => {
+                found.check_endpoints()?;
+                return Ok(Some(found));
+            }
             Ok(found) => {
                 return Err(AuthError::IssuerMismatch {
                     expected: issuer.to_owned(),
@@ -102,6 +105,43 @@ pub(crate) async fn server_metadata(
         }
     }
     Ok(None)
+}
+
+/// Refuses an endpoint taken from metadata unless it is `https`, or `http` on a loopback host
+/// (`localhost`, `127.0.0.0/8`, `::1`: a development server on this machine).
+pub(crate) fn check_endpoint(what: &'static str, url: &str) -> Result<(), AuthError> {
+    let refused = || AuthError::InsecureEndpoint {
+        what,
+        url: tidewire_core::transport::text::excerpt(url),
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|_| refused())?;
+    let allowed = match parsed.scheme() {
+        "https" => parsed.host().is_some(),
+        "http" => parsed.host_str().is_some_and(|host| {
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            match bare.parse::<std::net::IpAddr>() {
+                Ok(ip) => ip.is_loopback(),
+                Err(_) => {
+                    let name = host.to_ascii_lowercase();
+                    name == "localhost" || name.ends_with(".localhost")
+                }
+            }
+        }),
+        _ => false,
+    };
+    if allowed { Ok(()) } else { Err(refused()) }
+}
+
+impl ServerMetadata {
+    /// Every endpoint the document names, checked with [`check_endpoint`].
+    fn check_endpoints(&self) -> Result<(), AuthError> {
+        check_endpoint("authorization endpoint", &self.authorization_endpoint)?;
+        check_endpoint("token endpoint", &self.token_endpoint)?;
+        if let Some(registration) = &self.registration_endpoint {
+            check_endpoint("registration endpoint", registration)?;
+        }
+        Ok(())
+    }
 }
 
 /// Whether the resource identifier `resource` names the endpoint `url`: the same origin, and a
@@ -130,6 +170,45 @@ pub(crate) fn origin(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 26, item 3: a hostile authorization server's `file:///…` authorization endpoint
+    /// was handed to the browser.
+    #[test]
+    fn only_https_or_loopback_http_endpoints_are_used() {
+        for good in [
+            "https://auth.example.com/authorize",
+            "http://127.0.0.1:8080/token",
+            "http://127.3.4.5/token",
+            "http://[::1]:9/token",
+            "http://localhost:3000/authorize",
+            "http://app.localhost/authorize",
+        ] {
+            assert!(check_endpoint("token endpoint", good).is_ok(), "{good}");
+        }
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "http://auth.example.com/token",
+            "http://10.0.0.1/token",
+            "http://localhost.evil.com/token",
+            "ftp://auth.example.com/x",
+            "data:text/html,hi",
+            "not a url",
+            "",
+        ] {
+            let error = check_endpoint("authorization endpoint", bad).expect_err(bad);
+            assert!(
+                matches!(
+                    error,
+                    AuthError::InsecureEndpoint {
+                        what: "authorization endpoint",
+                        ..
+                    }
+                ),
+                "{bad}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn a_resource_names_its_endpoint_or_a_parent_of_it() {

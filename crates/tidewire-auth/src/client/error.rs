@@ -36,6 +36,17 @@ pub enum AuthError {
         /// The issuer its metadata claims.
         got: String,
     },
+    /// An endpoint taken from metadata (an authorization server, its authorization, token or
+    /// registration endpoint) is neither `https` nor `http` on a loopback host: nothing is
+    /// fetched from it, posted to it or opened in a browser (a `file:` or `javascript:` URL, or
+    /// plain `http` across a network, from a hostile or misconfigured server).
+    #[error("the {what} {url:?} is neither https nor http on this machine (loopback); refused")]
+    InsecureEndpoint {
+        /// Which endpoint.
+        what: &'static str,
+        /// The URL (an excerpt, control characters escaped when shown).
+        url: String,
+    },
     /// The authorization server cannot be used as the specification asks (no PKCE S256, no
     /// way to register a client, …).
     #[error("the authorization server cannot be used: {0}")]

@@ -136,6 +136,9 @@ impl OAuthClient {
             None => discovery::origin(url).to_owned(),
         };
         let named = resource.is_some();
+        if named {
+            discovery::check_endpoint("authorization server", &issuer)?;
+        }
         let server = match discovery::server_metadata(&self.http, &issuer, named).await? {
             Some(server) => server,
             None if resource.is_none() => fallback_endpoints(&issuer),
