@@ -44,6 +44,24 @@ pub(crate) struct ProgressParams {
     pub progress: Progress,
 }
 
+impl ProgressParams {
+    /// The params as a JSON object, built member by member: serialising through serde's
+    /// `flatten` (a generic map serializer) was a fifth of the server's CPU in a progress burst.
+    pub(crate) fn into_value(self) -> serde_json::Value {
+        use serde_json::Value;
+        let mut map = serde_json::Map::new();
+        map.insert("progressToken".to_owned(), self.progress_token.to_json());
+        map.insert("progress".to_owned(), Value::from(self.progress.progress));
+        if let Some(total) = self.progress.total {
+            map.insert("total".to_owned(), Value::from(total));
+        }
+        if let Some(message) = self.progress.message {
+            map.insert("message".to_owned(), Value::String(message));
+        }
+        Value::Object(map)
+    }
+}
+
 /// Why a progress report was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -134,6 +152,32 @@ mod tests {
         assert_eq!(p.fraction(), Some(0.75));
         p.total = Some(0.0);
         assert_eq!(p.fraction(), None);
+    }
+
+    #[test]
+    fn params_built_by_hand_are_what_serde_writes() {
+        for progress in [
+            Progress::new(1.0),
+            Progress {
+                progress: 2.5,
+                total: Some(10.0),
+                message: Some("page \"3\"".to_owned()),
+            },
+            Progress {
+                progress: f64::NAN,
+                total: None,
+                message: Some(String::new()),
+            },
+        ] {
+            for token in [ProgressToken::from("t"), ProgressToken::Number(7)] {
+                let params = ProgressParams {
+                    progress_token: token,
+                    progress: progress.clone(),
+                };
+                let by_serde = serde_json::to_value(&params).expect("serializes");
+                assert_eq!(params.into_value(), by_serde);
+            }
+        }
     }
 
     #[test]

@@ -381,8 +381,7 @@ impl Reporter {
             progress_token: token.clone(),
             progress,
         };
-        let params = serde_json::to_value(params).map_err(|_| ProgressError::Closed)?;
-        peer.notify_raw("notifications/progress", Some(params))
+        peer.notify_raw("notifications/progress", Some(params.into_value()))
             .await
             .map_err(|_| ProgressError::Closed)
     }
