@@ -205,6 +205,8 @@ impl TokenVerifier for JwtVerifier {
             validation.set_audience(&[&self.audience]);
             validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
             validation.leeway = self.leeway.as_secs();
+            // A token not yet valid is refused too (jsonwebtoken checks `nbf` only when asked).
+            validation.validate_nbf = true;
             let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(invalid)?;
             let claims = data.claims;
             let scopes = match (claims.scope, claims.scp) {
@@ -278,6 +280,8 @@ Jr/U5QzI+SSQMl2j6B94cKaUu91JVo1OcK25U//w2JYcn7syOr6kDdOx
             with("aud", json!("https://other.test/mcp")),
             with("iss", json!("https://evil.test")),
             with("exp", json!(now() - 3600)),
+            // Issue 26, item 5: `nbf` was not checked, though the leeway was said to cover it.
+            with("nbf", json!(now() + 3600)),
             sign(claims(), "unknown-kid"),
             format!("{}x", sign(claims(), "k1")),
             "not a jwt".to_owned(),

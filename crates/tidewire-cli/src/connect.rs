@@ -38,9 +38,19 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub(crate) headers: Vec<String>,
 
-    /// HTTP and WebSocket targets: send `Authorization: Bearer TOKEN` with every request.
-    #[arg(long, value_name = "TOKEN")]
+    /// HTTP and WebSocket targets: send `Authorization: Bearer TOKEN` with every request. The
+    /// token is then on the command line, which other users of the machine can read: prefer
+    /// --bearer-env or --bearer-file.
+    #[arg(long, value_name = "TOKEN", group = "bearer_token")]
     pub(crate) bearer: Option<String>,
+
+    /// As --bearer, with the token read from the environment variable NAME.
+    #[arg(long, value_name = "NAME", group = "bearer_token")]
+    pub(crate) bearer_env: Option<String>,
+
+    /// As --bearer, with the token read from the file PATH (surrounding whitespace ignored).
+    #[arg(long, value_name = "PATH", group = "bearer_token")]
+    pub(crate) bearer_file: Option<std::path::PathBuf>,
 
     /// Stdio targets: show the server's stderr (dimmed on a terminal). Hidden otherwise, but
     /// its last line is quoted if the connection fails.
@@ -57,7 +67,7 @@ pub(crate) struct ConnectArgs {
     /// printed (and opened in a browser), the browser comes back to a loopback port, and the
     /// tokens are kept in the token file and refreshed. Without it, a saved login (`tidewire
     /// auth login`) is still used, and on a terminal a 401 starts the login by itself.
-    #[arg(long, conflicts_with = "bearer")]
+    #[arg(long, conflicts_with = "bearer_token")]
     pub(crate) oauth: bool,
 
     /// With OAuth: print the authorization URL only; do not open a browser.
@@ -68,6 +78,55 @@ pub(crate) struct ConnectArgs {
     /// tidewire/tokens.json in the user's config directory; written with mode 0600).
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<std::path::PathBuf>,
+}
+
+/// The longest token `--bearer-file` reads.
+const MAX_TOKEN_FILE: u64 = 64 * 1024;
+
+impl ConnectArgs {
+    /// Whether a token of the user's own is given (`--bearer`, `--bearer-env`,
+    /// `--bearer-file`): then no OAuth login is tried.
+    pub(crate) fn has_bearer(&self) -> bool {
+        self.bearer.is_some() || self.bearer_env.is_some() || self.bearer_file.is_some()
+    }
+
+    /// The token given with `--bearer`, `--bearer-env` or `--bearer-file`, if any.
+    ///
+    /// # Errors
+    /// The variable is unset or empty; the file cannot be read, is too large, or is empty.
+    pub(crate) fn bearer_token(&self) -> Result<Option<String>, CliError> {
+        if let Some(token) = &self.bearer {
+            return Ok(Some(token.clone()));
+        }
+        if let Some(name) = &self.bearer_env {
+            return match std::env::var(name) {
+                Ok(token) if !token.trim().is_empty() => Ok(Some(token.trim().to_owned())),
+                _ => Err(CliError::new(format!(
+                    "--bearer-env {name}: the variable is not set (or is empty)"
+                ))),
+            };
+        }
+        if let Some(path) = &self.bearer_file {
+            let cannot =
+                |why: String| CliError::new(format!("--bearer-file {}: {why}", path.display()));
+            let file = std::fs::File::open(path).map_err(|e| cannot(e.to_string()))?;
+            let mut text = String::new();
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(file, MAX_TOKEN_FILE + 1),
+                &mut text,
+            )
+            .map_err(|e| cannot(e.to_string()))?;
+            if text.len() as u64 > MAX_TOKEN_FILE {
+                return Err(cannot(format!("longer than {MAX_TOKEN_FILE} bytes")));
+            }
+            let token = text.trim();
+            if token.is_empty() {
+                return Err(cannot("the file is empty".to_owned()));
+            }
+            return Ok(Some(token.to_owned()));
+        }
+        Ok(None)
+    }
 }
 
 /// The `--era` of a connection.
@@ -162,7 +221,7 @@ pub(crate) async fn connect_observed(
             let auth = saved_login(url, args, ui).await?;
             let Some(session) = auth else {
                 return match connect_http(url, args, observer.clone(), target, None).await {
-                    Err(failure) if args.bearer.is_none() && unauthorized(&failure) => {
+                    Err(failure) if !args.has_bearer() && unauthorized(&failure) => {
                         if !ui.is_interactive() {
                             return Err(CliError::new(format!(
                                 "{} (run again with --oauth to log in, or `tidewire auth \
@@ -283,7 +342,7 @@ async fn saved_login(
     args: &ConnectArgs,
     ui: &Ui,
 ) -> Result<Option<OAuthSession>, CliError> {
-    if args.bearer.is_some() {
+    if args.has_bearer() {
         return Ok(None);
     }
     let saved = oauth::store(args.token_file.as_ref())
@@ -383,8 +442,8 @@ fn stateless_refusal(failure: &Failure) -> bool {
         .is_some_and(ClientError::is_stateless_refusal)
 }
 
-/// The `--header NAME:VALUE` and `--bearer` options, for any transport's builder (an invalid
-/// header is refused when it connects).
+/// The `--header NAME:VALUE` and `--bearer` (`-env`, `-file`) options, for any transport's
+/// builder (an invalid header is refused when it connects).
 fn request_headers(args: &ConnectArgs) -> Result<RequestHeaders, CliError> {
     let mut headers = RequestHeaders::default();
     for header in &args.headers {
@@ -395,8 +454,8 @@ fn request_headers(args: &ConnectArgs) -> Result<RequestHeaders, CliError> {
         };
         headers.add(name.trim(), value.trim());
     }
-    if let Some(token) = &args.bearer {
-        headers.bearer(token);
+    if let Some(token) = args.bearer_token()? {
+        headers.bearer(&token);
     }
     Ok(headers)
 }

@@ -484,6 +484,49 @@ fn every_http_transport_of_tidewire_serve() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "with headers\n");
 
+    // The token kept off the command line: from a file (its newline ignored); a missing file is
+    // a clear error; two sources at once are a usage error.
+    let token_file = std::env::temp_dir().join(format!("tidewire-bearer-{}", std::process::id()));
+    std::fs::write(&token_file, "not-checked\n").expect("token file");
+    let token_path = token_file.display().to_string();
+    let output = tidewire(&strings(&[
+        "call",
+        "--bearer-file",
+        &token_path,
+        &server.url,
+        "echo",
+        r#"{"text":"from a file"}"#,
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "from a file\n");
+    let _ = std::fs::remove_file(&token_file);
+    let line = one_line_error(&tidewire(&strings(&[
+        "call",
+        "--bearer-file",
+        &token_path,
+        &server.url,
+        "echo",
+    ])));
+    assert!(line.contains("--bearer-file"), "{line}");
+    let line = one_line_error(&tidewire(&strings(&[
+        "call",
+        "--bearer-env",
+        "TIDEWIRE_TEST_NO_SUCH_VARIABLE",
+        &server.url,
+        "echo",
+    ])));
+    assert!(line.contains("TIDEWIRE_TEST_NO_SUCH_VARIABLE"), "{line}");
+    let both = tidewire(&strings(&[
+        "call",
+        "--bearer",
+        "a",
+        "--bearer-env",
+        "B",
+        &server.url,
+        "echo",
+    ]));
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+
     let missing = format!("{}/nothing-here", server.base());
     let line = one_line_error(&tidewire(&strings(&["call", &missing, "echo"])));
     assert!(

@@ -87,7 +87,11 @@ impl LoopbackRedirect {
         format!("http://127.0.0.1:{}/callback", self.port)
     }
 
-    async fn wait(&self) -> Result<String, AuthError> {
+    /// Waits for the callback carrying `state` (the authorization request's): a request to the
+    /// callback path without it (another local page's, or a stale login's, `error=` included)
+    /// is answered 400 and ignored, so no page on this machine can end a login it did not
+    /// start.
+    async fn wait(&self, state: Option<&str>) -> Result<String, AuthError> {
         let failed =
             |e: std::io::Error| AuthError::Authorization(format!("the loopback port: {e}"));
         for _ in 0..MAX_STRAYS {
@@ -110,6 +114,16 @@ impl LoopbackRedirect {
                     .await;
                 continue;
             };
+            if state.is_some() && query_state(target).as_deref() != state {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\
+                          content-length: 45\r\nconnection: close\r\n\r\n\
+                          This is not the login this program waits for.",
+                    )
+                    .await;
+                continue;
+            }
             let page = "<!doctype html><title>Authorized</title><p>You can close this window \
                         and return to the program.</p>";
             let answer = format!(
@@ -124,6 +138,16 @@ impl LoopbackRedirect {
             "too many requests to the loopback port that were not the redirect".to_owned(),
         ))
     }
+}
+
+/// The `state` parameter of a URL or a request target (`/callback?…`), decoded.
+fn query_state(target: &str) -> Option<String> {
+    let url = reqwest::Url::parse(&format!("http://127.0.0.1{target}"))
+        .or_else(|_| reqwest::Url::parse(target))
+        .ok()?;
+    url.query_pairs()
+        .find(|(name, _)| name == "state")
+        .map(|(_, value)| value.into_owned())
 }
 
 /// The request head (up to the blank line), at most [`MAX_HEAD`] bytes.
@@ -144,7 +168,12 @@ impl FrontChannel for LoopbackRedirect {
     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move {
             (self.show)(url);
-            tokio::time::timeout(self.timeout, self.wait())
+            let state = reqwest::Url::parse(url).ok().and_then(|u| {
+                u.query_pairs()
+                    .find(|(name, _)| name == "state")
+                    .map(|(_, value)| value.into_owned())
+            });
+            tokio::time::timeout(self.timeout, self.wait(state.as_deref()))
                 .await
                 .map_err(|_| {
                     AuthError::Authorization(format!(
@@ -172,6 +201,20 @@ mod tests {
                 .await
                 .expect("stray");
             assert_eq!(stray.status(), 404);
+            // Issue 26, item 5: any local page could end a login with an `error` before the
+            // state was checked. A callback without this login's state is ignored.
+            for other in [
+                "/callback?error=access_denied",
+                "/callback?error=access_denied&state=other",
+                "/callback?code=stolen&state=s2",
+            ] {
+                let refused = http
+                    .get(format!("{base}{other}"))
+                    .send()
+                    .await
+                    .expect("answered");
+                assert_eq!(refused.status(), 400, "{other}");
+            }
             let back = http
                 .get(format!("{base}/callback?code=c&state=s"))
                 .send()
@@ -181,7 +224,7 @@ mod tests {
         });
         let redirected = tokio::time::timeout(
             Duration::from_secs(30),
-            front.authorize("http://as/authorize"),
+            front.authorize("http://as/authorize?client_id=x&state=s"),
         )
         .await
         .expect("in time")

@@ -120,6 +120,9 @@ pub struct FileStore {
     path: PathBuf,
     turn: Mutex<()>,
     lock_wait: Duration,
+    /// The directory is tidewire's own (the config directory's `tidewire/`): its mode is made
+    /// 0700 even when it existed before. A directory the user named is left as it is.
+    own_dir: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -135,6 +138,7 @@ impl FileStore {
             path: path.into(),
             turn: Mutex::new(()),
             lock_wait: LOCK_WAIT,
+            own_dir: false,
         }
     }
 
@@ -158,7 +162,9 @@ impl FileStore {
             .or_else(|| var("HOME").map(|h| Path::new(&h).join(".config")))
             .or_else(|| var("APPDATA").map(PathBuf::from))
             .ok_or(StoreError::NoConfigDir)?;
-        Ok(Self::new(base.join("tidewire").join("tokens.json")))
+        let mut store = Self::new(base.join("tidewire").join("tokens.json"));
+        store.own_dir = true;
+        Ok(store)
     }
 
     /// The file.
@@ -200,14 +206,17 @@ impl FileStore {
     /// then renamed over it.
     fn write(&self, grants: BTreeMap<String, Grant>) -> Result<(), StoreError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        private_dir(dir).map_err(|e| self.io(e))?;
+        private_dir(dir, self.own_dir).map_err(|e| self.io(e))?;
         let body = serde_json::to_vec_pretty(&File { version: 1, grants })
             .map_err(|e| self.io(std::io::Error::other(e)))?;
         let mut name = self.path.file_name().unwrap_or_default().to_owned();
         name.push(format!(".{}.tmp", std::process::id()));
         let temporary = dir.join(name);
         let written = (|| {
-            let mut file = private_file(&temporary, true)?;
+            // A temporary file left by a crashed run of this process id goes; the new one is
+            // created, never opened: a symbolic link planted at its name is not followed.
+            let _ = std::fs::remove_file(&temporary);
+            let mut file = private_file(&temporary, Open::CreateNew)?;
             file.write_all(&body)?;
             file.sync_all()?;
             std::fs::rename(&temporary, &self.path)
@@ -231,7 +240,7 @@ impl FileStore {
     ) -> Result<(std::sync::MutexGuard<'_, ()>, std::fs::File), StoreError> {
         let turn = self.take_turn();
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        private_dir(dir).map_err(|e| self.io(e))?;
+        private_dir(dir, self.own_dir).map_err(|e| self.io(e))?;
         let mut name = self.path.file_name().unwrap_or_default().to_owned();
         name.push(".lock");
         let path = dir.join(name);
@@ -239,7 +248,7 @@ impl FileStore {
             path: path.clone(),
             source,
         };
-        let file = private_file(&path, false).map_err(locked)?;
+        let file = private_file(&path, Open::Existing).map_err(locked)?;
         let deadline = Instant::now() + self.lock_wait;
         loop {
             match file.try_lock() {
@@ -287,25 +296,46 @@ impl TokenStore for FileStore {
     }
 }
 
+/// Creates `dir` (0700 on Unix) if it is not there; when `own`, an existing one's mode is made
+/// 0700 too.
 #[cfg(unix)]
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
+fn private_dir(dir: &Path, own: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(dir)
+        .create(dir)?;
+    if own {
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(not(unix))]
-fn private_dir(dir: &Path) -> std::io::Result<()> {
+fn private_dir(dir: &Path, _own: bool) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-/// Opens `path` for writing, created readable by the user alone on Unix; emptied when
-/// `truncate`.
-fn private_file(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
+/// How [`private_file`] opens its file.
+#[derive(Clone, Copy)]
+enum Open {
+    /// Created anew, failing if anything (a file, a symbolic link) is at the path.
+    CreateNew,
+    /// Created if missing, else opened as it is (the lock file).
+    Existing,
+}
+
+/// Opens `path` for writing, created readable by the user alone on Unix.
+fn private_file(path: &Path, how: Open) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(truncate);
+    options.write(true);
+    match how {
+        Open::CreateNew => options.create_new(true),
+        Open::Existing => options.create(true).truncate(false),
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
@@ -348,6 +378,52 @@ mod tests {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         dir.join("sub").join("tokens.json")
+    }
+
+    /// Issue 26, item 5: the temporary file was opened, not created (a planted symbolic link
+    /// was followed), and tidewire's own directory kept a mode it found.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_link_is_not_followed_and_the_own_directory_is_made_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = scratch("link");
+        let dir = path.parent().expect("dir").to_owned();
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let victim = dir.parent().expect("above").join("victim");
+        std::fs::write(&victim, "untouched").expect("victim");
+        let temporary = dir.join(format!("tokens.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &temporary).expect("link");
+
+        let mut store = FileStore::new(&path);
+        store.own_dir = true;
+        store
+            .save("http://mcp.test/mcp", &grant("a1"))
+            .expect("save");
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "untouched"
+        );
+        let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700, "tidewire's own directory made private");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(
+            FileStore::new(&path)
+                .load("http://mcp.test/mcp")
+                .expect("load"),
+            Some(grant("a1"))
+        );
+
+        // A directory the user named keeps its mode (it may be shared, like /tmp).
+        let named = scratch("named");
+        let named_dir = named.parent().expect("dir").to_owned();
+        std::fs::create_dir_all(&named_dir).expect("dir");
+        std::fs::set_permissions(&named_dir, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        FileStore::new(&named)
+            .save("http://mcp.test/mcp", &grant("b1"))
+            .expect("save");
+        assert_eq!(mode(&named_dir), 0o755);
     }
 
     #[test]
