@@ -689,3 +689,120 @@ async fn an_authorization_endpoint_that_is_not_https_is_never_opened() {
     .await
     .expect("within the limit");
 }
+
+/// A verifier whose one token can be revoked while channels it opened are still open.
+#[derive(Clone)]
+struct Revocable(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl tidewire_auth::TokenVerifier for Revocable {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<VerifiedToken, tidewire_auth::TokenError>> {
+        let live = self.0.load(std::sync::atomic::Ordering::SeqCst) && token == "live-token";
+        Box::pin(async move {
+            if live {
+                Ok(VerifiedToken::new("carol", ["mcp:use"]))
+            } else {
+                Err(tidewire_auth::TokenError::Invalid("revoked".to_owned()))
+            }
+        })
+    }
+}
+
+/// Issue 26, item 2: a token was checked once per WebSocket, so an open socket went on calling
+/// tools after the token was revoked (HTTP already answered 401). Now every channel that stays
+/// open (a WebSocket, an SSE GET stream) is verified again every `recheck_every` and ends at
+/// the first refusal.
+#[tokio::test]
+async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use futures::StreamExt as _;
+
+    tokio::time::timeout(LIMIT, async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        let metadata = ProtectedResourceMetadata::new(url.clone(), "http://127.0.0.1:1");
+        let live = Arc::new(AtomicBool::new(true));
+        let layer = BearerLayer::new(Revocable(live.clone()), &metadata)
+            .recheck_every(std::time::Duration::from_millis(20));
+        let server = Server::builder(Implementation::new("revocable", "1.0"))
+            .tool("whoami", "Says who", |_: NoArgs, ctx: Context| async move {
+                Ok(CallToolResult::text(ctx.principal().unwrap_or("nobody")))
+            })
+            .build();
+        let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+            .router("/ws")
+            .layer(layer.clone());
+        let app = StreamableHttp::new(HttpConfig::default(), server)
+            .router("/mcp")
+            .layer(layer)
+            .merge(ws);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
+        let socket = WsClient::new(&ws_url)
+            .bearer("live-token")
+            .connect()
+            .await
+            .expect("the upgrade");
+        let client = Client::builder(Implementation::new("t", "1"))
+            .connect(socket)
+            .await
+            .expect("WebSocket");
+        assert_eq!(whoami(&client).await, "carol");
+
+        let http = reqwest::Client::new();
+        let opened = http
+            .post(&url)
+            .bearer_auth("live-token")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("answered");
+        let session = opened
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("a session")
+            .to_owned();
+        let stream = http
+            .get(&url)
+            .bearer_auth("live-token")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .expect("the GET stream");
+        assert_eq!(stream.status(), 200);
+        let mut body = stream.bytes_stream();
+
+        live.store(false, Ordering::SeqCst);
+        // Both end by themselves: the socket closes, the stream's body ends.
+        client.closed().await;
+        while let Some(chunk) = body.next().await {
+            let _ = chunk;
+        }
+        let again = http
+            .post(&url)
+            .bearer_auth("live-token")
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(again.status(), 401);
+    })
+    .await
+    .expect("within the limit: the revoked token's channels ended");
+}

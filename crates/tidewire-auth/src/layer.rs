@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::Body;
@@ -13,13 +14,19 @@ use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 use futures::future::BoxFuture;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use tidewire_core::transport::Principal;
+use tidewire_core::transport::{
+    AccessLease, LeaseCheck, LeaseEnd, MIN_RECHECK_INTERVAL, Principal,
+};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::challenge::Challenge;
 use crate::metadata::ProtectedResourceMetadata;
 use crate::verify::{TokenError, TokenVerifier, VerifiedToken};
+
+/// How often [`BearerLayer`] verifies again the token of a channel that stays open, unless
+/// [`recheck_every`](BearerLayer::recheck_every) says otherwise.
+pub const DEFAULT_RECHECK: Duration = Duration::from_secs(60);
 
 /// Checks `Authorization: Bearer <token>` on every request, before the service it wraps:
 ///
@@ -31,7 +38,8 @@ use crate::verify::{TokenError, TokenVerifier, VerifiedToken};
 /// | a token without every required scope | 403 `error="insufficient_scope"`, `scope` naming every scope required |
 /// | a `tools/call` of a tool with its own scopes ([`tool_scopes`](Self::tool_scopes)), by a token without them | 403 `insufficient_scope`, `scope` naming every scope that call needs |
 /// | the verifier cannot decide | 503 |
-/// | a valid token | the service, with the [`VerifiedToken`](crate::VerifiedToken) and its [`Principal`] in the request's extensions |
+/// | a valid token | the service, with the [`VerifiedToken`](crate::VerifiedToken), its [`Principal`] and an [`AccessLease`] in the request's extensions |
+/// | a channel that stays open (an SSE response; a WebSocket, which ends by the lease itself) | ends at the token's expiry, or when a re-check every [`recheck_every`](Self::recheck_every) refuses it |
 ///
 /// ```
 /// use tidewire_auth::{BearerLayer, ProtectedResourceMetadata, StaticTokens, VerifiedToken};
@@ -49,6 +57,7 @@ pub struct BearerLayer {
     required: Arc<[String]>,
     tools: Arc<HashMap<String, Vec<String>>>,
     max_body: usize,
+    recheck: Duration,
 }
 
 impl std::fmt::Debug for BearerLayer {
@@ -71,6 +80,7 @@ impl BearerLayer {
             required: Arc::from(Vec::new()),
             tools: Arc::new(HashMap::new()),
             max_body: DEFAULT_MAX_MESSAGE_SIZE,
+            recheck: DEFAULT_RECHECK,
         }
     }
 
@@ -102,6 +112,36 @@ impl BearerLayer {
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes;
         self
+    }
+
+    /// How often the token of a channel that stays open (a WebSocket, an SSE stream: GET,
+    /// legacy HTTP+SSE, a long POST reply, a listen) is verified again
+    /// ([`DEFAULT_RECHECK`] unless set; at least [`MIN_RECHECK_INTERVAL`]). The channel ends at
+    /// the token's expiry, or at the first re-check that refuses it (revoked, or without a
+    /// required scope); a verifier that cannot decide keeps it open until the expiry.
+    #[must_use]
+    pub fn recheck_every(mut self, interval: Duration) -> Self {
+        self.recheck = interval.max(MIN_RECHECK_INTERVAL);
+        self
+    }
+
+    /// The lease of a channel opened with `token`, verified as `verified`.
+    fn lease(&self, token: String, verified: &VerifiedToken) -> AccessLease {
+        let verifier = self.verifier.clone();
+        let required = self.required.clone();
+        let token: Arc<str> = token.into();
+        AccessLease::until(verified.expires_at).recheck_every(self.recheck, move || {
+            let (verifier, required, token) = (verifier.clone(), required.clone(), token.clone());
+            Box::pin(async move {
+                match verifier.verify(&token).await {
+                    Ok(again) if required.iter().all(|s| again.has_scope(s)) => LeaseCheck::Valid {
+                        expires_at: again.expires_at,
+                    },
+                    Ok(_) | Err(TokenError::Invalid(_)) => LeaseCheck::Revoked,
+                    Err(TokenError::Unavailable(_)) => LeaseCheck::Unknown,
+                }
+            })
+        })
     }
 
     /// Every scope a request calling `tools` needs, when `verified` lacks one of them.
@@ -153,11 +193,11 @@ where
     S::Error: Send,
     B: Body<Data = Bytes> + From<Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    R: From<String> + Send + 'static,
+    R: Body<Data = Bytes> + From<String> + Unpin + Send + 'static,
 {
-    type Response = Response<R>;
+    type Response = Response<LeasedBody<R>>;
     type Error = S::Error;
-    type Future = BoxFuture<'static, Result<Response<R>, S::Error>>;
+    type Future = BoxFuture<'static, Result<Response<LeasedBody<R>>, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -169,42 +209,128 @@ where
         let mut inner = std::mem::replace(&mut self.inner, fresh);
         let layer = self.layer.clone();
         Box::pin(async move {
+            let refuse = |refusal| Ok(layer.refuse::<R>(refusal).map(LeasedBody::plain));
             let token = match bearer(&request) {
-                Bearer::Absent => return Ok(layer.refuse(Refusal::NoToken)),
-                Bearer::Malformed => return Ok(layer.refuse(Refusal::Malformed)),
+                Bearer::Absent => return refuse(Refusal::NoToken),
+                Bearer::Malformed => return refuse(Refusal::Malformed),
                 Bearer::Token(token) => token,
             };
             let verified = match layer.verifier.verify(&token).await {
                 Ok(verified) => verified,
                 Err(TokenError::Invalid(reason)) => {
                     tracing::debug!(%reason, "refused an access token");
-                    return Ok(layer.refuse(Refusal::Invalid));
+                    return refuse(Refusal::Invalid);
                 }
                 Err(TokenError::Unavailable(reason)) => {
                     tracing::warn!(%reason, "could not check an access token");
-                    return Ok(layer.refuse(Refusal::Unavailable));
+                    return refuse(Refusal::Unavailable);
                 }
             };
             if layer.required.iter().any(|s| !verified.has_scope(s)) {
-                return Ok(layer.refuse(Refusal::Scope(layer.required.to_vec())));
+                return refuse(Refusal::Scope(layer.required.to_vec()));
             }
             if !layer.tools.is_empty() && request.method() == Method::POST {
                 let (parts, body) = request.into_parts();
                 let bytes = match Limited::new(body, layer.max_body).collect().await {
                     Ok(collected) => collected.to_bytes(),
-                    Err(_) => return Ok(layer.refuse(Refusal::TooLarge)),
+                    Err(_) => return refuse(Refusal::TooLarge),
                 };
                 if let Some(needed) = layer.missing(&verified, &tools_called(&bytes)) {
-                    return Ok(layer.refuse(Refusal::Scope(needed)));
+                    return refuse(Refusal::Scope(needed));
                 }
                 request = Request::from_parts(parts, B::from(bytes));
             }
             request.extensions_mut().insert(
                 Principal::new(verified.subject.clone()).with_scopes(verified.scopes.clone()),
             );
+            let lease = layer.lease(token, &verified);
             request.extensions_mut().insert(verified);
-            inner.call(request).await
+            // A WebSocket (or anything else the service keeps open past the response) ends by
+            // the lease itself; an SSE response ends here, when the lease does.
+            request.extensions_mut().insert(lease.clone());
+            let response = inner.call(request).await?;
+            let streams = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            Ok(if streams {
+                response.map(|body| LeasedBody::leased(body, lease))
+            } else {
+                response.map(LeasedBody::plain)
+            })
         })
+    }
+}
+
+/// A response body behind [`BearerLayer`]: the service's own, and for an SSE response, the
+/// end of the token's [`AccessLease`]: the stream ends cleanly (the client reconnects with a
+/// fresh token) when the token expires or a re-check refuses it.
+pub struct LeasedBody<B> {
+    inner: B,
+    ended: Option<BoxFuture<'static, LeaseEnd>>,
+    done: bool,
+}
+
+impl<B> LeasedBody<B> {
+    fn plain(inner: B) -> Self {
+        Self {
+            inner,
+            ended: None,
+            done: false,
+        }
+    }
+
+    fn leased(inner: B, lease: AccessLease) -> Self {
+        Self {
+            inner,
+            ended: Some(Box::pin(lease.ended())),
+            done: false,
+        }
+    }
+
+    /// The service's body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+}
+
+impl<B> std::fmt::Debug for LeasedBody<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeasedBody")
+            .field("leased", &self.ended.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Body<Data = Bytes> + Unpin> Body for LeasedBody<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if let Some(ended) = self.ended.as_mut()
+            && let Poll::Ready(why) = ended.as_mut().poll(cx)
+        {
+            tracing::debug!("an SSE response ended: {why}");
+            self.ended = None;
+            self.done = true;
+            return Poll::Ready(None);
+        }
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -379,7 +505,7 @@ mod tests {
         }
     }
 
-    async fn answer(authorization: &[&str]) -> Response<String> {
+    async fn answer(authorization: &[&str]) -> Response<LeasedBody<String>> {
         let metadata = ProtectedResourceMetadata::new("http://127.0.0.1:9/mcp", "http://as.test");
         let tokens = StaticTokens::new()
             .with(
@@ -400,7 +526,7 @@ mod tests {
         response
     }
 
-    async fn call_tools(token: &str, body: &str) -> Response<String> {
+    async fn call_tools(token: &str, body: &str) -> Response<LeasedBody<String>> {
         let metadata = ProtectedResourceMetadata::new("http://127.0.0.1:9/mcp", "http://as.test");
         let tokens = StaticTokens::new().with("t", VerifiedToken::new("alice", ["mcp:use"]));
         let mut service = BearerLayer::new(tokens, &metadata)
@@ -445,7 +571,7 @@ mod tests {
         );
     }
 
-    fn challenge(response: &Response<String>) -> Challenge {
+    fn challenge(response: &Response<LeasedBody<String>>) -> Challenge {
         let header = response
             .headers()
             .get(WWW_AUTHENTICATE)
@@ -457,7 +583,10 @@ mod tests {
     #[tokio::test]
     async fn each_refusal_has_its_status_and_challenge_and_a_good_token_passes() {
         let ok = answer(&["Bearer good"]).await;
-        assert_eq!((ok.status(), ok.body().as_str()), (StatusCode::OK, "alice"));
+        assert_eq!(
+            (ok.status(), ok.body().get_ref().as_str()),
+            (StatusCode::OK, "alice")
+        );
         assert_eq!(answer(&["bearer good"]).await.status(), StatusCode::OK);
 
         let none = answer(&[]).await;

@@ -38,6 +38,6 @@ pub use challenge::{Challenge, parse_challenges};
 pub use introspection::Introspection;
 #[cfg(feature = "jwt")]
 pub use jwt::JwtVerifier;
-pub use layer::{BearerAuth, BearerLayer};
+pub use layer::{BearerAuth, BearerLayer, DEFAULT_RECHECK, LeasedBody};
 pub use metadata::{ProtectedResourceMetadata, well_known_path};
 pub use verify::{StaticTokens, TokenError, TokenVerifier, VerifiedToken};

@@ -33,7 +33,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use tidewire_core::session::Serve;
-use tidewire_core::transport::{Codec, HostLayer, HostPolicy, Principal, ServerLimits};
+use tidewire_core::transport::{
+    AccessLease, Codec, HostLayer, HostPolicy, Principal, ServerLimits,
+};
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
@@ -175,9 +177,11 @@ async fn upgrade(
     Extract(state): Extract<Arc<State>>,
     headers: HeaderMap,
     principal: Option<axum::Extension<Principal>>,
+    lease: Option<axum::Extension<AccessLease>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let principal = principal.map(|p| p.0);
+    let lease = lease.map(|l| l.0);
     let (offered_any, offered_mcp) = offers(&headers);
     if offered_any && !offered_mcp {
         return refuse(
@@ -204,10 +208,17 @@ async fn upgrade(
     ws.protocols([SUBPROTOCOL])
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| serve(state, socket, principal))
+        .on_upgrade(move |socket| serve(state, socket, principal, lease))
 }
 
-async fn serve(state: Arc<State>, socket: WebSocket, principal: Option<Principal>) {
+/// Serves one connection, until it closes or, when an authentication layer leased it, until
+/// its token expires or is found no longer valid (the connection is then dropped).
+async fn serve(
+    state: Arc<State>,
+    socket: WebSocket,
+    principal: Option<Principal>,
+    lease: Option<AccessLease>,
+) {
     state.connections.fetch_add(1, Ordering::AcqRel);
     let _count = Decrement(state.clone());
     let config = &state.config;
@@ -225,8 +236,20 @@ async fn serve(state: Arc<State>, socket: WebSocket, principal: Option<Principal
     });
     let transport =
         connection::start(Box::pin(sink), Box::pin(stream), settings).acting_for(principal);
-    if let Err(error) = state.make_driver.serve_connection(transport).await {
-        tracing::debug!(%error, "a WebSocket session's engine stopped");
+    let served = state.make_driver.serve_connection(transport);
+    let ended = async move {
+        match lease {
+            Some(lease) => lease.ended().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        outcome = served => {
+            if let Err(error) = outcome {
+                tracing::debug!(%error, "a WebSocket session's engine stopped");
+            }
+        }
+        why = ended => tracing::info!("a WebSocket connection closed: {why}"),
     }
 }
 
