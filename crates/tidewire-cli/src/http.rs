@@ -38,6 +38,7 @@ pub(crate) fn serve(
         .max_message_size(args.max_message_size)
         .stateless(args.stateless)
         .idle_timeout(idle)
+        .body_read_timeout(args.body_read_timeout.0)
         .max_sessions(args.max_sessions)
         .max_streams_per_session(args.max_streams_per_session)
         .event_store_bytes(args.event_store_bytes)
@@ -90,7 +91,7 @@ pub(crate) fn serve(
         // is forwarded there.
         let mut sessions = mcp.router("/mcp").merge(sse.router("/sse", "/messages"));
         if let Some(replica) = &replica {
-            sessions = replica.routing.wrap(sessions);
+            sessions = replica.routing.wrap(&mcp, sessions);
         }
         let mut app = sessions.merge(ws.router("/ws"));
         if let Some(protection) = protection {

@@ -25,6 +25,9 @@ const USAGE_ERROR: u8 = 2;
 /// (`HttpConfig`) and legacy HTTP+SSE (`SseConfig`) alike. They publish no constant; a test
 /// checks this one against them.
 pub(crate) const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How long a POST body may take to arrive, unless `--body-read-timeout` says (`HttpConfig`'s
+/// default).
+pub(crate) const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The libraries' default limit of sessions (and of WebSocket connections): 10,000. They publish
 /// no constant; a test checks this one against them.
@@ -72,6 +75,17 @@ pub(crate) struct ServeArgs {
         allow_hyphen_values = true,
     )]
     pub(crate) session_idle_timeout: Span,
+
+    /// HTTP: how long a POST body may take to arrive (waiting for room in the body budget
+    /// included); a slower one gets 408. The same bound for a request a replica forwards.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value_t = Span(BODY_READ_TIMEOUT),
+        value_parser = duration::parse,
+        allow_hyphen_values = true,
+    )]
+    pub(crate) body_read_timeout: Span,
 
     /// HTTP: the most sessions at once on each transport: Streamable HTTP sessions, legacy
     /// HTTP+SSE streams, WebSocket connections. Past it a new one gets 503 with Retry-After;
@@ -194,13 +208,15 @@ pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
     }
     // The HTTP limits differ from their defaults only when given.
     let http_limits = args.session_idle_timeout != Span(SESSION_IDLE_TIMEOUT)
+        || args.body_read_timeout != Span(BODY_READ_TIMEOUT)
         || args.max_sessions != MAX_SESSIONS
         || args.max_streams_per_session != HttpConfig::DEFAULT_MAX_STREAMS_PER_SESSION
         || args.event_store_bytes != EventStoreLimits::DEFAULT_TOTAL_BYTES;
     if http_limits {
         eprintln!(
-            "tidewire serve: --session-idle-timeout, --max-sessions, --max-streams-per-session \
-             and --event-store-bytes apply to HTTP: use them with --bind ADDR"
+            "tidewire serve: --session-idle-timeout, --body-read-timeout, --max-sessions, \
+             --max-streams-per-session and --event-store-bytes apply to HTTP: use them with \
+             --bind ADDR"
         );
         return ExitCode::from(USAGE_ERROR);
     }

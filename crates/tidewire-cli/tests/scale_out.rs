@@ -1201,3 +1201,80 @@ async fn past_its_forwarded_streams_a_replica_refuses_calls_but_not_the_answers_
     .await
     .expect("within the limit");
 }
+
+/// Sends `head` (a request head, `Host` and all, ending in a blank line) to `base`'s address
+/// and nothing of its body; the status line of the answer.
+async fn status_of_bodiless(base: &str, head: String) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        let read = stream.read(&mut buffer).await.expect("read");
+        if read == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buffer[..read]);
+    }
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 26, item 7: a replica read a body it forwards before the `Host` check, past the
+/// endpoint's body limit, outside its body budget and with no read timeout (8 stalled bodies:
+/// +116 MiB, still open after 38 s). Now it checks what a request served there would pass
+/// first: a `Content-Length` over the limit is 413 before a byte is read, a foreign `Host` 403,
+/// a body that does not arrive 408 after the read timeout; nothing reaches the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_request_passes_the_same_checks_first() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let b_args = ["--body-read-timeout", "1s"];
+        let (a, b) = (replica(&redis, "a"), replica_with(&redis, "b", &b_args));
+        let opened = reqwest::Client::new()
+            .post(format!("{}/mcp", a.base()))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("answered");
+        let session = opened
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("a session on A")
+            .to_owned();
+        let host = b.base().trim_start_matches("http://").to_owned();
+        let head = |host: &str, length: u64| {
+            format!(
+                "POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
+                 accept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\n\
+                 mcp-protocol-version: 2025-11-25\r\ncontent-length: {length}\r\n\r\n"
+            )
+        };
+        let too_long = status_of_bodiless(b.base(), head(&host, 1 << 30)).await;
+        assert!(too_long.contains(" 413 "), "{too_long}");
+        let foreign = status_of_bodiless(b.base(), head("evil.example", 10)).await;
+        assert!(foreign.contains(" 403 "), "{foreign}");
+        // A body that never comes is given up after B's read timeout (it waited forever).
+        let stalled = status_of_bodiless(b.base(), head(&host, 100)).await;
+        assert!(stalled.contains(" 408 "), "{stalled}");
+    })
+    .await
+    .expect("within the limit: B answered at once, without waiting for a body");
+}

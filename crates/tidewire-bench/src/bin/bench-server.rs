@@ -193,7 +193,7 @@ async fn serve(
     });
     let router = mcp.router("/mcp");
     let router = match &routing {
-        Some(routing) => routing.wrap(router),
+        Some(routing) => routing.wrap(&mcp, router),
         None => router,
     };
     let router = if counting {

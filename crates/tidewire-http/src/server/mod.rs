@@ -33,6 +33,7 @@
 //!   is one request, with no session, checked against its `Mcp-Method` / `Mcp-Name` headers,
 //!   answered as JSON or an id-less SSE stream; closing the response cancels it.
 
+mod admission;
 mod body;
 mod checks;
 mod config;
@@ -55,6 +56,7 @@ use tidewire_core::session::{BoxedServe, Serve};
 use tidewire_core::transport::HostLayer;
 
 /// The axum this server is built on, so an app can be put together without matching versions.
+pub use admission::Admission;
 pub use axum;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
@@ -89,6 +91,12 @@ impl StreamableHttp {
             .route(path, axum::routing::any(handlers::endpoint))
             .with_state(self.state.clone())
             .layer(HostLayer::new(self.state.config.limits.hosts.clone()))
+    }
+
+    /// This endpoint's admission checks (its `Host`/`Origin` rule, its body limits), for a
+    /// layer in front of it that reads a request itself before it reaches the endpoint.
+    pub fn admission(&self) -> Admission {
+        Admission::new(self.state.clone())
     }
 
     /// Sessions open now.

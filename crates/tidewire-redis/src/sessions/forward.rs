@@ -20,12 +20,8 @@ use tokio::sync::mpsc;
 use tower::ServiceExt as _;
 
 use super::places::Asked;
-use super::shared::{
-    RELAY_QUEUE, SESSION_ID, Shared, random_id, session_named, status, unavailable,
-};
+use super::shared::{RELAY_QUEUE, SESSION_ID, Shared, random_id, session_named, unavailable};
 
-/// The longest forwarded request body.
-const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
 /// How long the owner may take to start answering a forwarded request.
 const HEAD_WITHIN: Duration = Duration::from_secs(30);
 /// How long a relay waits on a quiet stream before it checks that the owner still lives.
@@ -242,6 +238,18 @@ impl Shared {
 
     /// Forwards `request` to `owner` and relays its answer.
     pub(super) async fn forward(self: Arc<Self>, request: Request, owner: String) -> Response {
+        // What a request served here would pass first, before anything is sent anywhere.
+        let (parts, body) = request.into_parts();
+        let Some(admission) = self.admission.get() else {
+            return unavailable("this replica's endpoint is not set up for forwarding");
+        };
+        if let Err(refused) = admission.check_host(&parts.headers) {
+            return refused;
+        }
+        let body = match admission.read_body(&parts.headers, body).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
         let rid = random_id();
         let reply = self.redis.key(&format!("reply:{rid}"));
         let (tx, mut pieces) = mpsc::channel(RELAY_QUEUE);
@@ -254,17 +262,6 @@ impl Shared {
         if self.sink().subscribe(&reply).await.is_err() {
             return unavailable("cannot reach Redis to forward the request");
         }
-        let (parts, body) = request.into_parts();
-        let Ok(body) = http_body_util::Limited::new(body, MAX_FORWARDED_BODY)
-            .collect()
-            .await
-            .map(http_body_util::Collected::to_bytes)
-        else {
-            return status(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is too long",
-            );
-        };
         let forwarded = Forwarded {
             rid,
             from: self.node.clone(),

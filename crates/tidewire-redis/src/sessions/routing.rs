@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use tidewire_http::server::StreamableHttp;
 use tokio::sync::mpsc;
 
 use super::forward::Forwarded;
@@ -132,6 +133,7 @@ impl SessionRouting {
             sink: Mutex::new(sink),
             routes: Mutex::new(HashMap::new()),
             local: OnceLock::new(),
+            admission: OnceLock::new(),
             places: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
         });
@@ -262,8 +264,13 @@ impl SessionRouting {
     /// each request for a session another replica owns forwarded there; the rest, and
     /// forwarded requests, it serves itself. A legacy session is the stream its `GET` opened,
     /// so its place is forgotten when that stream ends.
-    pub fn wrap(&self, router: axum::Router) -> axum::Router {
+    ///
+    /// A request is forwarded only once it has passed `endpoint`'s own admission checks here,
+    /// as if it were served here: its `Host`/`Origin`, and its body read within the endpoint's
+    /// limits (size, read timeout, the bytes of bodies read at once).
+    pub fn wrap(&self, endpoint: &StreamableHttp, router: axum::Router) -> axum::Router {
         let _ = self.shared.local.set(router.clone());
+        let _ = self.shared.admission.set(endpoint.admission());
         router.layer(axum::middleware::from_fn_with_state(
             self.shared.clone(),
             super::route::route,

@@ -42,6 +42,8 @@ pub(super) struct Shared {
     pub(super) routes: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
     /// The router forwarded requests are served by (the one wrapped, without this layer).
     pub(super) local: OnceLock<axum::Router>,
+    /// The endpoint's admission checks, applied to a request before it is forwarded.
+    pub(super) admission: OnceLock<tidewire_http::server::Admission>,
     /// The sessions opened here: when each was last used, and for whom.
     pub(super) places: Mutex<HashMap<String, Place>>,
     /// The background tasks, stopped when the last handle goes.
