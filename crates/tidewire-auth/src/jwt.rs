@@ -1,10 +1,10 @@
 //! [`JwtVerifier`]: access tokens that are JWTs, checked against the authorization server's
 //! keys (a JWKS), its issuer, this resource as audience, and their expiry.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
-use futures::lock::Mutex;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -20,6 +20,9 @@ const KEYS_FRESH: Duration = Duration::from_secs(300);
 /// A token naming a key the set lacks fetches it again, at most this often (a flood of forged
 /// key ids must not become a flood of fetches).
 const REFETCH_EVERY: Duration = Duration::from_secs(30);
+/// While no key set could be fetched yet, it is tried again at most this often (the tokens
+/// meanwhile are undecidable: 503, not 401).
+const RETRY_WITHOUT_KEYS: Duration = Duration::from_secs(1);
 
 /// Checks JWT access tokens (RFC 9068) signed with the authorization server's keys:
 /// - the signature, with an asymmetric algorithm (RS*, PS*, ES256/ES384, EdDSA) only, by the
@@ -48,22 +51,31 @@ pub struct JwtVerifier {
     issuer: String,
     audience: String,
     leeway: Duration,
+    fresh_for: Duration,
     keys: Keys,
 }
 
 #[derive(Debug)]
 enum Keys {
     Fixed(JwkSet),
-    Remote {
-        url: String,
-        http: reqwest::Client,
-        cache: Mutex<Cache>,
-    },
+    Remote(Arc<Remote>),
+}
+
+/// A key set fetched from a URL. The cache's lock is held only to read or replace the set,
+/// never across a fetch; fetches are single-flight (`flight`), and while one runs every
+/// verification goes on with the keys already there.
+#[derive(Debug)]
+struct Remote {
+    url: String,
+    http: reqwest::Client,
+    cache: std::sync::Mutex<Cache>,
+    flight: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
 struct Cache {
-    set: Option<JwkSet>,
+    set: Option<Arc<JwkSet>>,
+    /// When the last fetch started (answered or not): fetches are spaced by it.
     fetched: Option<Instant>,
 }
 
@@ -84,6 +96,7 @@ impl JwtVerifier {
             issuer: issuer.into(),
             audience: audience.into(),
             leeway: Duration::from_secs(60),
+            fresh_for: KEYS_FRESH,
             keys: Keys::Fixed(bounded(keys)),
         }
     }
@@ -100,11 +113,13 @@ impl JwtVerifier {
             issuer: issuer.into(),
             audience: audience.into(),
             leeway: Duration::from_secs(60),
-            keys: Keys::Remote {
+            fresh_for: KEYS_FRESH,
+            keys: Keys::Remote(Arc::new(Remote {
                 url: jwks_url.into(),
                 http,
-                cache: Mutex::new(Cache::default()),
-            },
+                cache: std::sync::Mutex::new(Cache::default()),
+                flight: tokio::sync::Mutex::new(()),
+            })),
         }
     }
 
@@ -115,6 +130,14 @@ impl JwtVerifier {
         self
     }
 
+    /// How long a fetched key set is used before it is fetched again (five minutes unless
+    /// set). The refresh runs beside the verifications, which go on with the keys they have.
+    #[must_use]
+    pub fn refresh_every(mut self, every: Duration) -> Self {
+        self.fresh_for = every;
+        self
+    }
+
     async fn key(&self, kid: Option<&str>) -> Result<Jwk, TokenError> {
         let pick = |set: &JwkSet| match kid {
             Some(kid) => set.find(kid).cloned(),
@@ -122,34 +145,83 @@ impl JwtVerifier {
             None => None,
         };
         let unknown = || TokenError::Invalid("no key of the set signed it".to_owned());
-        let (url, http, cache) = match &self.keys {
+        let remote = match &self.keys {
             Keys::Fixed(set) => return pick(set).ok_or_else(unknown),
-            Keys::Remote { url, http, cache } => (url, http, cache),
+            Keys::Remote(remote) => remote,
         };
-        let mut cache = cache.lock().await;
-        let age = cache.fetched.map(|at| at.elapsed());
-        if let Some(set) = &cache.set
-            && age.is_some_and(|a| a < KEYS_FRESH)
-            && let Some(key) = pick(set)
-        {
+        let (set, fetched) = remote.look();
+        let age = fetched.map(|at| at.elapsed());
+        if let Some(key) = set.as_deref().and_then(pick) {
+            if age.is_some_and(|a| a >= self.fresh_for) {
+                // Stale but still holding the key: verified with it now, refreshed meanwhile.
+                Remote::refresh_in_background(remote);
+            }
             return Ok(key);
         }
-        if age.is_none_or(|a| a >= REFETCH_EVERY) {
-            cache.fetched = Some(Instant::now());
-            match fetch(http, url).await {
-                Ok(set) => cache.set = Some(set),
-                Err(reason) if cache.set.is_none() => {
-                    cache.fetched = None;
-                    return Err(TokenError::Unavailable(format!(
-                        "the key set at {url}: {reason}"
-                    )));
-                }
-                Err(reason) => {
-                    tracing::warn!(%url, %reason, "the key set could not be fetched again")
-                }
+        // No set yet (wait for the fetch in flight, or make one), or a key it lacks (rotated
+        // in, or forged): fetch again, spaced out.
+        if set.is_none() || age.is_none_or(|a| a >= REFETCH_EVERY) {
+            remote.refresh(fetched, set.is_some()).await;
+        }
+        match remote.look().0 {
+            Some(set) => pick(&set).ok_or_else(unknown),
+            None => Err(TokenError::Unavailable(format!(
+                "the key set at {} could not be fetched",
+                remote.url
+            ))),
+        }
+    }
+}
+
+impl Remote {
+    /// The set held now, and when the last fetch started.
+    fn look(&self) -> (Option<Arc<JwkSet>>, Option<Instant>) {
+        let cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (cache.set.clone(), cache.fetched)
+    }
+
+    /// Fetches the set unless another fetch started after `seen`, or finished since
+    /// `saw_set` (single flight: the callers that queue behind a fetch take its result).
+    async fn refresh(&self, seen: Option<Instant>, saw_set: bool) {
+        let _flight = self.flight.lock().await;
+        let (set, fetched) = self.look();
+        if (fetched.is_some() && fetched != seen) || (!saw_set && set.is_some()) {
+            return;
+        }
+        if set.is_none() && fetched.is_some_and(|at| at.elapsed() < RETRY_WITHOUT_KEYS) {
+            return;
+        }
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .fetched = Some(Instant::now());
+        let fetched = fetch(&self.http, &self.url).await;
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match fetched {
+            Ok(set) => cache.set = Some(Arc::new(set)),
+            Err(reason) if cache.set.is_none() => {
+                tracing::warn!(url = %self.url, %reason, "the key set could not be fetched");
+            }
+            Err(reason) => {
+                tracing::warn!(url = %self.url, %reason, "the key set could not be fetched again");
             }
         }
-        cache.set.as_ref().and_then(pick).ok_or_else(unknown)
+    }
+
+    /// A refresh of a stale set in a task of its own, unless one is running.
+    fn refresh_in_background(remote: &Arc<Self>) {
+        if remote.flight.try_lock().is_err() {
+            return;
+        }
+        let remote = remote.clone();
+        let (set, fetched) = remote.look();
+        tokio::spawn(async move { remote.refresh(fetched, set.is_some()).await });
     }
 }
 
@@ -303,6 +375,106 @@ Jr/U5QzI+SSQMl2j6B94cKaUu91JVo1OcK25U//w2JYcn7syOr6kDdOx
             verifier.verify(&hs).await,
             Err(TokenError::Invalid(_))
         ));
+    }
+
+    /// A key set server that counts its fetches and answers only while `open` has permits.
+    async fn key_server(
+        open: Arc<tokio::sync::Semaphore>,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/jwks", listener.local_addr().expect("address"));
+        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = fetches.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (open, counted) = (open.clone(), counted.clone());
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buffer = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buffer[..n]),
+                        }
+                    }
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Ok(_permit) = open.acquire().await else {
+                        return;
+                    };
+                    let body = serde_json::to_string(&keys()).expect("JSON");
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        (url, fetches)
+    }
+
+    /// Issue 26, item 5: the key set's lock was held across a fetch of up to 10 s, so every
+    /// verification waited on it. Now the first fetch is single-flight, and a refresh runs
+    /// beside the verifications, which go on with the keys they have.
+    #[tokio::test]
+    async fn a_refresh_is_single_flight_and_verifications_do_not_wait_for_it() {
+        use std::sync::atomic::Ordering;
+        tokio::time::timeout(Duration::from_secs(30), async {
+            let open = Arc::new(tokio::sync::Semaphore::new(0));
+            let (url, fetches) = key_server(open.clone()).await;
+            let verifier = Arc::new(JwtVerifier::from_jwks_url(
+                url,
+                "https://as.test",
+                "https://mcp.test/mcp",
+            ));
+            // The first fetch: eight verifications wait on one fetch.
+            let waiting: Vec<_> = (0..8)
+                .map(|_| {
+                    let verifier = verifier.clone();
+                    tokio::spawn(async move { verifier.verify(&sign(claims(), "k1")).await })
+                })
+                .collect();
+            while fetches.load(Ordering::SeqCst) == 0 {
+                tokio::task::yield_now().await;
+            }
+            open.add_permits(1);
+            for verified in waiting {
+                assert!(verified.await.expect("joined").is_ok());
+            }
+            assert_eq!(fetches.load(Ordering::SeqCst), 1, "one fetch for all eight");
+
+            // Stale at once (refresh_every 0): a verification starts a refresh unless one runs;
+            // the key server answers the first fetch, then holds its answers, and verifications
+            // go on with the keys they have.
+            let open = Arc::new(tokio::sync::Semaphore::new(1));
+            let (url, fetches) = key_server(open.clone()).await;
+            let verifier =
+                JwtVerifier::from_jwks_url(url, "https://as.test", "https://mcp.test/mcp")
+                    .refresh_every(Duration::ZERO);
+            assert!(verifier.verify(&sign(claims(), "k1")).await.is_ok());
+            for _ in 0..5 {
+                assert!(verifier.verify(&sign(claims(), "k1")).await.is_ok());
+            }
+            while fetches.load(Ordering::SeqCst) < 2 {
+                tokio::task::yield_now().await;
+            }
+            assert!(verifier.verify(&sign(claims(), "k1")).await.is_ok());
+            assert_eq!(
+                fetches.load(Ordering::SeqCst),
+                2,
+                "one refresh in flight at a time"
+            );
+            open.add_permits(100);
+        })
+        .await
+        .expect("no verification waited on the held refresh");
     }
 
     #[tokio::test]
