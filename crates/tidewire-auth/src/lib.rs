@@ -35,7 +35,7 @@ mod verify;
 
 pub use challenge::{Challenge, parse_challenges};
 #[cfg(feature = "jwt")]
-pub use introspection::Introspection;
+pub use introspection::{DEFAULT_ANSWER_CACHE, DEFAULT_CACHED_ANSWERS, Introspection};
 #[cfg(feature = "jwt")]
 pub use jwt::JwtVerifier;
 pub use layer::{BearerAuth, BearerLayer, DEFAULT_RECHECK, LeasedBody};

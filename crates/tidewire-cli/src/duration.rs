@@ -39,6 +39,19 @@ impl fmt::Display for Span {
 }
 
 /// Parses a duration flag (a clap value parser).
+/// As [`parse`], with zero allowed (`0s`: a cache that keeps nothing, say).
+pub(crate) fn parse_or_zero(text: &str) -> Result<Span, String> {
+    let trimmed = text.trim();
+    let number = UNITS
+        .iter()
+        .find_map(|&(unit, _)| trimmed.strip_suffix(unit))
+        .unwrap_or(trimmed);
+    if number.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(Span(Duration::ZERO));
+    }
+    parse(text)
+}
+
 pub(crate) fn parse(text: &str) -> Result<Span, String> {
     let trimmed = text.trim();
     let (number, scale) = UNITS

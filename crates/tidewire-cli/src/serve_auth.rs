@@ -7,6 +7,8 @@ use clap::Args;
 use tidewire_auth::{BearerLayer, Introspection, JwtVerifier, ProtectedResourceMetadata};
 use tidewire_server::ServerBuilder;
 
+use crate::duration::{self, Span};
+
 /// The environment variable holding the introspection client's secret (kept off the command
 /// line, where other users could read it).
 pub(crate) const CLIENT_SECRET_VAR: &str = "TIDEWIRE_AUTH_CLIENT_SECRET";
@@ -35,6 +37,17 @@ pub(crate) struct AuthArgs {
     /// The client id the server introspects tokens as.
     #[arg(long, value_name = "ID", requires = "auth_introspection")]
     pub(crate) auth_client_id: Option<String>,
+
+    /// How long an introspection answer is kept (a token revoked at the server is refused
+    /// here within this long; 0s asks about every request).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value_t = Span(tidewire_auth::DEFAULT_ANSWER_CACHE),
+        value_parser = duration::parse_or_zero,
+        requires = "auth_introspection"
+    )]
+    pub(crate) auth_cache: Span,
 
     /// The resource tokens must be for (their audience), and the `resource` of the metadata
     /// document: the URL clients use for /mcp (default: http://ADDR/mcp as bound).
@@ -112,8 +125,11 @@ impl AuthArgs {
                         "--auth-introspection needs the client's secret in ${CLIENT_SECRET_VAR}"
                     )
                 })?;
+                let Span(keep_for) = self.auth_cache;
                 BearerLayer::new(
-                    Introspection::new(endpoint.clone(), client_id, &secret).audience(resource),
+                    Introspection::new(endpoint.clone(), client_id, &secret)
+                        .audience(resource)
+                        .cache(keep_for, tidewire_auth::DEFAULT_CACHED_ANSWERS),
                     &metadata,
                 )
             }

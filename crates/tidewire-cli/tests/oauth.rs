@@ -98,6 +98,9 @@ fn serve(auth: &impl Issuer) -> HttpServer {
             "mcp:use",
             "--auth-tool-scope",
             "test_simple_text=mcp:admin",
+            // These tests revoke tokens and expect the next request refused: no answer kept.
+            "--auth-cache",
+            "0s",
         ],
         &[("TIDEWIRE_AUTH_CLIENT_SECRET", secret)],
     )
