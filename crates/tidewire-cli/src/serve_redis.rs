@@ -30,9 +30,14 @@ pub(crate) struct RedisArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) redis: Option<String>,
 
-    /// With --redis: this replica's name in its log lines (default: its process id).
+    /// With --redis: this replica's name, unique among the replicas sharing the Redis (default:
+    /// a random one). A replica refuses to start while another runs under its name.
     #[arg(long, value_name = "NAME", requires = "redis")]
     pub(crate) node_id: Option<String>,
+
+    /// The id drawn when none is given: drawn once, so every part of the replica uses it.
+    #[arg(skip)]
+    drawn: std::sync::OnceLock<String>,
 
     /// With --redis: the most requests forwarded from other replicas that open streams (GETs,
     /// POSTed calls) this replica serves at once; past it they get 503.
@@ -48,9 +53,13 @@ pub(crate) struct RedisArgs {
 impl RedisArgs {
     /// This replica's name.
     pub(crate) fn node(&self) -> String {
-        self.node_id
-            .clone()
-            .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+        match &self.node_id {
+            Some(node) => node.clone(),
+            None => self
+                .drawn
+                .get_or_init(tidewire_redis::random_node_id)
+                .clone(),
+        }
     }
 
     /// The shared parts on Redis when `--redis` asks (`None` otherwise): the bus, the task

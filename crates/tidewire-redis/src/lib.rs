@@ -75,6 +75,27 @@ pub enum RedisError {
     /// The shared key could not be made.
     #[error("the shared key: {0}")]
     Key(String),
+    /// A live replica already runs under this node id (its heartbeat is in Redis): two replicas
+    /// with one id would take each other's forwarded requests.
+    #[error(
+        "a live replica already runs as node {node:?} on this Redis: give this one another id          (or let it draw one), or wait {} s if that replica has just stopped",
+        within.as_secs().max(1)
+    )]
+    NodeTaken {
+        /// The node id.
+        node: String,
+        /// How long the other's heartbeat lasts after it stops.
+        within: std::time::Duration,
+    },
+}
+
+/// A node id no other replica will draw: `node-` and 64 random bits in hex. The default for a
+/// replica that is not given one (a process id repeats across containers: PID 1 everywhere).
+pub fn random_node_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("node-{hex}")
 }
 
 /// A connection to Redis for one MCP server: the client, a connection that reconnects by

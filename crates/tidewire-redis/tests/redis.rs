@@ -366,3 +366,38 @@ async fn redis_cli_get(server: &RedisServer, key: &str) -> String {
         .await
         .expect("GET")
 }
+
+/// Issue 26, item 9: two replicas with one node id broke routing (404 through the other), and
+/// the default id (`pid-<pid>`) repeats across containers. Now a replica claims its id, and a
+/// second one under the same id refuses to start while the first lives; ids drawn by default
+/// differ.
+#[tokio::test]
+async fn a_node_id_is_one_live_replica_s_alone() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let idle = Duration::from_secs(60);
+        let a = Redis::connect(&server.url(), "ids").await.expect("a");
+        let b = Redis::connect(&server.url(), "ids").await.expect("b");
+        let first = tidewire_redis::SessionRouting::start(&a, "same", idle)
+            .await
+            .expect("the first replica named `same`");
+        let second = tidewire_redis::SessionRouting::start(&b, "same", idle).await;
+        assert!(
+            matches!(second, Err(RedisError::NodeTaken { ref node, .. }) if node == "same"),
+            "{:?}",
+            second.err()
+        );
+        tidewire_redis::SessionRouting::start(&b, "other", idle)
+            .await
+            .expect("another id starts");
+        drop(first);
+        assert_ne!(
+            tidewire_redis::random_node_id(),
+            tidewire_redis::random_node_id()
+        );
+    })
+    .await
+    .expect("within the limit");
+}

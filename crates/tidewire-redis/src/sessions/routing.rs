@@ -125,6 +125,21 @@ impl SessionRouting {
         session_ttl: Duration,
         limits: RoutingLimits,
     ) -> Result<Self, RedisError> {
+        // This node id is this replica's alone: its heartbeat is claimed, not just written.
+        let claimed: Option<String> = redis::cmd("SET")
+            .arg(redis.key(&format!("node:{node}:alive")))
+            .arg(1)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(ALIVE_FOR))
+            .query_async(&mut redis.connection())
+            .await?;
+        if claimed.is_none() {
+            return Err(RedisError::NodeTaken {
+                node: node.to_owned(),
+                within: ALIVE_FOR,
+            });
+        }
         let (sink, mut stream) = redis.client().get_async_pubsub().await?.split();
         let shared = Arc::new(Shared {
             redis: redis.clone(),
@@ -249,14 +264,7 @@ impl SessionRouting {
                 heart.abort_handle(),
                 keeper.abort_handle(),
             ]);
-        // Alive from the start, not a heartbeat later.
-        let _: Result<(), _> = redis::cmd("SET")
-            .arg(shared.alive_key(node))
-            .arg(1)
-            .arg("PX")
-            .arg(millis(ALIVE_FOR))
-            .query_async(&mut shared.redis.connection())
-            .await;
+        // Alive from the start (the claim above), not a heartbeat later.
         Ok(Self { shared })
     }
 
