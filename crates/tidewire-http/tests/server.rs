@@ -590,3 +590,46 @@ async fn a_handler_can_close_its_stream_and_the_client_resumes() {
         "{messages:?}"
     );
 }
+
+/// Issue 26, item 12: the session era's stateless mode (a one-shot session per POST) had no
+/// cap on the requests running at once; only the 2026-07-28 path had one. Now both share
+/// `max_stateless_requests`.
+#[tokio::test]
+async fn stateless_mode_is_bounded_like_the_stateless_wire() {
+    timeout(LIMIT, async {
+        let config = HttpConfig::default()
+            .stateless(true)
+            .max_stateless_requests(1);
+        let (url, _mcp) = start(config).await;
+        let raw = Raw::new(&url);
+        let slow = tool_call(
+            1,
+            "crawl",
+            json!({"urls": ["https://a"], "delay_ms": 600_000}),
+        );
+        let held = raw.post(&slow).send().await.expect("the slow call");
+        assert_eq!(held.status(), 200);
+        let refused = raw
+            .post(&tool_call(2, "echo", json!({"text": "x"})))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(refused.status(), 503);
+        assert!(refused.headers().get("retry-after").is_some());
+        drop(held);
+        // The place is given back once the slow call's one-shot session ends.
+        loop {
+            let again = raw
+                .post(&tool_call(3, "echo", json!({"text": "x"})))
+                .send()
+                .await
+                .expect("answered");
+            // Each try is a round trip: no sleep needed between them.
+            if again.status() == 200 {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("within the limit");
+}

@@ -217,8 +217,9 @@ impl HttpConfig {
         self
     }
 
-    /// The most stateless (2026-07-28) requests running at once, listen streams included
-    /// (default 10,000); past it a request gets 503 with `Retry-After`.
+    /// The most stateless requests running at once (default 10,000): those of the 2026-07-28
+    /// wire, listen streams included, and those of [`stateless`](Self::stateless) mode (each in
+    /// its one-shot session); past it a request gets 503 with `Retry-After`.
     #[must_use]
     pub fn max_stateless_requests(mut self, limit: usize) -> Self {
         self.max_stateless_requests = limit;

@@ -21,7 +21,7 @@ use super::config::ResponseMode;
 use super::deliver::{deliver, deliver_batch};
 use super::refusals::{initialize_refused, session_not_found, sessions_full};
 use super::sse_body::EndOnDrop;
-use super::state::State;
+use super::state::{State, StatelessSlot, server_busy};
 
 type Shared = Arc<State>;
 
@@ -254,10 +254,15 @@ async fn post_stateless(
     mut extensions: http::Extensions,
     version: ProtocolVersion,
 ) -> Response {
-    if !matches!(message, Message::Request(_)) {
+    let Message::Request(request) = &message else {
         // Nothing in a stateless server can be waiting for it.
         return StatusCode::ACCEPTED.into_response();
-    }
+    };
+    // The same cap as the 2026-07-28 wire's: a place among the requests running at once, held
+    // until the one-shot session ends.
+    let Some(slot) = StatelessSlot::take(state) else {
+        return server_busy(state, request.id.clone());
+    };
     extensions.insert(RequestLimits {
         related_notifications: state.config.response_mode == ResponseMode::Sse,
         peer_requests: false,
@@ -271,7 +276,7 @@ async fn post_stateless(
     let session = state.start_session(format!("stateless-{n}").into(), true);
     // Owned by this request from here on: however the POST ends — answered, or dropped by a
     // client that went away before its reply began — the one-shot session ends with it.
-    let one_shot = EndOnDrop::new(session.clone(), None);
+    let one_shot = EndOnDrop::new(session.clone(), Some(slot));
     let priming = version >= ProtocolVersion::V2025_11_25;
     deliver(
         state,

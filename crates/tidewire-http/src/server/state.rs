@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
 use tidewire_core::session::{BoxedServe, ServeRequest};
 use tidewire_core::transport::Codec;
 use tidewire_core::transport::sessions::SessionTable;
@@ -142,6 +143,27 @@ impl StatelessSlot {
         let slot = Self(state.clone());
         (before < state.config.max_stateless_requests).then_some(slot)
     }
+}
+
+/// The answer when every [`StatelessSlot`] is taken: 503, `-32001`, `Retry-After: 1`.
+pub(crate) fn server_busy(state: &State, id: RequestId) -> axum::response::Response {
+    let mut response = super::checks::error_for(
+        http::StatusCode::SERVICE_UNAVAILABLE,
+        Some(id),
+        ErrorObject::new(
+            ErrorCode::SERVER_BUSY,
+            format!(
+                "Service Unavailable: the server runs its most stateless requests at once ({}); \
+                 retry later",
+                state.config.max_stateless_requests
+            ),
+        ),
+    );
+    response.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    response
 }
 
 impl Drop for StatelessSlot {

@@ -41,7 +41,7 @@ use super::checks::{PROTOCOL_VERSION, error, error_for, status_of};
 use super::config::ResponseMode;
 use super::session::ReplyTarget;
 use super::sse_body::{EndOnDrop, sse_from};
-use super::state::{State, StatelessSlot};
+use super::state::{State, StatelessSlot, server_busy};
 use tidewire_core::transport::HttpRequestInfo;
 
 const MCP_METHOD: &str = "mcp-method";
@@ -147,22 +147,7 @@ async fn deliver(
     request: Request,
 ) -> Response {
     let Some(slot) = StatelessSlot::take(state) else {
-        let mut response = error_for(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(request.id),
-            ErrorObject::new(
-                ErrorCode::SERVER_BUSY,
-                format!(
-                    "Service Unavailable: the server runs its most stateless requests at once \
-                     ({}); retry later",
-                    state.config.max_stateless_requests
-                ),
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+        return server_busy(state, request.id);
     };
     let id = request.id.clone();
     let sse = state.config.response_mode == ResponseMode::Sse;
