@@ -484,3 +484,55 @@ async fn handlers_see_the_w3c_trace_context() {
         "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;tracestate=vendor=1 stateless=true"
     );
 }
+
+/// Issue 26, item 6: a listen kept about four copies of its params for as long as it ran (12
+/// listens of 7.5 MB: +390 MiB) and could name any URI, offered or not. Now its resource URIs
+/// and task ids are bounded in bytes all together, must name resources this server offers,
+/// and are kept once, compactly.
+#[tokio::test]
+async fn a_listen_names_only_offered_resources_within_a_byte_bound() {
+    use tidewire_core::schema::{ReadResourceResult, Resource};
+    let server = builder()
+        .resource(Resource::new("file:///a", "a"), |uri, _| async move {
+            Ok(ReadResourceResult::text(uri, "a"))
+        })
+        .build();
+    let (peer, mut rx) = connect(&server);
+    let listen = |uris: Value| modern(json!({"notifications": {"resourceSubscriptions": uris}}));
+
+    let unknown = call(
+        &peer,
+        "subscriptions/listen",
+        listen(json!(["file:///nope"])),
+    )
+    .await;
+    assert_eq!(code(unknown), -32602);
+    let many: Vec<String> = (0..40).map(|i| format!("file:///a#{i:08000}")).collect();
+    let too_much = call(&peer, "subscriptions/listen", listen(json!(many))).await;
+    let error = too_much.expect_err("refused");
+    let error = error.remote().expect("remote");
+    assert_eq!(error.code, -32602);
+    assert!(error.message.contains("bytes"), "{}", error.message);
+    assert_eq!(server.listener_count(), 0);
+
+    let held = {
+        let peer = peer.clone();
+        let params = listen(json!(["file:///a"]));
+        tokio::spawn(async move { peer.request_raw("subscriptions/listen", Some(params)).await })
+    };
+    let ack = next(&mut rx).await;
+    assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack.params.expect("params")["notifications"]["resourceSubscriptions"],
+        json!(["file:///a"])
+    );
+    server.notify_resource_updated("file:///a").await;
+    let updated = next(&mut rx).await;
+    assert_eq!(updated.method, "notifications/resources/updated");
+    server.end_subscriptions();
+    timeout(LIMIT, held)
+        .await
+        .expect("in time")
+        .expect("task")
+        .expect("the complete result");
+}

@@ -28,6 +28,9 @@ use crate::tasks::TaskRefused;
 
 /// Events one listener holds for its stream before it owes list changes instead.
 const QUEUE: usize = 256;
+/// The most bytes of resource URIs and task ids one listen may name, all together: what a
+/// listen holds for as long as it runs is bounded in bytes, not only in count.
+pub(crate) const MAX_LISTEN_FILTER_BYTES: usize = 256 * 1024;
 
 /// Serves one `subscriptions/listen` until it ends.
 pub(crate) async fn listen(
@@ -36,7 +39,8 @@ pub(crate) async fn listen(
     ctx: &RequestContext,
     tasks_declared: bool,
 ) -> Result<Value, ErrorObject> {
-    let accepted = honoured(server, &params.notifications, tasks_declared)?;
+    // The params are moved into the filter, not copied, and nothing else of them is kept.
+    let accepted = honoured(server, params.notifications, tasks_declared)?;
     let principal = ctx
         .extensions()
         .get::<Principal>()
@@ -46,17 +50,21 @@ pub(crate) async fn listen(
     let mut tag = Meta::new();
     tag.insert(meta_keys::SUBSCRIPTION_ID.to_owned(), id.clone());
 
-    let queue = Arc::new(Queue::new(accepted.clone()));
+    let mut ack = AcknowledgedParams {
+        notifications: accepted,
+        meta: Some(tag.clone()),
+    };
+    let ack_value = serde_json::to_value(&ack).map_err(ErrorObject::internal)?;
+    let queue = Arc::new(Queue::new(Filter::from(std::mem::take(
+        &mut ack.notifications,
+    ))));
+    drop(ack);
     let mut ended = server.listen_epoch.subscribe();
     let subscription = server.bus.subscribe({
         let queue = queue.clone();
         Arc::new(move |event: &BusEvent| queue.offer(event))
     });
-    let ack = AcknowledgedParams {
-        notifications: accepted,
-        meta: Some(tag.clone()),
-    };
-    let ack = serde_json::to_value(ack).map_err(ErrorObject::internal)?;
+    let ack = ack_value;
     ctx.notify_raw(SubscriptionsAcknowledged::METHOD, Some(ack))
         .await
         .map_err(ErrorObject::from)?;
@@ -102,13 +110,27 @@ pub(crate) async fn listen(
 }
 
 /// The part of `asked` this server honours (what it can ever send), or `-32602` for a
-/// resource list over the limits.
+/// resource or task list over the limits (in count, in the length of each, in bytes all
+/// together) or a resource this server does not offer.
 fn honoured(
     server: &Shared,
-    asked: &SubscriptionFilter,
+    asked: SubscriptionFilter,
     tasks_declared: bool,
 ) -> Result<SubscriptionFilter, ErrorObject> {
-    let task_ids = match &asked.task_ids {
+    let named: usize = asked
+        .resource_subscriptions
+        .iter()
+        .chain(asked.task_ids.iter())
+        .flatten()
+        .map(String::len)
+        .sum();
+    if named > MAX_LISTEN_FILTER_BYTES {
+        return Err(ErrorObject::invalid_params(format!(
+            "one listen names {named} bytes of resource URIs and task ids; the limit is \
+             {MAX_LISTEN_FILTER_BYTES}"
+        )));
+    }
+    let task_ids = match asked.task_ids {
         Some(_) if !tasks_declared => return Err(TaskRefused::missing_extension().into_error()),
         Some(ids) if ids.len() > server.max_subscriptions => {
             return Err(ErrorObject::invalid_params(format!(
@@ -122,12 +144,12 @@ fn honoured(
                 "a task id to listen to is too long",
             ));
         }
-        Some(ids) if !ids.is_empty() => Some(ids.clone()),
+        Some(ids) if !ids.is_empty() => Some(ids),
         _ => None,
     };
     let has_resources = !server.resources.is_empty() || !server.templates.is_empty();
     let yes = |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
-    let uris = match &asked.resource_subscriptions {
+    let uris = match asked.resource_subscriptions {
         Some(uris) if has_resources => {
             if uris.len() > server.max_subscriptions {
                 return Err(ErrorObject::invalid_params(format!(
@@ -142,7 +164,14 @@ fn honoured(
                     long.len()
                 )));
             }
-            (!uris.is_empty()).then(|| uris.clone())
+            // What `resources/read` would find first: a resource this server offers.
+            if let Some(unknown) = uris.iter().find(|u| !offers(server, u)) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "this server offers no resource {:?} to listen to",
+                    tidewire_core::transport::text::excerpt(unknown)
+                )));
+            }
+            (!uris.is_empty()).then_some(uris)
         }
         _ => None,
     };
@@ -153,6 +182,46 @@ fn honoured(
         resource_subscriptions: uris,
         task_ids,
     })
+}
+
+/// Whether `uri` names a resource this server offers: one of its resources, or a match of one
+/// of its templates (as `resources/read` finds one).
+fn offers(server: &Shared, uri: &str) -> bool {
+    server.resources.get(uri).is_some()
+        || server
+            .templates
+            .snapshot()
+            .iter()
+            .any(|entry| entry.parsed.matches(uri).is_some())
+}
+
+/// What one listener wants, kept compactly for as long as it listens: flags, and sets of the
+/// resource URIs and task ids it names.
+struct Filter {
+    tools_list_changed: bool,
+    prompts_list_changed: bool,
+    resources_list_changed: bool,
+    uris: std::collections::HashSet<Box<str>>,
+    task_ids: std::collections::HashSet<Box<str>>,
+}
+
+impl From<SubscriptionFilter> for Filter {
+    fn from(accepted: SubscriptionFilter) -> Self {
+        let set = |items: Option<Vec<String>>| {
+            items
+                .into_iter()
+                .flatten()
+                .map(String::into_boxed_str)
+                .collect()
+        };
+        Self {
+            tools_list_changed: accepted.tools_list_changed == Some(true),
+            prompts_list_changed: accepted.prompts_list_changed == Some(true),
+            resources_list_changed: accepted.resources_list_changed == Some(true),
+            uris: set(accepted.resource_subscriptions),
+            task_ids: set(accepted.task_ids),
+        }
+    }
 }
 
 /// The method and params (without `_meta`) an event travels as.
@@ -203,14 +272,14 @@ impl Drop for ListenerSlot {
 /// The events waiting for one listener's stream. Bounded: when full, a list change is owed
 /// (one of each kind is sent once there is room; one tells all) and a resource update is lost.
 struct Queue {
-    filter: SubscriptionFilter,
+    filter: Filter,
     events: Mutex<VecDeque<BusEvent>>,
     owed: AtomicU8,
     ready: Notify,
 }
 
 impl Queue {
-    fn new(filter: SubscriptionFilter) -> Self {
+    fn new(filter: Filter) -> Self {
         Self {
             filter,
             events: Mutex::new(VecDeque::new()),
@@ -220,21 +289,12 @@ impl Queue {
     }
 
     fn wants(&self, event: &BusEvent) -> bool {
-        let on = |flag: Option<bool>| flag == Some(true);
         match event {
-            BusEvent::ToolsListChanged => on(self.filter.tools_list_changed),
-            BusEvent::PromptsListChanged => on(self.filter.prompts_list_changed),
-            BusEvent::ResourcesListChanged => on(self.filter.resources_list_changed),
-            BusEvent::ResourceUpdated { uri } => self
-                .filter
-                .resource_subscriptions
-                .as_ref()
-                .is_some_and(|uris| uris.iter().any(|u| u == uri)),
-            BusEvent::TaskChanged { task_id } => self
-                .filter
-                .task_ids
-                .as_ref()
-                .is_some_and(|ids| ids.iter().any(|id| id == task_id)),
+            BusEvent::ToolsListChanged => self.filter.tools_list_changed,
+            BusEvent::PromptsListChanged => self.filter.prompts_list_changed,
+            BusEvent::ResourcesListChanged => self.filter.resources_list_changed,
+            BusEvent::ResourceUpdated { uri } => self.filter.uris.contains(uri.as_str()),
+            BusEvent::TaskChanged { task_id } => self.filter.task_ids.contains(task_id.as_str()),
             BusEvent::TaskCancelled { .. } | BusEvent::TaskAnswered { .. } => false,
         }
     }
