@@ -369,11 +369,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_owes_list_changes_and_drops_updates() {
-        let queue = Queue::new(SubscriptionFilter {
+        let queue = Queue::new(Filter::from(SubscriptionFilter {
             tools_list_changed: Some(true),
             resource_subscriptions: Some(vec!["a://x".into()]),
             ..SubscriptionFilter::default()
-        });
+        }));
         queue.offer(&BusEvent::PromptsListChanged); // not asked for
         for _ in 0..QUEUE {
             queue.offer(&BusEvent::ResourceUpdated {
