@@ -806,3 +806,69 @@ async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
     .await
     .expect("within the limit: the revoked token's channels ended");
 }
+
+/// Issue 26, item 4: without protected-resource metadata, the authorization server metadata at
+/// the MCP server's origin could claim any issuer, and credentials kept for that issuer were
+/// looked up and sent to the endpoints the document named. Now the issuer must be that origin.
+#[tokio::test]
+async fn a_server_without_resource_metadata_cannot_claim_another_issuer() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::routing::{get, post};
+    use tidewire_auth::client::{
+        AuthError, Credentials, HeadlessRedirect, OAuthClient, OAuthConfig,
+    };
+
+    tokio::time::timeout(LIMIT, async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        let metadata = json!({
+            "issuer": "https://login.example.com",
+            "authorization_endpoint": format!("{origin}/authorize"),
+            "token_endpoint": format!("{origin}/token"),
+            "code_challenge_methods_supported": ["S256"],
+        })
+        .to_string();
+        let token_requests = Arc::new(AtomicUsize::new(0));
+        let counted = token_requests.clone();
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(move || {
+                    let metadata = metadata.clone();
+                    async move { ([(http::header::CONTENT_TYPE, "application/json")], metadata) }
+                }),
+            )
+            .route(
+                "/token",
+                post(move || {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    async { http::StatusCode::BAD_REQUEST }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let oauth = OAuthClient::new(OAuthConfig::new(
+            "auth-test",
+            "http://127.0.0.1:9/callback",
+            HeadlessRedirect::new(),
+        ))
+        .expect("client");
+        // Credentials this user keeps for the real login.example.com.
+        oauth.remember(
+            "https://login.example.com",
+            Credentials::pre_registered("real-client", Some("real-secret".to_owned())),
+        );
+        let outcome = oauth.authorize(&format!("{origin}/mcp"), None).await;
+        assert!(
+            matches!(outcome, Err(AuthError::IssuerMismatch { .. })),
+            "{outcome:?}"
+        );
+        assert_eq!(token_requests.load(Ordering::SeqCst), 0);
+    })
+    .await
+    .expect("within the limit");
+}
