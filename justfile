@@ -1,7 +1,12 @@
 # Mirrors .ci/run (which also installs the outside programs the interop tests need).
 
-# Everything CI checks, in CI's order.
-ci: fmt clippy doc test
+# Everything CI checks, in CI's order (less its installs, the outside programs the tests then
+# skip without, the conformance suites, the benchmarks and the soak: `just ci-full` runs those).
+ci: fmt cycles clippy clippy-features doc test
+
+# No module imports one that imports it back.
+cycles:
+    python3 .ci/module_cycles.py crates/*/src tests/src
 
 # Formatting check.
 fmt:
@@ -10,6 +15,10 @@ fmt:
 # Lints, warnings as errors.
 clippy:
     cargo clippy --workspace --all-targets -- -D warnings
+
+# The facade's features one by one: each half builds alone (a client-only build compiles no axum).
+clippy-features:
+    bash .ci/clippy-features
 
 # API docs, warnings as errors.
 doc:
