@@ -401,10 +401,19 @@ fn hop_by_hop(name: &HeaderName) -> bool {
     )
 }
 
+/// Credentials stay with the replica that checked them: what crosses to the owner is the
+/// principal it verified, never a token (which Redis and every subscriber could read).
+fn credential(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    )
+}
+
 fn text_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
-        .filter(|(name, _)| !hop_by_hop(name))
+        .filter(|(name, _)| !hop_by_hop(name) && !credential(name))
         .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
         .collect()
 }
@@ -420,7 +429,8 @@ fn rebuild(forwarded: Forwarded) -> Option<Request> {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_str(&value),
-        ) {
+        ) && !credential(&name)
+        {
             request.headers_mut().append(name, value);
         }
     }
@@ -440,6 +450,30 @@ mod tests {
             headers.insert(SESSION_ID, HeaderValue::from_static("s-1"));
         }
         answered_at_once(&method, &headers, body.as_bytes())
+    }
+
+    /// Issue 26, item 10: a forwarded request carried the raw `Authorization` header through
+    /// Redis; the owner needs only the principal the first replica verified.
+    #[test]
+    fn credentials_do_not_cross_between_replicas() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer secret"));
+        headers.insert("cookie", HeaderValue::from_static("sid=secret"));
+        headers.insert("mcp-session-id", HeaderValue::from_static("s-1"));
+        let sent = text_headers(&headers);
+        assert_eq!(sent, [("mcp-session-id".to_owned(), "s-1".to_owned())]);
+        let forwarded = Forwarded {
+            rid: "r".into(),
+            from: "a".into(),
+            method: "POST".into(),
+            uri: "/mcp".into(),
+            headers: vec![("authorization".into(), "Bearer old-replica".into())],
+            body: String::new(),
+            principal: None,
+            brief: true,
+        };
+        let rebuilt = rebuild(forwarded).expect("a request");
+        assert!(rebuilt.headers().get("authorization").is_none());
     }
 
     #[test]
