@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use tidewire_server::bus::{BusEvent, MemoryBus, NotificationBus, Subscriber, Subscription};
+use tidewire_server::bus::{
+    BusEvent, BusRefused, MemoryBus, NotificationBus, Subscriber, Subscription,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -159,14 +161,25 @@ async fn read(
 
 impl NotificationBus for RedisBus {
     fn publish(&self, event: BusEvent) {
-        let Ok(json) = serde_json::to_string(&event) else {
-            return;
-        };
-        if self.outbox.try_send(json).is_err() {
-            tracing::warn!(
-                "the bus's outbox is full (Redis too slow or gone); an event is dropped"
-            );
+        if let Err(refused) = self.try_publish(event) {
+            tracing::warn!("an event is dropped: {refused}");
         }
+    }
+
+    /// Refuses an event over the size every replica reads (rather than publishing what they
+    /// would drop), and one the outbox has no room for.
+    fn try_publish(&self, event: BusEvent) -> Result<(), BusRefused> {
+        let json = serde_json::to_string(&event)
+            .map_err(|e| BusRefused::Unavailable(format!("the event does not encode: {e}")))?;
+        if json.len() > MAX_EVENT {
+            return Err(BusRefused::TooLarge {
+                size: json.len(),
+                max: MAX_EVENT,
+            });
+        }
+        self.outbox.try_send(json).map_err(|_| {
+            BusRefused::Unavailable("its outbox is full (Redis too slow or gone)".to_owned())
+        })
     }
 
     fn subscribe(&self, subscriber: Subscriber) -> Subscription {

@@ -401,3 +401,34 @@ async fn a_node_id_is_one_live_replica_s_alone() {
     .await
     .expect("within the limit");
 }
+
+/// Issue 26, item 10: task answers over 64 KiB were published, dropped by every replica that
+/// read them (over the bus's limit), and acknowledged to the client all the same. Now the bus
+/// refuses what it cannot carry, so the server can say so instead.
+#[tokio::test]
+async fn an_event_the_bus_cannot_carry_is_refused_not_lost() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let a = Redis::connect(&server.url(), "big").await.expect("a");
+        let bus = a.bus().await.expect("bus");
+        let mut responses = serde_json::Map::new();
+        responses.insert("q".into(), serde_json::Value::String("x".repeat(70_000)));
+        let refused = bus.try_publish(BusEvent::TaskAnswered {
+            task_id: "t".into(),
+            responses,
+        });
+        assert!(
+            matches!(
+                refused,
+                Err(tidewire_server::bus::BusRefused::TooLarge { max: 65_536, .. })
+            ),
+            "{refused:?}"
+        );
+        bus.try_publish(BusEvent::ToolsListChanged)
+            .expect("a small event goes");
+    })
+    .await
+    .expect("within the limit");
+}

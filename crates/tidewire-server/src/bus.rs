@@ -80,11 +80,42 @@ impl Drop for Subscription {
     }
 }
 
+/// Why a bus could not take an event that must not be lost silently.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BusRefused {
+    /// The event is larger than one message of the bus may be.
+    #[error("the event is {size} bytes; the bus carries at most {max} bytes")]
+    TooLarge {
+        /// The event's size, encoded.
+        size: usize,
+        /// The bus's limit.
+        max: usize,
+    },
+    /// The bus cannot take it now (its connection is gone, or its outbox is full).
+    #[error("the bus cannot take it now: {0}")]
+    Unavailable(String),
+}
+
 /// Carries [`BusEvent`]s to every subscriber, in this process or (for a shared bus) in every
 /// process serving the same MCP server.
 pub trait NotificationBus: Send + Sync + fmt::Debug + 'static {
-    /// Delivers `event` to every subscriber, without waiting on any.
+    /// Delivers `event` to every subscriber, without waiting on any. An event the bus cannot
+    /// carry is dropped (and logged): for one that must not be, see
+    /// [`try_publish`](Self::try_publish).
     fn publish(&self, event: BusEvent);
+
+    /// Delivers `event` as [`publish`](Self::publish) does, or says why it cannot: for an event
+    /// whose loss the caller must report (a task's answers, acknowledged to a client only once
+    /// they are on their way). The default publishes and succeeds (an in-process bus carries
+    /// everything).
+    ///
+    /// # Errors
+    /// [`BusRefused`] when the event is too large for the bus or the bus cannot take it now.
+    fn try_publish(&self, event: BusEvent) -> Result<(), BusRefused> {
+        self.publish(event);
+        Ok(())
+    }
 
     /// Adds a subscriber until the returned [`Subscription`] drops.
     fn subscribe(&self, subscriber: Subscriber) -> Subscription;

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::record::TaskRecord;
 use super::store::{TaskStore, TaskStoreError};
-use crate::bus::{BusEvent, NotificationBus, Subscription};
+use crate::bus::{BusEvent, BusRefused, NotificationBus, Subscription};
 
 /// The tasks of one server: its store, and the ones running in this process.
 #[derive(Debug)]
@@ -386,7 +386,8 @@ impl Tasks {
     /// before this returns.
     ///
     /// # Errors
-    /// As [`find`](Self::find).
+    /// As [`find`](Self::find); `-32602` for answers too large to reach the replica running
+    /// the task, `-32001` when the bus cannot take them now.
     pub(crate) async fn answer(
         &self,
         id: &str,
@@ -400,10 +401,25 @@ impl Tasks {
                 && !record.input_requests.is_empty()
                 && let Some(bus) = self.bus.get()
             {
-                bus.publish(BusEvent::TaskAnswered {
+                // Acknowledged only once on its way: answers the bus cannot carry are refused
+                // here, not lost there.
+                bus.try_publish(BusEvent::TaskAnswered {
                     task_id: record.id.clone(),
                     responses,
-                });
+                })
+                .map_err(|refused| match refused {
+                    BusRefused::TooLarge { .. } => ErrorObject::invalid_params(format!(
+                        "the task runs on another replica, and its answers cannot reach it: \
+                         {refused}"
+                    )),
+                    other => ErrorObject::new(
+                        ErrorCode::SERVER_BUSY,
+                        format!(
+                            "the task runs on another replica, and its answers cannot reach it \
+                             now ({other}); retry"
+                        ),
+                    ),
+                })?;
             }
             return Ok(());
         };
@@ -570,5 +586,64 @@ fn store_error(error: TaskStoreError) -> ErrorObject {
     match error {
         TaskStoreError::Full(_) => ErrorObject::new(ErrorCode::SERVER_BUSY, error.to_string()),
         other => ErrorObject::internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tidewire_core::schema::InputRequest;
+
+    use super::*;
+    use crate::bus::Subscriber;
+    use crate::tasks::MemoryTaskStore;
+
+    /// A shared bus that carries nothing as large as a task's answers.
+    #[derive(Debug)]
+    struct Narrow;
+
+    impl NotificationBus for Narrow {
+        fn publish(&self, _: BusEvent) {}
+
+        fn subscribe(&self, _: Subscriber) -> Subscription {
+            Subscription::new(|| {})
+        }
+
+        fn try_publish(&self, _: BusEvent) -> Result<(), BusRefused> {
+            Err(BusRefused::TooLarge {
+                size: 70_000,
+                max: 65_536,
+            })
+        }
+    }
+
+    /// Issue 26, item 10: answers for a task running on another replica were acknowledged
+    /// though the bus dropped them (too large), and the task stayed `input_required`.
+    #[tokio::test]
+    async fn answers_the_bus_cannot_carry_are_refused_not_acknowledged() {
+        let store = Arc::new(MemoryTaskStore::default());
+        let tasks = Arc::new(Tasks::new(
+            store.clone(),
+            Duration::from_millis(500),
+            crate::tasks::DEFAULT_LEASE,
+        ));
+        tasks.attach_bus(Arc::new(Narrow));
+        // Waiting for input, and run by another replica: nothing of it is live here.
+        let mut record = TaskRecord::new("t-1".into(), "crawl".into(), None, None);
+        record.status = TaskStatus::InputRequired;
+        record
+            .input_requests
+            .insert("q".into(), InputRequest::ListRoots);
+        store.insert(record).await.expect("stored");
+        let mut responses = serde_json::Map::new();
+        responses.insert("q".into(), Value::String("x".repeat(70_000)));
+        let refused = tokio::time::timeout(
+            Duration::from_secs(30),
+            tasks.answer("t-1", None, responses),
+        )
+        .await
+        .expect("in time")
+        .expect_err("refused");
+        assert_eq!(refused.code, ErrorCode::INVALID_PARAMS.0, "{refused}");
+        assert!(refused.message.contains("65536"), "{refused}");
     }
 }
