@@ -16,11 +16,13 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use http_body_util::BodyExt as _;
 use serde::{Deserialize, Serialize};
 use tidewire_core::transport::Principal;
-use tokio::sync::mpsc;
 use tower::ServiceExt as _;
 
+use super::pieces::{PieceReceiver, pieces};
 use super::places::Asked;
-use super::shared::{RELAY_QUEUE, SESSION_ID, Shared, random_id, session_named, unavailable};
+use super::shared::{
+    RELAY_BYTES, RELAY_QUEUE, SESSION_ID, Shared, random_id, session_named, unavailable,
+};
 
 /// How long the owner may take to start answering a forwarded request.
 const HEAD_WITHIN: Duration = Duration::from_secs(30);
@@ -155,7 +157,7 @@ impl Shared {
         let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
         let gone = self.redis.key(&format!("gone:{}", forwarded.rid));
         let relay = forwarded.from.clone();
-        let (tx, mut gone_rx) = mpsc::channel(1);
+        let (tx, mut gone_rx) = pieces(1, 1024);
         self.route(&gone, tx);
         let request = match rebuild(forwarded) {
             Some(request) => request,
@@ -252,7 +254,7 @@ impl Shared {
         };
         let rid = random_id();
         let reply = self.redis.key(&format!("reply:{rid}"));
-        let (tx, mut pieces) = mpsc::channel(RELAY_QUEUE);
+        let (tx, mut pieces) = pieces(RELAY_QUEUE, RELAY_BYTES);
         self.route(&reply, tx);
         let cleanup = Cleanup {
             shared: self.clone(),
@@ -348,7 +350,7 @@ impl Drop for Cleanup {
 
 /// What a relay holds while its body is read.
 struct Relay {
-    pieces: mpsc::Receiver<Vec<u8>>,
+    pieces: PieceReceiver,
     shared: Arc<Shared>,
     owner: String,
     cleanup: Cleanup,

@@ -23,6 +23,7 @@
 //! [`shared`] (what they all use).
 
 mod forward;
+mod pieces;
 mod places;
 mod route;
 mod routing;

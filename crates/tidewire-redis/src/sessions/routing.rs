@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use tidewire_http::server::StreamableHttp;
-use tokio::sync::mpsc;
 
 use super::forward::Forwarded;
-use super::shared::{ALIVE_FOR, RELAY_QUEUE, Shared, millis};
+use super::pieces::pieces;
+use super::shared::{ALIVE_FOR, INBOX_BYTES, RELAY_QUEUE, Shared, millis};
 use crate::{Redis, RedisError};
 
 /// How often a replica says it is alive.
@@ -153,7 +153,7 @@ impl SessionRouting {
             tasks: Mutex::new(Vec::new()),
         });
         let inbox = shared.inbox();
-        let (tx, mut forwarded) = mpsc::channel::<Vec<u8>>(RELAY_QUEUE);
+        let (tx, mut forwarded) = pieces(RELAY_QUEUE, INBOX_BYTES);
         shared.route(&inbox, tx);
         shared.sink().subscribe(&inbox).await?;
         let weak = Arc::downgrade(&shared);

@@ -5,19 +5,25 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use super::pieces::PieceSender;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use http::StatusCode;
 use redis::aio::PubSubSink;
 pub(super) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
-use tokio::sync::mpsc;
 
 use crate::Redis;
 
 /// Chunks a relay holds for a client that reads slowly; past it the relay ends (the client
 /// resumes). Also the forwarded requests queued for this replica before it takes them.
 pub(super) const RELAY_QUEUE: usize = 1024;
+/// Bytes a relay holds for a client that reads slowly, all its chunks together; past it the
+/// relay ends too.
+pub(super) const RELAY_BYTES: usize = 16 * 1024 * 1024;
+/// Bytes of forwarded requests queued for this replica before it takes them; past it the next
+/// one is dropped (its relay answers 503).
+pub(super) const INBOX_BYTES: usize = 64 * 1024 * 1024;
 /// How long a replica counts as alive after its last heartbeat.
 pub(super) const ALIVE_FOR: Duration = Duration::from_secs(3);
 
@@ -39,7 +45,7 @@ pub(super) struct Shared {
     /// Subscribes and unsubscribes; replaced when the subscription is made again.
     pub(super) sink: Mutex<PubSubSink>,
     /// By channel: who waits on its messages (relays here, forwarded requests served here).
-    pub(super) routes: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
+    pub(super) routes: Mutex<HashMap<String, PieceSender>>,
     /// The router forwarded requests are served by (the one wrapped, without this layer).
     pub(super) local: OnceLock<axum::Router>,
     /// The endpoint's admission checks, applied to a request before it is forwarded.
@@ -76,13 +82,11 @@ pub(super) fn random_id() -> String {
 }
 
 impl Shared {
-    pub(super) fn routes(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::Sender<Vec<u8>>>> {
+    pub(super) fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, PieceSender>> {
         self.routes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn route(&self, channel: &str, tx: mpsc::Sender<Vec<u8>>) {
+    pub(super) fn route(&self, channel: &str, tx: PieceSender) {
         self.routes().insert(channel.to_owned(), tx);
     }
 
