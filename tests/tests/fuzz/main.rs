@@ -12,7 +12,10 @@
 //!   in-process through `tower::ServiceExt::oneshot`, in short sequences that reuse a session;
 //! - `websocket`: frame sequences (text, binary, ping, pong, close, oversized, invalid UTF-8,
 //!   raw frames) against the WebSocket server on a loopback port. It runs half the default
-//!   case count: each case opens two connections.
+//!   case count: each case opens two connections;
+//! - `peer_documents`: `WWW-Authenticate` challenges (any text; what tidewire writes reads
+//!   back), protected-resource metadata, `SKILL.md` frontmatter, and the duplicate-member check
+//!   (refused exactly when an object names a member twice, else read as serde_json reads it).
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -90,6 +93,7 @@ pub(crate) fn chunks<'a>(bytes: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
 mod codec;
 mod generators;
 mod http_server;
+mod peer_documents;
 mod sse;
 mod uri_template;
 mod websocket;
