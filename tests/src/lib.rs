@@ -25,3 +25,15 @@ pub use suite_server::suite_server;
 /// How long any one test step may take before the test fails instead of hanging: generous,
 /// since CI runs on two cores with everything else, and never reached by a passing test.
 pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// An HTTP client for tests: every request (its body included) fails after [`LIMIT`] instead
+/// of waiting for ever on a server that stopped answering.
+///
+/// # Panics
+/// When the TLS backend cannot start (never on loopback HTTP).
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(LIMIT)
+        .build()
+        .expect("an HTTP client")
+}

@@ -101,7 +101,7 @@ async fn whoami(client: &Client) -> String {
 async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches_the_handler() {
     tokio::time::timeout(LIMIT, async {
         let url = protected().await;
-        let http = reqwest::Client::new();
+        let http = tidewire_tests::http_client();
         let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}});
@@ -194,7 +194,7 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
 async fn a_session_is_bound_to_the_principal_that_opened_it() {
     tokio::time::timeout(LIMIT, async {
         let url = protected().await;
-        let http = reqwest::Client::new();
+        let http = tidewire_tests::http_client();
         let send = |token: &'static str, session: Option<String>, body: serde_json::Value| {
             let mut request = http
                 .post(&url)
@@ -415,7 +415,7 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
         for wrong_iss in [false, true] {
             let (issuer, token_requests) = authorization_server(wrong_iss, None).await;
             let url = protected_by(&issuer).await;
-            let refused = reqwest::Client::new()
+            let refused = tidewire_tests::http_client()
                 .post(&url)
                 .send()
                 .await
@@ -555,7 +555,7 @@ async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
     use std::sync::atomic::Ordering;
     tokio::time::timeout(LIMIT, async {
         let (url, ran) = serve_scoped().await;
-        let http = reqwest::Client::new();
+        let http = tidewire_tests::http_client();
         let post = |session: Option<String>, body: String| {
             let mut request = http
                 .post(&url)
@@ -756,7 +756,7 @@ async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
             .expect("WebSocket");
         assert_eq!(whoami(&client).await, "carol");
 
-        let http = reqwest::Client::new();
+        let http = tidewire_tests::http_client();
         let opened = http
             .post(&url)
             .bearer_auth("live-token")

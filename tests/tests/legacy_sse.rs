@@ -34,7 +34,7 @@ impl std::fmt::Debug for RawStream {
 
 impl RawStream {
     async fn open(url: &str, headers: &[(&str, &str)]) -> Result<Self, reqwest::Response> {
-        let mut request = reqwest::Client::new().get(url);
+        let mut request = tidewire_tests::http_client().get(url);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -77,7 +77,7 @@ impl RawStream {
 }
 
 async fn post(url: &str, content_type: &str, body: impl Into<reqwest::Body>) -> (u16, String) {
-    let response = reqwest::Client::new()
+    let response = tidewire_tests::http_client()
         .post(url)
         .header("content-type", content_type)
         .body(body)
@@ -143,7 +143,7 @@ async fn the_exchange_and_its_refusals() {
         assert_eq!(refused.err().map(|r| r.status().as_u16()), Some(403));
         let refused = RawStream::open(&url, &[("host", "evil.example")]).await;
         assert_eq!(refused.err().map(|r| r.status().as_u16()), Some(403));
-        let response = reqwest::Client::new()
+        let response = tidewire_tests::http_client()
             .post(&endpoint)
             .header("content-type", "application/json")
             .header("origin", "http://evil.example")

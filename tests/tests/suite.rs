@@ -769,7 +769,7 @@ mod legacy_sse_cases {
             let text = err.to_string();
             assert!(text.contains("SSE stream"), "a clear error: {text}");
             // The old session is gone on the server.
-            let answer = reqwest::Client::new()
+            let answer = tidewire_tests::http_client()
                 .post(&old_endpoint)
                 .header("content-type", "application/json")
                 .body(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)

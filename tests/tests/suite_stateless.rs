@@ -131,7 +131,7 @@ impl Stateless {
                 keep.push(Box::new(server));
                 keep.push(Box::new(http));
                 Via::Http {
-                    http: reqwest::Client::new(),
+                    http: tidewire_tests::http_client(),
                     url,
                     notes: tx,
                 }

@@ -74,7 +74,7 @@ impl Issuer for PythonAuthorizationServer {
 }
 
 async fn control(url: &str) {
-    let answer = reqwest::Client::new()
+    let answer = support::http_client()
         .post(url)
         .send()
         .await

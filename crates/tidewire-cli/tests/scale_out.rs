@@ -553,7 +553,7 @@ async fn switch(backends: Vec<String>, first: usize, then: usize) -> Switch {
     let opened = Arc::new(AtomicBool::new(false));
     let (open, gate) = tokio::sync::watch::channel(true);
     let resuming = resumed.clone();
-    let http = reqwest::Client::new();
+    let http = support::http_client();
     let chosen = current.clone();
     let forward = move |request: axum::extract::Request| {
         let (backends, http, chosen, opened, resuming, mut gate) = (
@@ -955,7 +955,7 @@ async fn post_as(
     session: Option<&str>,
     message: Value,
 ) -> (u16, Option<String>, String) {
-    let mut request = reqwest::Client::new()
+    let mut request = support::http_client()
         .post(url)
         .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
@@ -1036,7 +1036,7 @@ async fn with_authorization_a_forwarded_request_acts_for_the_subject_its_replica
         let (status, _, _) = post_as(&a.url, &bob, Some(&session), echo(4)).await;
         assert_eq!(status, 404);
         // No token at all is stopped by B's own layer, before any forwarding.
-        let unauthenticated = reqwest::Client::new()
+        let unauthenticated = support::http_client()
             .post(&b.url)
             .header("accept", "application/json, text/event-stream")
             .header("mcp-session-id", &session)
@@ -1078,7 +1078,7 @@ async fn with_authorization_a_forwarded_request_acts_for_the_subject_its_replica
             .await
             .expect("written");
         let resume = |token: &str| {
-            reqwest::Client::new()
+            support::http_client()
                 .get(&b.url)
                 .bearer_auth(token)
                 .header("accept", "text/event-stream")
@@ -1240,7 +1240,7 @@ async fn a_forwarded_request_passes_the_same_checks_first() {
     tokio::time::timeout(support::LIMIT, async {
         let b_args = ["--body-read-timeout", "1s"];
         let (a, b) = (replica(&redis, "a"), replica_with(&redis, "b", &b_args));
-        let opened = reqwest::Client::new()
+        let opened = support::http_client()
             .post(format!("{}/mcp", a.base()))
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")

@@ -12,6 +12,15 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tidewire");
 /// The longest any one CLI run may take in these tests.
 pub const LIMIT: Duration = Duration::from_secs(30);
 
+/// An HTTP client whose every request (its body included) fails after [`LIMIT`] instead of
+/// waiting for ever on a server that stopped answering.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(LIMIT)
+        .build()
+        .expect("an HTTP client")
+}
+
 /// `-- <tidewire> serve --stdio`: the demo server as a stdio target.
 pub fn stdio_server() -> Vec<String> {
     vec![

@@ -81,7 +81,11 @@ pub fn init_body(id: i64) -> Value {
 impl Raw {
     pub fn new(url: &str) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            // Every request fails after LIMIT rather than hanging the test.
+            http: reqwest::Client::builder()
+                .timeout(LIMIT)
+                .build()
+                .expect("an HTTP client"),
             url: url.to_owned(),
             session: None,
         }
