@@ -71,12 +71,20 @@ async fn peer_scenarios_in(era: Era) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_scenarios_in_era_modern() {
-    peer_scenarios_in(Era::Modern).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        peer_scenarios_in(Era::Modern).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_scenarios_in_era_auto() {
-    peer_scenarios_in(Era::Auto).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        peer_scenarios_in(Era::Auto).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

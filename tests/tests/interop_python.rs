@@ -161,23 +161,35 @@ async fn against_python_server(transport: &str, path: &str, wires: &[Wire]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_streamable_http() {
-    against_python_server(
-        "streamable-http",
-        "/mcp",
-        &[Wire::StreamableHttp, Wire::StatelessHttp, Wire::HttpAuto],
-    )
-    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        against_python_server(
+            "streamable-http",
+            "/mcp",
+            &[Wire::StreamableHttp, Wire::StatelessHttp, Wire::HttpAuto],
+        )
+        .await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_legacy_sse() {
-    against_python_server("sse", "/sse", &[Wire::LegacySse]).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        against_python_server("sse", "/sse", &[Wire::LegacySse]).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tidewire_client_against_python_server_websocket() {
-    let eras = [Era::Legacy, Era::Modern, Era::Auto].map(Wire::WebSocket);
-    against_python_server("websocket", "/ws", &eras).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let eras = [Era::Legacy, Era::Modern, Era::Auto].map(Wire::WebSocket);
+        against_python_server("websocket", "/ws", &eras).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

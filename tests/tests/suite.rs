@@ -529,51 +529,75 @@ mod negotiation {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn memory() {
-        negotiate(TransportUnderTest::Memory).await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            negotiate(TransportUnderTest::Memory).await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn stdio() {
-        negotiate(super::stdio()).await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            negotiate(super::stdio()).await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn http_sse() {
-        negotiate(TransportUnderTest::Http(HttpMode::Sse)).await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            negotiate(TransportUnderTest::Http(HttpMode::Sse)).await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn legacy_sse() {
-        negotiate(TransportUnderTest::LegacySse).await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            negotiate(TransportUnderTest::LegacySse).await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn websocket() {
-        negotiate(TransportUnderTest::WebSocket).await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            negotiate(TransportUnderTest::WebSocket).await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }
 
 /// The progress stream form: every report of a call, in order, ends when the call ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_stream_over_stdio() {
-    run(stdio(), Needs::Nothing, |h| async move {
-        let (call, stream) = h
-            .client
-            .call_tool(
-                "crawl",
-                json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 1}),
-            )
-            .progress_stream();
-        let result = call.await.expect("crawl");
-        assert!(!result.is_error());
-        let reports: Vec<_> = stream.collect().await;
-        assert_eq!(
-            reports.iter().map(|p| p.progress).collect::<Vec<_>>(),
-            vec![1.0, 2.0]
-        );
-        h
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        run(stdio(), Needs::Nothing, |h| async move {
+            let (call, stream) = h
+                .client
+                .call_tool(
+                    "crawl",
+                    json!({"urls": ["https://a.example", "https://b.example"], "delay_ms": 1}),
+                )
+                .progress_stream();
+            let result = call.await.expect("crawl");
+            assert!(!result.is_error());
+            let reports: Vec<_> = stream.collect().await;
+            assert_eq!(
+                reports.iter().map(|p| p.progress).collect::<Vec<_>>(),
+                vec![1.0, 2.0]
+            );
+            h
+        })
+        .await;
     })
-    .await;
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// Scenarios about Streamable HTTP itself, on its session modes.
@@ -636,68 +660,84 @@ mod http {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sse_expiry_and_reinitialization() {
-        run(sse(), Needs::Session, expiry_and_reinitialization).await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            run(sse(), Needs::Session, expiry_and_reinitialization).await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn json_expiry_and_reinitialization() {
-        run(
-            TransportUnderTest::Http(HttpMode::Json),
-            Needs::Session,
-            expiry_and_reinitialization,
-        )
-        .await;
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            run(
+                TransportUnderTest::Http(HttpMode::Json),
+                Needs::Session,
+                expiry_and_reinitialization,
+            )
+            .await;
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     /// Closing the client sends DELETE, which ends the session on the server.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn close_sends_delete() {
-        run(sse(), Needs::Session, |h| async move {
-            let (http, _) = h.http.clone().expect("an HTTP harness");
-            assert_eq!(http.session_count(), 1);
-            // The client waits for the DELETE's answer, and the server ends the session
-            // before it answers.
-            h.client.close().await;
-            assert_eq!(
-                http.session_count(),
-                0,
-                "the DELETE ended the session (the client closed: {:?})",
-                h.client.close_reason()
-            );
-            h
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            run(sse(), Needs::Session, |h| async move {
+                let (http, _) = h.http.clone().expect("an HTTP harness");
+                assert_eq!(http.session_count(), 1);
+                // The client waits for the DELETE's answer, and the server ends the session
+                // before it answers.
+                h.client.close().await;
+                assert_eq!(
+                    http.session_count(),
+                    0,
+                    "the DELETE ended the session (the client closed: {:?})",
+                    h.client.close_reason()
+                );
+                h
+            })
+            .await;
         })
-        .await;
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     /// Two clients whose JSON-RPC ids collide (both count from 1) never see each other's replies.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn colliding_ids_across_clients() {
-        run(sse(), Needs::Session, |h| async move {
-            let (_, url) = h.http.clone().expect("an HTTP harness");
-            let transport = tidewire_http::client::StreamableHttpClient::new(url)
-                .connect()
-                .await
-                .expect("transport");
-            let other = tidewire_client::Client::builder(Implementation::new("second", "1"))
-                .connect(transport)
-                .await
-                .expect("second client");
-            let calls = (0..20).map(|i| {
-                let (a, b) = (h.client.clone(), other.clone());
-                async move {
-                    let (ra, rb) = tokio::join!(
-                        text_of(&a, "echo", json!({"text": format!("a{i}")})),
-                        text_of(&b, "echo", json!({"text": format!("b{i}")})),
-                    );
-                    assert_eq!(ra.expect("a"), format!("a{i}"));
-                    assert_eq!(rb.expect("b"), format!("b{i}"));
-                }
-            });
-            futures::future::join_all(calls).await;
-            other.close().await;
-            h
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            run(sse(), Needs::Session, |h| async move {
+                let (_, url) = h.http.clone().expect("an HTTP harness");
+                let transport = tidewire_http::client::StreamableHttpClient::new(url)
+                    .connect()
+                    .await
+                    .expect("transport");
+                let other = tidewire_client::Client::builder(Implementation::new("second", "1"))
+                    .connect(transport)
+                    .await
+                    .expect("second client");
+                let calls = (0..20).map(|i| {
+                    let (a, b) = (h.client.clone(), other.clone());
+                    async move {
+                        let (ra, rb) = tokio::join!(
+                            text_of(&a, "echo", json!({"text": format!("a{i}")})),
+                            text_of(&b, "echo", json!({"text": format!("b{i}")})),
+                        );
+                        assert_eq!(ra.expect("a"), format!("a{i}"));
+                        assert_eq!(rb.expect("b"), format!("b{i}"));
+                    }
+                });
+                futures::future::join_all(calls).await;
+                other.close().await;
+                h
+            })
+            .await;
         })
-        .await;
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }
 
@@ -705,18 +745,22 @@ mod http {
 /// `retry` it was told, resumes with `Last-Event-ID`, and gets the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_sse_polling_round_trip() {
-    run(
-        TransportUnderTest::Http(HttpMode::Sse),
-        Needs::Session,
-        |h| async move {
-            let text = text_of(&h.client, "test_reconnection", json!({}))
-                .await
-                .expect("resumed");
-            assert!(text.starts_with("Reconnection test completed"), "{text}");
-            h
-        },
-    )
-    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        run(
+            TransportUnderTest::Http(HttpMode::Sse),
+            Needs::Session,
+            |h| async move {
+                let text = text_of(&h.client, "test_reconnection", json!({}))
+                    .await
+                    .expect("resumed");
+                assert!(text.starts_with("Reconnection test completed"), "{text}");
+                h
+            },
+        )
+        .await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// Polls the demo's `crawl_status` until the latest crawl has stopped; returns it.

@@ -159,32 +159,56 @@ async fn cancelled_by_a_new_client(wire: Wire) {
 
 #[tokio::test]
 async fn a_crawl_task_outlives_its_client_on_streamable_http_2026() {
-    outlives_its_client(Wire::HttpModern).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        outlives_its_client(Wire::HttpModern).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_crawl_task_outlives_its_client_on_streamable_http_sessions() {
-    outlives_its_client(Wire::HttpSession).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        outlives_its_client(Wire::HttpSession).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_crawl_task_outlives_its_client_on_websocket() {
-    outlives_its_client(Wire::WebSocket).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        outlives_its_client(Wire::WebSocket).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_new_client_cancels_a_task_on_streamable_http_2026() {
-    cancelled_by_a_new_client(Wire::HttpModern).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        cancelled_by_a_new_client(Wire::HttpModern).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_new_client_cancels_a_task_on_streamable_http_sessions() {
-    cancelled_by_a_new_client(Wire::HttpSession).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        cancelled_by_a_new_client(Wire::HttpSession).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_new_client_cancels_a_task_on_websocket() {
-    cancelled_by_a_new_client(Wire::WebSocket).await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        cancelled_by_a_new_client(Wire::WebSocket).await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// A task outlives its request on the transports where a connection is one client's (in

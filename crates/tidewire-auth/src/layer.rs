@@ -544,6 +544,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_with_its_own_scopes_needs_them_alone_or_in_a_batch() {
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
         let call = |name: &str| {
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}"}}}}"#
@@ -569,6 +570,9 @@ mod tests {
             call_tools("t", &long).await.status(),
             StatusCode::PAYLOAD_TOO_LARGE
         );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
     }
 
     fn challenge(response: &Response<LeasedBody<String>>) -> Challenge {
@@ -582,43 +586,47 @@ mod tests {
 
     #[tokio::test]
     async fn each_refusal_has_its_status_and_challenge_and_a_good_token_passes() {
-        let ok = answer(&["Bearer good"]).await;
-        assert_eq!(
-            (ok.status(), ok.body().get_ref().as_str()),
-            (StatusCode::OK, "alice")
-        );
-        assert_eq!(answer(&["bearer good"]).await.status(), StatusCode::OK);
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let ok = answer(&["Bearer good"]).await;
+            assert_eq!(
+                (ok.status(), ok.body().get_ref().as_str()),
+                (StatusCode::OK, "alice")
+            );
+            assert_eq!(answer(&["bearer good"]).await.status(), StatusCode::OK);
 
-        let none = answer(&[]).await;
-        assert_eq!(none.status(), StatusCode::UNAUTHORIZED);
-        let c = challenge(&none);
-        assert_eq!(
-            c.param("resource_metadata"),
-            Some("http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp")
-        );
-        assert_eq!(c.param("scope"), Some("mcp:read mcp:write"));
-        assert_eq!(c.param("error"), None);
+            let none = answer(&[]).await;
+            assert_eq!(none.status(), StatusCode::UNAUTHORIZED);
+            let c = challenge(&none);
+            assert_eq!(
+                c.param("resource_metadata"),
+                Some("http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp")
+            );
+            assert_eq!(c.param("scope"), Some("mcp:read mcp:write"));
+            assert_eq!(c.param("error"), None);
 
-        let bad = answer(&["Bearer nope"]).await;
-        assert_eq!(bad.status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(challenge(&bad).param("error"), Some("invalid_token"));
+            let bad = answer(&["Bearer nope"]).await;
+            assert_eq!(bad.status(), StatusCode::UNAUTHORIZED);
+            assert_eq!(challenge(&bad).param("error"), Some("invalid_token"));
 
-        let narrow = answer(&["Bearer narrow"]).await;
-        assert_eq!(narrow.status(), StatusCode::FORBIDDEN);
-        let c = challenge(&narrow);
-        assert_eq!(c.param("error"), Some("insufficient_scope"));
-        assert_eq!(c.param("scope"), Some("mcp:read mcp:write"));
+            let narrow = answer(&["Bearer narrow"]).await;
+            assert_eq!(narrow.status(), StatusCode::FORBIDDEN);
+            let c = challenge(&narrow);
+            assert_eq!(c.param("error"), Some("insufficient_scope"));
+            assert_eq!(c.param("scope"), Some("mcp:read mcp:write"));
 
-        for malformed in [
-            &["Basic YTpi"][..],
-            &["Bearer"],
-            &["Bearer a b"],
-            &["Bearer good", "Bearer good"],
-            &["Bearer tok\"en"],
-        ] {
-            let response = answer(malformed).await;
-            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{malformed:?}");
-            assert_eq!(challenge(&response).param("error"), Some("invalid_request"));
-        }
+            for malformed in [
+                &["Basic YTpi"][..],
+                &["Bearer"],
+                &["Bearer a b"],
+                &["Bearer good", "Bearer good"],
+                &["Bearer tok\"en"],
+            ] {
+                let response = answer(malformed).await;
+                assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{malformed:?}");
+                assert_eq!(challenge(&response).param("error"), Some("invalid_request"));
+            }
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }

@@ -108,49 +108,77 @@ async fn run_scenarios(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_mode_modern() {
-    python_client_against_tidewire_serve("modern").await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        python_client_against_tidewire_serve("modern").await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_mode_auto() {
-    python_client_against_tidewire_serve("auto").await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        python_client_against_tidewire_serve("auto").await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_mode_legacy() {
-    python_client_against_tidewire_serve("legacy").await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        python_client_against_tidewire_serve("legacy").await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_over_streamable_http_mode_auto() {
-    let Some(peers) = python_peers() else { return };
-    let server = HttpServer::start(&[]).await;
-    run_scenarios(&peers, "streamable-http", &server.url, "auto").await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let Some(peers) = python_peers() else { return };
+        let server = HttpServer::start(&[]).await;
+        run_scenarios(&peers, "streamable-http", &server.url, "auto").await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_over_streamable_http_mode_modern() {
-    let Some(peers) = python_peers() else { return };
-    let server = HttpServer::start(&[]).await;
-    run_scenarios(&peers, "streamable-http", &server.url, "modern").await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let Some(peers) = python_peers() else { return };
+        let server = HttpServer::start(&[]).await;
+        run_scenarios(&peers, "streamable-http", &server.url, "modern").await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_over_streamable_http_mode_legacy() {
-    let Some(peers) = python_peers() else { return };
-    let server = HttpServer::start(&[]).await;
-    run_scenarios(&peers, "streamable-http", &server.url, "legacy").await;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let Some(peers) = python_peers() else { return };
+        let server = HttpServer::start(&[]).await;
+        run_scenarios(&peers, "streamable-http", &server.url, "legacy").await;
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// The wire dump says which HTTP stream each message came on: with a session, unrelated
 /// notifications on the GET stream; on the stateless wire, on the listen request's POST.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_sees_each_message_on_its_stream() {
-    let Some(peers) = python_peers() else { return };
-    let server = HttpServer::start(&[]).await;
-    for (mode, unrelated) in [("legacy", "GET"), ("modern", "POST")] {
-        messages_on_their_streams(&peers, &server, mode, unrelated).await;
-    }
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let Some(peers) = python_peers() else { return };
+        let server = HttpServer::start(&[]).await;
+        for (mode, unrelated) in [("legacy", "GET"), ("modern", "POST")] {
+            messages_on_their_streams(&peers, &server, mode, unrelated).await;
+        }
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 async fn messages_on_their_streams(
@@ -233,20 +261,28 @@ fn sibling(mcp_url: &str, scheme: &str, path: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_over_legacy_sse() {
-    let Some(peers) = python_peers() else { return };
-    let server = HttpServer::start(&[]).await;
-    let url = sibling(&server.url, "http", "/sse");
-    for mode in ["auto", "legacy"] {
-        run_scenarios(&peers, "sse", &url, mode).await;
-    }
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let Some(peers) = python_peers() else { return };
+        let server = HttpServer::start(&[]).await;
+        let url = sibling(&server.url, "http", "/sse");
+        for mode in ["auto", "legacy"] {
+            run_scenarios(&peers, "sse", &url, mode).await;
+        }
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_over_websocket() {
-    let Some(peers) = python_peers() else { return };
-    let server = HttpServer::start(&[]).await;
-    let url = sibling(&server.url, "ws", "/ws");
-    for mode in ["modern", "auto", "legacy"] {
-        run_scenarios(&peers, "websocket", &url, mode).await;
-    }
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let Some(peers) = python_peers() else { return };
+        let server = HttpServer::start(&[]).await;
+        let url = sibling(&server.url, "ws", "/ws");
+        for mode in ["modern", "auto", "legacy"] {
+            run_scenarios(&peers, "websocket", &url, mode).await;
+        }
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }

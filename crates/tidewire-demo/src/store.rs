@@ -120,29 +120,33 @@ mod tests {
 
     #[tokio::test]
     async fn a_newer_crawl_owns_the_record_and_the_counter_counts() {
-        let store = MemoryDemoStore::new();
-        assert_eq!(store.latest_crawl().await, Ok(None));
-        let first = store.start_crawl(CrawlStatus::default()).await.unwrap();
-        let second = store
-            .start_crawl(CrawlStatus {
-                total: 2,
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryDemoStore::new();
+            assert_eq!(store.latest_crawl().await, Ok(None));
+            let first = store.start_crawl(CrawlStatus::default()).await.unwrap();
+            let second = store
+                .start_crawl(CrawlStatus {
+                    total: 2,
+                    ..CrawlStatus::default()
+                })
+                .await
+                .unwrap();
+            assert_ne!(first, second);
+            // The first crawl stopping late does not overwrite the second's record.
+            let stale = CrawlStatus {
+                finished: true,
                 ..CrawlStatus::default()
-            })
-            .await
-            .unwrap();
-        assert_ne!(first, second);
-        // The first crawl stopping late does not overwrite the second's record.
-        let stale = CrawlStatus {
-            finished: true,
-            ..CrawlStatus::default()
-        };
-        store.record_crawl(first, stale).await.unwrap();
-        assert_eq!(store.latest_crawl().await.unwrap().unwrap().total, 2);
-        assert!(!store.latest_crawl().await.unwrap().unwrap().finished);
+            };
+            store.record_crawl(first, stale).await.unwrap();
+            assert_eq!(store.latest_crawl().await.unwrap().unwrap().total, 2);
+            assert!(!store.latest_crawl().await.unwrap().unwrap().finished);
 
-        assert_eq!(store.counter().await, Ok(0));
-        assert_eq!(store.bump().await, Ok(1));
-        assert_eq!(store.bump().await, Ok(2));
-        assert_eq!(store.counter().await, Ok(2));
+            assert_eq!(store.counter().await, Ok(0));
+            assert_eq!(store.bump().await, Ok(1));
+            assert_eq!(store.bump().await, Ok(2));
+            assert_eq!(store.counter().await, Ok(2));
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }

@@ -282,33 +282,37 @@ async fn a_cut_post_stream_resumes_with_the_rest_and_its_response() {
 /// standalone stream.
 #[tokio::test]
 async fn a_last_event_id_naming_no_stream_gets_404() {
-    let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    // Finished POST streams stay resumable a while, the newest few of them: ten calls push the
-    // first ones out.
-    for id in 1..=10 {
-        let replies = raw
-            .call(&tool_call(id, "echo", json!({"text": "done"})))
-            .await;
-        assert_eq!(replies.len(), 1);
-    }
-    let recent = raw.get(Some("10-1")).send().await.expect("get");
-    assert_eq!(recent.status(), 200, "a recent finished stream resumes");
-    for id in ["1-1", "999-3", "not-an-id", "7"] {
-        let response = raw.get(Some(id)).send().await.expect("get");
-        assert_eq!(response.status(), 404, "Last-Event-ID {id}");
-        let body = json_of(response).await.expect("a JSON-RPC error");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("Last-Event-ID")),
-            "{body}"
-        );
-    }
-    // The standalone stream still resumes.
-    let standalone = raw.get(Some("0-0")).send().await.expect("get");
-    assert_eq!(standalone.status(), 200);
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        // Finished POST streams stay resumable a while, the newest few of them: ten calls push the
+        // first ones out.
+        for id in 1..=10 {
+            let replies = raw
+                .call(&tool_call(id, "echo", json!({"text": "done"})))
+                .await;
+            assert_eq!(replies.len(), 1);
+        }
+        let recent = raw.get(Some("10-1")).send().await.expect("get");
+        assert_eq!(recent.status(), 200, "a recent finished stream resumes");
+        for id in ["1-1", "999-3", "not-an-id", "7"] {
+            let response = raw.get(Some(id)).send().await.expect("get");
+            assert_eq!(response.status(), 404, "Last-Event-ID {id}");
+            let body = json_of(response).await.expect("a JSON-RPC error");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Last-Event-ID")),
+                "{body}"
+            );
+        }
+        // The standalone stream still resumes.
+        let standalone = raw.get(Some("0-0")).send().await.expect("get");
+        assert_eq!(standalone.status(), 200);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// Defect 2: a session may hold only so many streams; ones kept for resumption make room,
@@ -362,40 +366,44 @@ async fn streams_per_session_are_capped_with_a_clear_error() {
 /// error does not echo them whole, and the event store stays within its byte budgets.
 #[tokio::test]
 async fn unread_replies_to_huge_requests_pin_no_memory() {
-    let store = Arc::new(MemoryEventStore::with_limits(
-        EventStoreLimits::default()
-            .bytes_per_session(256 << 10)
-            .total_bytes(1 << 20),
-    ));
-    let config = HttpConfig::default()
-        .event_store(store.clone())
-        .max_streams_per_session(8);
-    let (url, _mcp, _gauge) = start(config).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let huge = "m".repeat(2 << 20);
-    for id in 0..20 {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": huge});
-        // Sent, then dropped before a byte of the reply is read.
-        let response = raw.post(&body).send().await.expect("post");
-        assert_eq!(response.status(), 200);
-        drop(response);
-    }
-    let answer = raw
-        .call(&json!({"jsonrpc": "2.0", "id": 99, "method": huge}))
-        .await;
-    let message = answer[0]["error"]["message"].as_str().expect("an error");
-    assert_eq!(answer[0]["error"]["code"], -32601);
-    assert!(
-        message.len() < 1024,
-        "the error echoes at most an excerpt ({} bytes)",
-        message.len()
-    );
-    assert!(
-        store.bytes() <= 256 << 10,
-        "the store keeps {} bytes for the session",
-        store.bytes()
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let store = Arc::new(MemoryEventStore::with_limits(
+            EventStoreLimits::default()
+                .bytes_per_session(256 << 10)
+                .total_bytes(1 << 20),
+        ));
+        let config = HttpConfig::default()
+            .event_store(store.clone())
+            .max_streams_per_session(8);
+        let (url, _mcp, _gauge) = start(config).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let huge = "m".repeat(2 << 20);
+        for id in 0..20 {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": huge});
+            // Sent, then dropped before a byte of the reply is read.
+            let response = raw.post(&body).send().await.expect("post");
+            assert_eq!(response.status(), 200);
+            drop(response);
+        }
+        let answer = raw
+            .call(&json!({"jsonrpc": "2.0", "id": 99, "method": huge}))
+            .await;
+        let message = answer[0]["error"]["message"].as_str().expect("an error");
+        assert_eq!(answer[0]["error"]["code"], -32601);
+        assert!(
+            message.len() < 1024,
+            "the error echoes at most an excerpt ({} bytes)",
+            message.len()
+        );
+        assert!(
+            store.bytes() <= 256 << 10,
+            "the store keeps {} bytes for the session",
+            store.bytes()
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 async fn raw_connection(url: &str) -> tokio::net::TcpStream {

@@ -312,22 +312,26 @@ async fn a_post_stream_can_be_resumed_by_get() {
 
 #[tokio::test]
 async fn colliding_ids_of_two_sessions_never_meet() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let mut a = Raw::new(&url);
-    let mut b = Raw::new(&url);
-    a.initialize().await;
-    b.initialize().await;
-    let slow_a = tool_call(7, "crawl", json!({"urls": ["https://a"], "delay_ms": 100}));
-    let fast_b = tool_call(7, "echo", json!({"text": "b's answer"}));
-    let (ra, rb) = tokio::join!(a.call(&slow_a), b.call(&fast_b));
-    assert_eq!(
-        ra.last().expect("a")["result"]["content"][0]["text"],
-        "Crawled 1 URLs"
-    );
-    assert_eq!(
-        rb.last().expect("b")["result"]["content"][0]["text"],
-        "b's answer"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let mut a = Raw::new(&url);
+        let mut b = Raw::new(&url);
+        a.initialize().await;
+        b.initialize().await;
+        let slow_a = tool_call(7, "crawl", json!({"urls": ["https://a"], "delay_ms": 100}));
+        let fast_b = tool_call(7, "echo", json!({"text": "b's answer"}));
+        let (ra, rb) = tokio::join!(a.call(&slow_a), b.call(&fast_b));
+        assert_eq!(
+            ra.last().expect("a")["result"]["content"][0]["text"],
+            "Crawled 1 URLs"
+        );
+        assert_eq!(
+            rb.last().expect("b")["result"]["content"][0]["text"],
+            "b's answer"
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
@@ -377,155 +381,171 @@ async fn the_session_table_is_bounded_and_idle_sessions_expire() {
 
 #[tokio::test]
 async fn json_mode_answers_with_json_and_refuses_streaming_clearly() {
-    let (url, _mcp) = start(HttpConfig::default().response_mode(ResponseMode::Json)).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let response = raw
-        .post(&tool_call(1, "echo", json!({"text": "json"})))
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(
-        response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
-        Some("application/json")
-    );
-    let body: Value = json_of(response).await.expect("json");
-    assert_eq!(body["result"]["content"][0]["text"], "json");
-    let mut crawl = tool_call(2, "crawl", json!({"urls": ["https://a"], "delay_ms": 1}));
-    crawl["params"]["_meta"] = json!({"progressToken": 1});
-    let replies = raw.call(&crawl).await;
-    let text = replies[0]["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert_eq!(replies[0]["result"]["isError"], true, "{replies:?}");
-    assert!(text.contains("JSON response mode"), "{text}");
-    let sample = raw
-        .call(&tool_call(3, "sample", json!({"prompt": "p"})))
-        .await;
-    assert_eq!(sample[0]["result"]["isError"], true);
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default().response_mode(ResponseMode::Json)).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let response = raw
+            .post(&tool_call(1, "echo", json!({"text": "json"})))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(
+            response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json")
+        );
+        let body: Value = json_of(response).await.expect("json");
+        assert_eq!(body["result"]["content"][0]["text"], "json");
+        let mut crawl = tool_call(2, "crawl", json!({"urls": ["https://a"], "delay_ms": 1}));
+        crawl["params"]["_meta"] = json!({"progressToken": 1});
+        let replies = raw.call(&crawl).await;
+        let text = replies[0]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(replies[0]["result"]["isError"], true, "{replies:?}");
+        assert!(text.contains("JSON response mode"), "{text}");
+        let sample = raw
+            .call(&tool_call(3, "sample", json!({"prompt": "p"})))
+            .await;
+        assert_eq!(sample[0]["result"]["isError"], true);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
-    let (url, mcp) = start(HttpConfig::default().stateless(true)).await;
-    let raw = Raw::new(&url);
-    let init = raw.post(&init_body(0)).send().await.expect("post");
-    assert!(init.headers().get("mcp-session-id").is_none());
-    let _ = read_messages(init).await;
-    let replies = raw
-        .call(&tool_call(1, "echo", json!({"text": "no session"})))
-        .await;
-    assert_eq!(
-        replies.last().expect("reply")["result"]["content"][0]["text"],
-        "no session"
-    );
-    let elicit = raw
-        .call(&tool_call(2, "elicit", json!({"message": "m"})))
-        .await;
-    let result = &elicit.last().expect("reply")["result"];
-    assert_eq!(result["isError"], true);
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("stateless")),
-        "{result}"
-    );
-    assert_eq!(raw.get(None).send().await.expect("get").status(), 405);
-    assert_eq!(
-        raw.http.delete(&url).send().await.expect("delete").status(),
-        405
-    );
-    assert_eq!(mcp.session_count(), 0);
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, mcp) = start(HttpConfig::default().stateless(true)).await;
+        let raw = Raw::new(&url);
+        let init = raw.post(&init_body(0)).send().await.expect("post");
+        assert!(init.headers().get("mcp-session-id").is_none());
+        let _ = read_messages(init).await;
+        let replies = raw
+            .call(&tool_call(1, "echo", json!({"text": "no session"})))
+            .await;
+        assert_eq!(
+            replies.last().expect("reply")["result"]["content"][0]["text"],
+            "no session"
+        );
+        let elicit = raw
+            .call(&tool_call(2, "elicit", json!({"message": "m"})))
+            .await;
+        let result = &elicit.last().expect("reply")["result"];
+        assert_eq!(result["isError"], true);
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("stateless")),
+            "{result}"
+        );
+        assert_eq!(raw.get(None).send().await.expect("get").status(), 405);
+        assert_eq!(
+            raw.http.delete(&url).send().await.expect("delete").status(),
+            405
+        );
+        assert_eq!(mcp.session_count(), 0);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn concurrent_stateless_requests_keep_their_streams_apart() {
-    let (url, _mcp) = start(HttpConfig::default().stateless(true)).await;
-    let raw = Raw::new(&url);
-    let mut crawl = tool_call(
-        1,
-        "crawl",
-        json!({"urls": ["https://a", "https://b", "https://c"], "delay_ms": 20}),
-    );
-    crawl["params"]["_meta"] = json!({"progressToken": "p"});
-    let echoes = (0..5).map(|i| {
-        let raw = raw.clone();
-        async move {
-            raw.call(&tool_call(
-                10 + i,
-                "echo",
-                json!({"text": format!("echo {i}")}),
-            ))
-            .await
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default().stateless(true)).await;
+        let raw = Raw::new(&url);
+        let mut crawl = tool_call(
+            1,
+            "crawl",
+            json!({"urls": ["https://a", "https://b", "https://c"], "delay_ms": 20}),
+        );
+        crawl["params"]["_meta"] = json!({"progressToken": "p"});
+        let echoes = (0..5).map(|i| {
+            let raw = raw.clone();
+            async move {
+                raw.call(&tool_call(
+                    10 + i,
+                    "echo",
+                    json!({"text": format!("echo {i}")}),
+                ))
+                .await
+            }
+        });
+        let (crawled, echoed) = tokio::join!(raw.call(&crawl), futures::future::join_all(echoes));
+        // Every one-shot session numbers its streams from 1; none may read another's events.
+        for (i, reply) in (10..).zip(&echoed) {
+            assert_eq!(reply.len(), 1, "only its own response: {reply:?}");
+            assert_eq!(reply[0]["id"], i);
         }
-    });
-    let (crawled, echoed) = tokio::join!(raw.call(&crawl), futures::future::join_all(echoes));
-    // Every one-shot session numbers its streams from 1; none may read another's events.
-    for (i, reply) in (10..).zip(&echoed) {
-        assert_eq!(reply.len(), 1, "only its own response: {reply:?}");
-        assert_eq!(reply[0]["id"], i);
-    }
-    let (progress, rest): (Vec<_>, Vec<_>) = crawled
-        .iter()
-        .partition(|m| m["method"] == "notifications/progress");
-    assert_eq!(progress.len(), 3, "{crawled:?}");
-    assert_eq!(rest.len(), 1, "{crawled:?}");
-    assert_eq!(rest[0]["id"], 1);
+        let (progress, rest): (Vec<_>, Vec<_>) = crawled
+            .iter()
+            .partition(|m| m["method"] == "notifications/progress");
+        assert_eq!(progress.len(), 3, "{crawled:?}");
+        assert_eq!(rest.len(), 1, "{crawled:?}");
+        assert_eq!(rest[0]["id"], 1);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn batches_are_served_on_2025_03_26_only() {
-    for mode in [ResponseMode::Sse, ResponseMode::Json] {
-        let (url, _mcp) = start(HttpConfig::default().response_mode(mode)).await;
-        let mut raw = Raw::new(&url);
-        raw.initialize().await;
-        let batch = json!([
-            tool_call(10, "echo", json!({"text": "one"})),
-            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
-            tool_call(11, "echo", json!({"text": "two"})),
-        ]);
-        let response = raw
-            .post_with(&batch, &[("mcp-protocol-version", "2025-03-26")])
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(response.status(), 200, "{mode:?}");
-        let mut messages = read_messages(response).await;
-        if let [Value::Array(array)] = messages.as_slice() {
-            messages = array.clone();
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        for mode in [ResponseMode::Sse, ResponseMode::Json] {
+            let (url, _mcp) = start(HttpConfig::default().response_mode(mode)).await;
+            let mut raw = Raw::new(&url);
+            raw.initialize().await;
+            let batch = json!([
+                tool_call(10, "echo", json!({"text": "one"})),
+                {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+                tool_call(11, "echo", json!({"text": "two"})),
+            ]);
+            let response = raw
+                .post_with(&batch, &[("mcp-protocol-version", "2025-03-26")])
+                .send()
+                .await
+                .expect("post");
+            assert_eq!(response.status(), 200, "{mode:?}");
+            let mut messages = read_messages(response).await;
+            if let [Value::Array(array)] = messages.as_slice() {
+                messages = array.clone();
+            }
+            let mut answers: Vec<(i64, String)> = messages
+                .iter()
+                .map(|m| {
+                    (
+                        m["id"].as_i64().expect("id"),
+                        m["result"]["content"][0]["text"]
+                            .as_str()
+                            .expect("text")
+                            .to_owned(),
+                    )
+                })
+                .collect();
+            answers.sort();
+            assert_eq!(
+                answers,
+                vec![(10, "one".to_owned()), (11, "two".to_owned())],
+                "{mode:?}"
+            );
+            let refused = raw.post(&batch).send().await.expect("post");
+            assert_eq!(refused.status(), 400, "2025-11-25 has no batches");
+            let with_init = json!([init_body(99)]);
+            let refused = raw
+                .post_with(&with_init, &[("mcp-protocol-version", "2025-03-26")])
+                .send()
+                .await
+                .expect("post");
+            assert_eq!(refused.status(), 400, "initialize cannot be batched");
         }
-        let mut answers: Vec<(i64, String)> = messages
-            .iter()
-            .map(|m| {
-                (
-                    m["id"].as_i64().expect("id"),
-                    m["result"]["content"][0]["text"]
-                        .as_str()
-                        .expect("text")
-                        .to_owned(),
-                )
-            })
-            .collect();
-        answers.sort();
-        assert_eq!(
-            answers,
-            vec![(10, "one".to_owned()), (11, "two".to_owned())],
-            "{mode:?}"
-        );
-        let refused = raw.post(&batch).send().await.expect("post");
-        assert_eq!(refused.status(), 400, "2025-11-25 has no batches");
-        let with_init = json!([init_body(99)]);
-        let refused = raw
-            .post_with(&with_init, &[("mcp-protocol-version", "2025-03-26")])
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(refused.status(), 400, "initialize cannot be batched");
-    }
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
@@ -559,36 +579,40 @@ async fn idle_streams_get_keep_alive_comments() {
 /// waits `retry`, resumes with GET and `Last-Event-ID`, and gets the response there.
 #[tokio::test]
 async fn a_handler_can_close_its_stream_and_the_client_resumes() {
-    let (url, _mcp) = start(HttpConfig::default().retry(Duration::from_millis(50))).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let response = raw
-        .post(&tool_call(1, "test_reconnection", json!({})))
-        .send()
-        .await
-        .expect("post");
-    let text =
-        String::from_utf8_lossy(&response.bytes().await.expect("the stream ends")).into_owned();
-    assert!(text.contains("retry: 50"), "{text}");
-    assert!(
-        !text.contains("\"result\""),
-        "the stream closed before the response: {text}"
-    );
-    let priming_id = text
-        .lines()
-        .find_map(|l| l.strip_prefix("id: "))
-        .expect("the priming event's id")
-        .to_owned();
-    let resumed = raw.get(Some(&priming_id)).send().await.expect("resume");
-    let messages = read_messages(resumed).await;
-    let text = messages.last().expect("the response")["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        text.starts_with("Reconnection test completed"),
-        "{messages:?}"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default().retry(Duration::from_millis(50))).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let response = raw
+            .post(&tool_call(1, "test_reconnection", json!({})))
+            .send()
+            .await
+            .expect("post");
+        let text =
+            String::from_utf8_lossy(&response.bytes().await.expect("the stream ends")).into_owned();
+        assert!(text.contains("retry: 50"), "{text}");
+        assert!(
+            !text.contains("\"result\""),
+            "the stream closed before the response: {text}"
+        );
+        let priming_id = text
+            .lines()
+            .find_map(|l| l.strip_prefix("id: "))
+            .expect("the priming event's id")
+            .to_owned();
+        let resumed = raw.get(Some(&priming_id)).send().await.expect("resume");
+        let messages = read_messages(resumed).await;
+        let text = messages.last().expect("the response")["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            text.starts_with("Reconnection test completed"),
+            "{messages:?}"
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// Issue 26, item 12: the session era's stateless mode (a one-shot session per POST) had no

@@ -64,25 +64,29 @@ async fn error_of(response: reqwest::Response) -> (u16, String, Value) {
 
 #[tokio::test]
 async fn discover_is_one_json_body_with_no_session() {
-    let (url, mcp) = start(HttpConfig::default()).await;
-    let raw = Raw::new(&url);
-    let response = post(&raw, &body(1, "server/discover", json!({})), &[])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(response.status(), 200);
-    assert!(response.headers().get("mcp-session-id").is_none());
-    let (_, kind, reply) = error_of(response).await;
-    assert_eq!(kind, "application/json");
-    assert_eq!(reply["id"], 1);
-    assert_eq!(reply["result"]["supportedVersions"], json!(["2026-07-28"]));
-    assert_eq!(reply["result"]["resultType"], "complete");
-    assert!(reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
-    assert_eq!(
-        mcp.session_count(),
-        0,
-        "a stateless request opens no session"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, mcp) = start(HttpConfig::default()).await;
+        let raw = Raw::new(&url);
+        let response = post(&raw, &body(1, "server/discover", json!({})), &[])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(response.status(), 200);
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let (_, kind, reply) = error_of(response).await;
+        assert_eq!(kind, "application/json");
+        assert_eq!(reply["id"], 1);
+        assert_eq!(reply["result"]["supportedVersions"], json!(["2026-07-28"]));
+        assert_eq!(reply["result"]["resultType"], "complete");
+        assert!(reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
+        assert_eq!(
+            mcp.session_count(),
+            0,
+            "a stateless request opens no session"
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// A request, the headers it overrides, and the status and error code it must get.
@@ -90,74 +94,78 @@ type Case = (Value, Vec<(&'static str, &'static str)>, u16, i64);
 
 #[tokio::test]
 async fn envelope_and_header_errors_have_their_status_and_echo_the_id() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let raw = Raw::new(&url);
-    let no_meta = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}});
-    let v999 = {
-        let mut b = body(6, "server/discover", json!({}));
-        b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
-        b
-    };
-    let list = body(7, "tools/list", json!({}));
-    let call = body(
-        8,
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "x"}}),
-    );
-    let cases: Vec<Case> = vec![
-        (no_meta, vec![], 400, -32602),
-        (
-            v999.clone(),
-            vec![("mcp-protocol-version", "v999.0.0")],
-            400,
-            -32022,
-        ),
-        (v999, vec![], 400, -32020),
-        (
-            list.clone(),
-            vec![("mcp-method", "prompts/list")],
-            400,
-            -32020,
-        ),
-        (
-            list.clone(),
-            vec![("mcp-method", "TOOLS/LIST")],
-            400,
-            -32020,
-        ),
-        (call.clone(), vec![("mcp-name", "other")], 400, -32020),
-        (call, vec![("mcp-name", "=?base64?!!?=")], 400, -32020),
-        (body(9, "initialize", json!({})), vec![], 404, -32601),
-        (body(10, "ping", json!({})), vec![], 404, -32601),
-        (
-            body(11, "resources/subscribe", json!({})),
-            vec![],
-            404,
-            -32601,
-        ),
-        (body(12, "unknown/method", json!({})), vec![], 404, -32601),
-    ];
-    for (request, overrides, status, code) in cases {
-        let response = post(&raw, &request, &overrides).send().await.expect("post");
-        let (got, kind, reply) = error_of(response).await;
-        assert_eq!(
-            (got, reply["error"]["code"].as_i64()),
-            (status, Some(code)),
-            "{request}"
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let raw = Raw::new(&url);
+        let no_meta = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}});
+        let v999 = {
+            let mut b = body(6, "server/discover", json!({}));
+            b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+            b
+        };
+        let list = body(7, "tools/list", json!({}));
+        let call = body(
+            8,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
         );
-        assert_eq!(kind, "application/json");
-        assert_eq!(reply["id"], request["id"], "the id is echoed");
-    }
-    // Header names in any case, values trimmed; a stale session id is ignored.
-    let response = post(
-        &raw,
-        &list,
-        &[("MCP-METHOD", " tools/list "), ("mcp-session-id", "gone")],
-    )
-    .send()
+        let cases: Vec<Case> = vec![
+            (no_meta, vec![], 400, -32602),
+            (
+                v999.clone(),
+                vec![("mcp-protocol-version", "v999.0.0")],
+                400,
+                -32022,
+            ),
+            (v999, vec![], 400, -32020),
+            (
+                list.clone(),
+                vec![("mcp-method", "prompts/list")],
+                400,
+                -32020,
+            ),
+            (
+                list.clone(),
+                vec![("mcp-method", "TOOLS/LIST")],
+                400,
+                -32020,
+            ),
+            (call.clone(), vec![("mcp-name", "other")], 400, -32020),
+            (call, vec![("mcp-name", "=?base64?!!?=")], 400, -32020),
+            (body(9, "initialize", json!({})), vec![], 404, -32601),
+            (body(10, "ping", json!({})), vec![], 404, -32601),
+            (
+                body(11, "resources/subscribe", json!({})),
+                vec![],
+                404,
+                -32601,
+            ),
+            (body(12, "unknown/method", json!({})), vec![], 404, -32601),
+        ];
+        for (request, overrides, status, code) in cases {
+            let response = post(&raw, &request, &overrides).send().await.expect("post");
+            let (got, kind, reply) = error_of(response).await;
+            assert_eq!(
+                (got, reply["error"]["code"].as_i64()),
+                (status, Some(code)),
+                "{request}"
+            );
+            assert_eq!(kind, "application/json");
+            assert_eq!(reply["id"], request["id"], "the id is echoed");
+        }
+        // Header names in any case, values trimmed; a stale session id is ignored.
+        let response = post(
+            &raw,
+            &list,
+            &[("MCP-METHOD", " tools/list "), ("mcp-session-id", "gone")],
+        )
+        .send()
+        .await
+        .expect("post");
+        assert_eq!(response.status(), 200);
+    })
     .await
-    .expect("post");
-    assert_eq!(response.status(), 200);
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
@@ -206,86 +214,96 @@ async fn progress_and_logs_stream_without_event_ids_and_only_when_asked() {
 
 #[tokio::test]
 async fn questions_travel_in_rounds_and_altered_state_is_refused() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let raw = Raw::new(&url);
-    let call = |id: i64, extra: Value| {
-        let mut params = json!({"name": "test_input_required_result_multi_round", "arguments": {}});
-        if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
-            p.extend(e);
-        }
-        body(id, "tools/call", params)
-    };
-    let send = |b: Value| {
-        let raw = raw.clone();
-        async move {
-            json_of(post(&raw, &b, &[]).send().await.expect("post"))
-                .await
-                .expect("json")
-        }
-    };
-    let first = send(call(1, json!({}))).await["result"].clone();
-    assert_eq!(
-        first["inputRequests"]["step1"]["method"],
-        "elicitation/create"
-    );
-    let state1 = first["requestState"].as_str().expect("state").to_owned();
-    let accept = |field: &str, value: &str| json!({"action": "accept", "content": {field: value}});
-    let second = send(call(
-        2,
-        json!({"inputResponses": {"step1": accept("name", "Ada")}, "requestState": state1}),
-    ))
-    .await["result"]
-        .clone();
-    assert!(second["inputRequests"].get("step2").is_some(), "{second}");
-    let state2 = second["requestState"].as_str().expect("state").to_owned();
-    let third = send(call(
-        3,
-        json!({"inputResponses": {"step2": accept("color", "blue")}, "requestState": state2}),
-    ))
-    .await["result"]
-        .clone();
-    assert_eq!(third["content"][0]["text"], "Ada likes blue");
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let raw = Raw::new(&url);
+        let call = |id: i64, extra: Value| {
+            let mut params =
+                json!({"name": "test_input_required_result_multi_round", "arguments": {}});
+            if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
+                p.extend(e);
+            }
+            body(id, "tools/call", params)
+        };
+        let send = |b: Value| {
+            let raw = raw.clone();
+            async move {
+                json_of(post(&raw, &b, &[]).send().await.expect("post"))
+                    .await
+                    .expect("json")
+            }
+        };
+        let first = send(call(1, json!({}))).await["result"].clone();
+        assert_eq!(
+            first["inputRequests"]["step1"]["method"],
+            "elicitation/create"
+        );
+        let state1 = first["requestState"].as_str().expect("state").to_owned();
+        let accept =
+            |field: &str, value: &str| json!({"action": "accept", "content": {field: value}});
+        let second = send(call(
+            2,
+            json!({"inputResponses": {"step1": accept("name", "Ada")}, "requestState": state1}),
+        ))
+        .await["result"]
+            .clone();
+        assert!(second["inputRequests"].get("step2").is_some(), "{second}");
+        let state2 = second["requestState"].as_str().expect("state").to_owned();
+        let third = send(call(
+            3,
+            json!({"inputResponses": {"step2": accept("color", "blue")}, "requestState": state2}),
+        ))
+        .await["result"]
+            .clone();
+        assert_eq!(third["content"][0]["text"], "Ada likes blue");
 
-    let tampered = call(4, json!({"requestState": format!("{state2}-TAMPERED")}));
-    let response = post(&raw, &tampered, &[]).send().await.expect("post");
-    let (status, _, reply) = error_of(response).await;
-    assert_eq!(
-        (status, reply["error"]["code"].as_i64()),
-        (400, Some(-32602))
-    );
+        let tampered = call(4, json!({"requestState": format!("{state2}-TAMPERED")}));
+        let response = post(&raw, &tampered, &[]).send().await.expect("post");
+        let (status, _, reply) = error_of(response).await;
+        assert_eq!(
+            (status, reply["error"]["code"].as_i64()),
+            (400, Some(-32602))
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn listen_streams_are_filtered_and_tagged() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let raw = Raw::new(&url);
-    let listen = body(
-        77,
-        "subscriptions/listen",
-        json!({"notifications": {"toolsListChanged": true}}),
-    );
-    let response = post(&raw, &listen, &[]).send().await.expect("listen");
-    assert_eq!(response.status(), 200);
-    let mut events = Box::pin(response.bytes_stream().eventsource());
-    let ack = next_frame(&mut events).await;
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    assert_eq!(
-        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        77
-    );
-    // A prompt change (not asked for) first, then a tool change: the tool change comes next.
-    for trigger in ["test_trigger_prompt_change", "test_trigger_tool_change"] {
-        let call = body(1, "tools/call", json!({"name": trigger, "arguments": {}}));
-        let response = post(&raw, &call, &[]).send().await.expect("trigger");
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let raw = Raw::new(&url);
+        let listen = body(
+            77,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        );
+        let response = post(&raw, &listen, &[]).send().await.expect("listen");
         assert_eq!(response.status(), 200);
-        read_messages(response).await;
-    }
-    let changed = next_frame(&mut events).await;
-    assert_eq!(changed["method"], "notifications/tools/list_changed");
-    assert_eq!(
-        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        77
-    );
+        let mut events = Box::pin(response.bytes_stream().eventsource());
+        let ack = next_frame(&mut events).await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            77
+        );
+        // A prompt change (not asked for) first, then a tool change: the tool change comes next.
+        for trigger in ["test_trigger_prompt_change", "test_trigger_tool_change"] {
+            let call = body(1, "tools/call", json!({"name": trigger, "arguments": {}}));
+            let response = post(&raw, &call, &[]).send().await.expect("trigger");
+            assert_eq!(response.status(), 200);
+            read_messages(response).await;
+        }
+        let changed = next_frame(&mut events).await;
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            77
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// The next SSE event of a stream, as JSON.
@@ -399,73 +417,85 @@ async fn a_slow_reader_is_not_a_close() {
 
 #[tokio::test]
 async fn json_mode_answers_one_body_however_long_the_call() {
-    use tidewire_http::server::ResponseMode;
-    let config = HttpConfig::default()
-        .response_mode(ResponseMode::Json)
-        .json_wait(std::time::Duration::from_millis(1));
-    let (url, _mcp) = start(config).await;
-    let raw = Raw::new(&url);
-    // A crawl outlasts the wait many times over; the answer is still one JSON body.
-    let call = body(
-        1,
-        "tools/call",
-        json!({"name": "crawl", "arguments": {"urls": ["a", "b", "c"], "delay_ms": 20}}),
-    );
-    let response = post(&raw, &call, &[]).send().await.expect("post");
-    let (status, kind, reply) = error_of(response).await;
-    assert_eq!((status, kind.as_str()), (200, "application/json"));
-    assert_eq!(reply["result"]["content"][0]["text"], "Crawled 3 URLs");
-    let unknown = post(&raw, &body(2, "nope", json!({})), &[])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(unknown.status(), 404);
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        use tidewire_http::server::ResponseMode;
+        let config = HttpConfig::default()
+            .response_mode(ResponseMode::Json)
+            .json_wait(std::time::Duration::from_millis(1));
+        let (url, _mcp) = start(config).await;
+        let raw = Raw::new(&url);
+        // A crawl outlasts the wait many times over; the answer is still one JSON body.
+        let call = body(
+            1,
+            "tools/call",
+            json!({"name": "crawl", "arguments": {"urls": ["a", "b", "c"], "delay_ms": 20}}),
+        );
+        let response = post(&raw, &call, &[]).send().await.expect("post");
+        let (status, kind, reply) = error_of(response).await;
+        assert_eq!((status, kind.as_str()), (200, "application/json"));
+        assert_eq!(reply["result"]["content"][0]["text"], "Crawled 3 URLs");
+        let unknown = post(&raw, &body(2, "nope", json!({})), &[])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(unknown.status(), 404);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_modern_only_endpoint_refuses_sessions() {
-    let (url, _mcp) = start(HttpConfig::default().eras(Eras::Modern)).await;
-    let mut raw = Raw::new(&url);
-    let response = raw
-        .post(&support::raw::init_body(1))
-        .send()
-        .await
-        .expect("initialize");
-    let (status, _, reply) = error_of(response).await;
-    assert_eq!(
-        (status, reply["error"]["code"].as_i64()),
-        (400, Some(-32022))
-    );
-    assert_eq!(reply["error"]["data"]["supported"], json!(["2026-07-28"]));
-    raw.session = Some("whatever".into());
-    assert_eq!(raw.get(None).send().await.expect("get").status(), 405);
-    let delete = raw
-        .http
-        .delete(&url)
-        .header("mcp-session-id", "whatever")
-        .send()
-        .await;
-    assert_eq!(delete.expect("delete").status(), 405);
-    let response = post(&Raw::new(&url), &body(2, "tools/list", json!({})), &[])
-        .send()
-        .await;
-    assert_eq!(response.expect("list").status(), 200);
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default().eras(Eras::Modern)).await;
+        let mut raw = Raw::new(&url);
+        let response = raw
+            .post(&support::raw::init_body(1))
+            .send()
+            .await
+            .expect("initialize");
+        let (status, _, reply) = error_of(response).await;
+        assert_eq!(
+            (status, reply["error"]["code"].as_i64()),
+            (400, Some(-32022))
+        );
+        assert_eq!(reply["error"]["data"]["supported"], json!(["2026-07-28"]));
+        raw.session = Some("whatever".into());
+        assert_eq!(raw.get(None).send().await.expect("get").status(), 405);
+        let delete = raw
+            .http
+            .delete(&url)
+            .header("mcp-session-id", "whatever")
+            .send()
+            .await;
+        assert_eq!(delete.expect("delete").status(), 405);
+        let response = post(&Raw::new(&url), &body(2, "tools/list", json!({})), &[])
+            .send()
+            .await;
+        assert_eq!(response.expect("list").status(), 200);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_legacy_only_endpoint_serves_as_before() {
-    let (url, _mcp) = start(HttpConfig::default().eras(Eras::Legacy)).await;
-    let raw = Raw::new(&url);
-    let response = post(&raw, &body(1, "server/discover", json!({})), &[])
-        .send()
-        .await;
-    let (status, _, reply) = error_of(response.expect("post")).await;
-    assert_eq!(status, 400);
-    assert!(
-        reply["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("Mcp-Session-Id"))
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let (url, _mcp) = start(HttpConfig::default().eras(Eras::Legacy)).await;
+        let raw = Raw::new(&url);
+        let response = post(&raw, &body(1, "server/discover", json!({})), &[])
+            .send()
+            .await;
+        let (status, _, reply) = error_of(response.expect("post")).await;
+        assert_eq!(status, 400);
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Mcp-Session-Id"))
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]

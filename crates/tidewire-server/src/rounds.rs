@@ -526,167 +526,187 @@ mod tests {
 
     #[tokio::test]
     async fn questions_are_asked_one_round_at_a_time_and_answers_carry_over() {
-        let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
-        assert!(matches!(
-            first.run(handler(&first)).await,
-            Outcome::NeedInput
-        ));
-        let asked = first.input_required().expect("seals");
-        let keys: Vec<&String> = asked
-            .input_requests
-            .as_ref()
-            .expect("asks")
-            .keys()
-            .collect();
-        assert_eq!(keys, ["first"]);
-        let state = asked.request_state.expect("state");
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
+            assert!(matches!(
+                first.run(handler(&first)).await,
+                Outcome::NeedInput
+            ));
+            let asked = first.input_required().expect("seals");
+            let keys: Vec<&String> = asked
+                .input_requests
+                .as_ref()
+                .expect("asks")
+                .keys()
+                .collect();
+            assert_eq!(keys, ["first"]);
+            let state = asked.request_state.expect("state");
 
-        let second = retry(&state, json!({"first": accept(), "unasked": accept()}));
-        assert!(matches!(
-            second.run(handler(&second)).await,
-            Outcome::NeedInput
-        ));
-        let asked = second.input_required().expect("seals");
-        let keys: Vec<&String> = asked
-            .input_requests
-            .as_ref()
-            .expect("asks")
-            .keys()
-            .collect();
-        assert_eq!(keys, ["elicitation-2"]);
-        let state = asked.request_state.expect("state");
+            let second = retry(&state, json!({"first": accept(), "unasked": accept()}));
+            assert!(matches!(
+                second.run(handler(&second)).await,
+                Outcome::NeedInput
+            ));
+            let asked = second.input_required().expect("seals");
+            let keys: Vec<&String> = asked
+                .input_requests
+                .as_ref()
+                .expect("asks")
+                .keys()
+                .collect();
+            assert_eq!(keys, ["elicitation-2"]);
+            let state = asked.request_state.expect("state");
 
-        // The first answer travels in the state; only the second is sent now.
-        let third = retry(&state, json!({"elicitation-2": accept()}));
-        match third.run(handler(&third)).await {
-            Outcome::Done(text) => assert_eq!(text, "done"),
-            Outcome::NeedInput => panic!("every question was answered"),
-        }
+            // The first answer travels in the state; only the second is sent now.
+            let third = retry(&state, json!({"elicitation-2": accept()}));
+            match third.run(handler(&third)).await {
+                Outcome::Done(text) => assert_eq!(text, "done"),
+                Outcome::NeedInput => panic!("every question was answered"),
+            }
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn a_missing_or_malformed_answer_asks_again() {
-        let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
-        let _ = first.run(handler(&first)).await;
-        let state = first
-            .input_required()
-            .expect("seals")
-            .request_state
-            .expect("state");
-        for responses in [json!({}), json!({"first": 12345}), json!({"first": null})] {
-            let again = retry(&state, responses.clone());
-            assert!(
-                matches!(again.run(handler(&again)).await, Outcome::NeedInput),
-                "{responses}"
-            );
-            let asked = again.input_required().expect("seals");
-            assert!(asked.input_requests.expect("asks").contains_key("first"));
-        }
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
+            let _ = first.run(handler(&first)).await;
+            let state = first
+                .input_required()
+                .expect("seals")
+                .request_state
+                .expect("state");
+            for responses in [json!({}), json!({"first": 12345}), json!({"first": null})] {
+                let again = retry(&state, responses.clone());
+                assert!(
+                    matches!(again.run(handler(&again)).await, Outcome::NeedInput),
+                    "{responses}"
+                );
+                let asked = again.input_required().expect("seals");
+                assert!(asked.input_requests.expect("asks").contains_key("first"));
+            }
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn tampered_foreign_and_expired_state_is_refused() {
-        let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
-        let _ = first.run(handler(&first)).await;
-        let state = first
-            .input_required()
-            .expect("seals")
-            .request_state
-            .expect("state");
-        let refused = |policy: Arc<StatePolicy>, binding: Binding, state: &str| {
-            Rounds::begin(policy, binding, Some(state), None).expect_err("refused")
-        };
-        let error = refused(policy(), binding(), &format!("{state}-TAMPERED"));
-        assert_eq!(error.code, -32602);
-        // Same arguments in another order are the same request…
-        let reordered = Binding::new(
-            "tools/call",
-            "greet",
-            digest(&json!({"a": 2, "b": 1})),
-            None,
-        );
-        assert!(Rounds::begin(policy(), reordered, Some(&state), None).is_ok());
-        // …other arguments, another tool, another principal are not.
-        let other_args = Binding::new("tools/call", "greet", digest(&json!({"a": 3})), None);
-        assert_eq!(refused(policy(), other_args, &state).code, -32602);
-        let other_tool = Binding::new(
-            "tools/call",
-            "other",
-            digest(&json!({"a": 2, "b": 1})),
-            None,
-        );
-        assert_eq!(refused(policy(), other_tool, &state).code, -32602);
-        let mut other_principal = binding();
-        other_principal.principal = Some("mallory".into());
-        assert_eq!(refused(policy(), other_principal, &state).code, -32602);
-        // Another server's key.
-        let mut foreign = policy();
-        Arc::make_mut(&mut foreign).keys = KeyRing::new("t", [8u8; 32]).expect("ring");
-        assert_eq!(refused(foreign, binding(), &state).code, -32602);
-        // Expired.
-        let mut short = policy();
-        Arc::make_mut(&mut short).ttl = Duration::ZERO;
-        let soon = Rounds::begin(short.clone(), binding(), None, None).expect("begins");
-        let _ = soon.run(handler(&soon)).await;
-        let old = soon
-            .input_required()
-            .expect("seals")
-            .request_state
-            .expect("state");
-        assert_eq!(refused(short, binding(), &old).code, -32602);
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
+            let _ = first.run(handler(&first)).await;
+            let state = first
+                .input_required()
+                .expect("seals")
+                .request_state
+                .expect("state");
+            let refused = |policy: Arc<StatePolicy>, binding: Binding, state: &str| {
+                Rounds::begin(policy, binding, Some(state), None).expect_err("refused")
+            };
+            let error = refused(policy(), binding(), &format!("{state}-TAMPERED"));
+            assert_eq!(error.code, -32602);
+            // Same arguments in another order are the same request…
+            let reordered = Binding::new(
+                "tools/call",
+                "greet",
+                digest(&json!({"a": 2, "b": 1})),
+                None,
+            );
+            assert!(Rounds::begin(policy(), reordered, Some(&state), None).is_ok());
+            // …other arguments, another tool, another principal are not.
+            let other_args = Binding::new("tools/call", "greet", digest(&json!({"a": 3})), None);
+            assert_eq!(refused(policy(), other_args, &state).code, -32602);
+            let other_tool = Binding::new(
+                "tools/call",
+                "other",
+                digest(&json!({"a": 2, "b": 1})),
+                None,
+            );
+            assert_eq!(refused(policy(), other_tool, &state).code, -32602);
+            let mut other_principal = binding();
+            other_principal.principal = Some("mallory".into());
+            assert_eq!(refused(policy(), other_principal, &state).code, -32602);
+            // Another server's key.
+            let mut foreign = policy();
+            Arc::make_mut(&mut foreign).keys = KeyRing::new("t", [8u8; 32]).expect("ring");
+            assert_eq!(refused(foreign, binding(), &state).code, -32602);
+            // Expired.
+            let mut short = policy();
+            Arc::make_mut(&mut short).ttl = Duration::ZERO;
+            let soon = Rounds::begin(short.clone(), binding(), None, None).expect("begins");
+            let _ = soon.run(handler(&soon)).await;
+            let old = soon
+                .input_required()
+                .expect("seals")
+                .request_state
+                .expect("state");
+            assert_eq!(refused(short, binding(), &old).code, -32602);
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn questions_asked_together_travel_in_one_round() {
-        let rounds = Rounds::begin(policy(), binding(), None, None).expect("begins");
-        let both = async {
-            let a = async {
-                if rounds
-                    .answer::<ElicitResult>(Some("a"), question("a?"))
-                    .is_none()
-                {
-                    std::future::pending::<()>().await;
-                }
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let rounds = Rounds::begin(policy(), binding(), None, None).expect("begins");
+            let both = async {
+                let a = async {
+                    if rounds
+                        .answer::<ElicitResult>(Some("a"), question("a?"))
+                        .is_none()
+                    {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                let b = async {
+                    if rounds
+                        .answer::<Value>(Some("b"), InputRequest::ListRoots)
+                        .is_none()
+                    {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                futures::join!(a, b);
             };
-            let b = async {
-                if rounds
-                    .answer::<Value>(Some("b"), InputRequest::ListRoots)
-                    .is_none()
-                {
-                    std::future::pending::<()>().await;
-                }
-            };
-            futures::join!(a, b);
-        };
-        assert!(matches!(rounds.run(both).await, Outcome::NeedInput));
-        let asked = rounds.input_required().expect("seals");
-        assert_eq!(asked.input_requests.expect("asks").len(), 2);
+            assert!(matches!(rounds.run(both).await, Outcome::NeedInput));
+            let asked = rounds.input_required().expect("seals");
+            assert_eq!(asked.input_requests.expect("asks").len(), 2);
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn an_answer_without_state_is_taken_by_key_but_a_changed_question_is_asked_again() {
-        let responses = json!({"first": accept(), "extra": accept()});
-        let rounds = Rounds::begin(policy(), binding(), None, responses.as_object().cloned())
-            .expect("begins");
-        assert!(matches!(
-            rounds.run(handler(&rounds)).await,
-            Outcome::NeedInput
-        ));
-        let asked = rounds.input_required().expect("seals");
-        assert_eq!(
-            asked
-                .input_requests
-                .expect("asks")
-                .keys()
-                .collect::<Vec<_>>(),
-            ["elicitation-2"]
-        );
-        // The state recorded "first" as "one?"; a handler now asking "changed?" under that key
-        // is not answered from the record.
-        let state = asked.request_state.expect("state");
-        let again = retry(&state, json!({}));
-        let answer: Option<ElicitResult> = again.answer(Some("first"), question("changed?"));
-        assert!(answer.is_none());
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let responses = json!({"first": accept(), "extra": accept()});
+            let rounds = Rounds::begin(policy(), binding(), None, responses.as_object().cloned())
+                .expect("begins");
+            assert!(matches!(
+                rounds.run(handler(&rounds)).await,
+                Outcome::NeedInput
+            ));
+            let asked = rounds.input_required().expect("seals");
+            assert_eq!(
+                asked
+                    .input_requests
+                    .expect("asks")
+                    .keys()
+                    .collect::<Vec<_>>(),
+                ["elicitation-2"]
+            );
+            // The state recorded "first" as "one?"; a handler now asking "changed?" under that key
+            // is not answered from the record.
+            let state = asked.request_state.expect("state");
+            let again = retry(&state, json!({}));
+            let answer: Option<ElicitResult> = again.answer(Some("first"), question("changed?"));
+            assert!(answer.is_none());
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[test]

@@ -136,111 +136,123 @@ async fn call(
 
 #[tokio::test]
 async fn lists_page_through_every_tool() {
-    let server = server();
-    let (peer, _rx) = connect(&server).await;
-    let mut names = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..10 {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let page = call(&peer, "tools/list", params).await.expect("page");
-        let tools = page["tools"].as_array().expect("tools").clone();
-        assert!(tools.len() <= 2);
-        names.extend(
-            tools
-                .iter()
-                .map(|t| t["name"].as_str().unwrap_or_default().to_owned()),
-        );
-        cursor = page["nextCursor"].as_str().map(str::to_owned);
-        if cursor.is_none() {
-            break;
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = server();
+        let (peer, _rx) = connect(&server).await;
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..10 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = call(&peer, "tools/list", params).await.expect("page");
+            let tools = page["tools"].as_array().expect("tools").clone();
+            assert!(tools.len() <= 2);
+            names.extend(
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap_or_default().to_owned()),
+            );
+            cursor = page["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
         }
-    }
-    assert_eq!(names, vec!["add", "log_all", "t0", "t1", "t2"]);
-    let err = call(&peer, "tools/list", json!({"cursor": "bogus"}))
-        .await
-        .expect_err("bad cursor");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+        assert_eq!(names, vec!["add", "log_all", "t0", "t1", "t2"]);
+        let err = call(&peer, "tools/list", json!({"cursor": "bogus"}))
+            .await
+            .expect_err("bad cursor");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn structured_tools_declare_and_return_their_output() {
-    let server = server();
-    let (peer, _rx) = connect(&server).await;
-    let list = call(&peer, "tools/list", json!({})).await.expect("list");
-    let add = &list["tools"][0];
-    assert_eq!(add["inputSchema"]["type"], "object");
-    assert!(add["inputSchema"]["properties"]["a"].is_object());
-    assert!(add["outputSchema"]["properties"]["sum"].is_object());
-    let result = call(
-        &peer,
-        "tools/call",
-        json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
-    )
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = server();
+        let (peer, _rx) = connect(&server).await;
+        let list = call(&peer, "tools/list", json!({})).await.expect("list");
+        let add = &list["tools"][0];
+        assert_eq!(add["inputSchema"]["type"], "object");
+        assert!(add["inputSchema"]["properties"]["a"].is_object());
+        assert!(add["outputSchema"]["properties"]["sum"].is_object());
+        let result = call(
+            &peer,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
+        )
+        .await
+        .expect("call");
+        assert_eq!(result["structuredContent"], json!({"sum": 42}));
+        assert_eq!(result["content"][0]["text"], r#"{"sum":42}"#);
+        let bad = call(
+            &peer,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": "x"}}),
+        )
+        .await
+        .expect("isError");
+        assert_eq!(bad["isError"], true);
+        assert!(
+            bad["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("invalid arguments for tool add")
+        );
+    })
     .await
-    .expect("call");
-    assert_eq!(result["structuredContent"], json!({"sum": 42}));
-    assert_eq!(result["content"][0]["text"], r#"{"sum":42}"#);
-    let bad = call(
-        &peer,
-        "tools/call",
-        json!({"name": "add", "arguments": {"a": "x"}}),
-    )
-    .await
-    .expect("isError");
-    assert_eq!(bad["isError"], true);
-    assert!(
-        bad["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("invalid arguments for tool add")
-    );
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn set_level_filters_log_messages() {
-    let server = server();
-    let (peer, mut rx) = connect(&server).await;
-    call(&peer, "tools/call", json!({"name": "log_all"}))
-        .await
-        .expect("call");
-    let mut levels = Vec::new();
-    while let Ok(n) = rx.try_recv() {
-        levels.push(
-            n.params.expect("params")["level"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = server();
+        let (peer, mut rx) = connect(&server).await;
+        call(&peer, "tools/call", json!({"name": "log_all"}))
+            .await
+            .expect("call");
+        let mut levels = Vec::new();
+        while let Ok(n) = rx.try_recv() {
+            levels.push(
+                n.params.expect("params")["level"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
+        assert_eq!(
+            levels.first().map(String::as_str),
+            Some("info"),
+            "info and above by default: {levels:?}"
         );
-    }
-    assert_eq!(
-        levels.first().map(String::as_str),
-        Some("info"),
-        "info and above by default: {levels:?}"
-    );
-    assert_eq!(levels.len(), 7);
-    call(&peer, "logging/setLevel", json!({"level": "error"}))
-        .await
-        .expect("setLevel");
-    call(&peer, "tools/call", json!({"name": "log_all"}))
-        .await
-        .expect("call");
-    let mut levels = Vec::new();
-    while let Ok(n) = rx.try_recv() {
-        levels.push(
-            n.params.expect("params")["level"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        );
-    }
-    assert_eq!(levels, vec!["error", "critical", "alert", "emergency"]);
-    let err = call(&peer, "logging/setLevel", json!({"level": "loud"}))
-        .await
-        .expect_err("bad level");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+        assert_eq!(levels.len(), 7);
+        call(&peer, "logging/setLevel", json!({"level": "error"}))
+            .await
+            .expect("setLevel");
+        call(&peer, "tools/call", json!({"name": "log_all"}))
+            .await
+            .expect("call");
+        let mut levels = Vec::new();
+        while let Ok(n) = rx.try_recv() {
+            levels.push(
+                n.params.expect("params")["level"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
+        assert_eq!(levels, vec!["error", "critical", "alert", "emergency"]);
+        let err = call(&peer, "logging/setLevel", json!({"level": "loud"}))
+            .await
+            .expect_err("bad level");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
@@ -296,25 +308,29 @@ async fn resources_templates_and_subscriptions() {
 
 #[tokio::test]
 async fn prompts_check_required_arguments() {
-    let server = server();
-    let (peer, _rx) = connect(&server).await;
-    let got = call(
-        &peer,
-        "prompts/get",
-        json!({"name": "greet", "arguments": {"name": "Ada"}}),
-    )
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = server();
+        let (peer, _rx) = connect(&server).await;
+        let got = call(
+            &peer,
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"name": "Ada"}}),
+        )
+        .await
+        .expect("get");
+        assert_eq!(got["messages"][0]["content"]["text"], "Hello Ada");
+        let err = call(&peer, "prompts/get", json!({"name": "greet"}))
+            .await
+            .expect_err("missing arg");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+        assert!(err.to_string().contains("name"));
+        let err = call(&peer, "prompts/get", json!({"name": "nope"}))
+            .await
+            .expect_err("unknown");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    })
     .await
-    .expect("get");
-    assert_eq!(got["messages"][0]["content"]["text"], "Hello Ada");
-    let err = call(&peer, "prompts/get", json!({"name": "greet"}))
-        .await
-        .expect_err("missing arg");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
-    assert!(err.to_string().contains("name"));
-    let err = call(&peer, "prompts/get", json!({"name": "nope"}))
-        .await
-        .expect_err("unknown");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
@@ -345,6 +361,7 @@ async fn run_time_tool_changes_are_announced() {
 
 #[tokio::test]
 async fn unknown_versions_and_methods() {
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
     let server = server();
     let (a, b) = memory::duplex();
     let (_p, driver) = server.serve(a);
@@ -372,63 +389,70 @@ async fn unknown_versions_and_methods() {
         .await
         .expect("complete");
     assert_eq!(done["completion"]["values"], json!([]));
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn huge_names_and_values_are_not_echoed_whole() {
-    let server = server();
-    let (peer, _rx) = connect(&server).await;
-    let huge = "t".repeat(2 << 20);
-    let short = |message: &str| {
-        assert!(message.len() < 1024, "{} bytes", message.len());
-        assert!(message.ends_with('…'), "marked as cut");
-    };
-    let err = call(&peer, "tools/call", json!({"name": huge}))
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = server();
+        let (peer, _rx) = connect(&server).await;
+        let huge = "t".repeat(2 << 20);
+        let short = |message: &str| {
+            assert!(message.len() < 1024, "{} bytes", message.len());
+            assert!(message.ends_with('…'), "marked as cut");
+        };
+        let err = call(&peer, "tools/call", json!({"name": huge}))
+            .await
+            .expect_err("unknown tool");
+        let error = err.remote().expect("an error answer");
+        assert_eq!(error.code, -32602);
+        assert!(error.message.contains("unknown tool: ttt"), "{error}");
+        short(&error.message);
+        let err = call(&peer, &huge, json!({}))
+            .await
+            .expect_err("unknown method");
+        let error = err.remote().expect("an error answer");
+        assert_eq!(error.code, -32601);
+        short(&error.message);
+        let err = call(&peer, "resources/read", json!({"uri": huge}))
+            .await
+            .expect_err("unknown resource");
+        let error = err.remote().expect("an error answer");
+        assert_eq!(error.code, -32002);
+        short(&error.message);
+        let uri = error.data.as_ref().and_then(|d| d["uri"].as_str());
+        short(uri.expect("data.uri"));
+        // A subscription is kept for the connection's life: a huge URI is refused, not kept.
+        let err = call(&peer, "resources/subscribe", json!({"uri": huge}))
+            .await
+            .expect_err("too long to keep");
+        let error = err.remote().expect("an error answer");
+        assert_eq!(error.code, -32602);
+        assert!(error.message.len() < 1024, "{} bytes", error.message.len());
+        let err = call(&peer, "prompts/get", json!({"name": huge}))
+            .await
+            .expect_err("unknown prompt");
+        short(&err.remote().expect("an error answer").message);
+        // serde quotes the value it could not read: cut too.
+        let err = call(&peer, "logging/setLevel", json!({"level": huge}))
+            .await
+            .expect_err("unknown level");
+        short(&err.remote().expect("an error answer").message);
+        let bad = call(
+            &peer,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": huge, "b": 1}}),
+        )
         .await
-        .expect_err("unknown tool");
-    let error = err.remote().expect("an error answer");
-    assert_eq!(error.code, -32602);
-    assert!(error.message.contains("unknown tool: ttt"), "{error}");
-    short(&error.message);
-    let err = call(&peer, &huge, json!({}))
-        .await
-        .expect_err("unknown method");
-    let error = err.remote().expect("an error answer");
-    assert_eq!(error.code, -32601);
-    short(&error.message);
-    let err = call(&peer, "resources/read", json!({"uri": huge}))
-        .await
-        .expect_err("unknown resource");
-    let error = err.remote().expect("an error answer");
-    assert_eq!(error.code, -32002);
-    short(&error.message);
-    let uri = error.data.as_ref().and_then(|d| d["uri"].as_str());
-    short(uri.expect("data.uri"));
-    // A subscription is kept for the connection's life: a huge URI is refused, not kept.
-    let err = call(&peer, "resources/subscribe", json!({"uri": huge}))
-        .await
-        .expect_err("too long to keep");
-    let error = err.remote().expect("an error answer");
-    assert_eq!(error.code, -32602);
-    assert!(error.message.len() < 1024, "{} bytes", error.message.len());
-    let err = call(&peer, "prompts/get", json!({"name": huge}))
-        .await
-        .expect_err("unknown prompt");
-    short(&err.remote().expect("an error answer").message);
-    // serde quotes the value it could not read: cut too.
-    let err = call(&peer, "logging/setLevel", json!({"level": huge}))
-        .await
-        .expect_err("unknown level");
-    short(&err.remote().expect("an error answer").message);
-    let bad = call(
-        &peer,
-        "tools/call",
-        json!({"name": "add", "arguments": {"a": huge, "b": 1}}),
-    )
+        .expect("an isError result");
+        assert_eq!(bad["isError"], true);
+        short(bad["content"][0]["text"].as_str().unwrap_or_default());
+    })
     .await
-    .expect("an isError result");
-    assert_eq!(bad["isError"], true);
-    short(bad["content"][0]["text"].as_str().unwrap_or_default());
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// A receiving half on which nothing ever arrives.

@@ -183,6 +183,7 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Notification>) -> Notification {
 
 #[tokio::test]
 async fn one_connection_serves_both_eras_request_by_request() {
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
     let server = builder().build();
     let (peer, _rx) = connect(&server);
     let stateless = call(&peer, "tools/list", modern(json!({})))
@@ -201,49 +202,57 @@ async fn one_connection_serves_both_eras_request_by_request() {
     assert!(session.get("resultType").is_none(), "{session}");
     assert!(session.get("ttlMs").is_none(), "{session}");
     assert_eq!(session["tools"], stateless["tools"]);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn discover_envelope_errors_and_removed_methods() {
-    let server = builder().build();
-    let (peer, _rx) = connect(&server);
-    let discover = call(&peer, "server/discover", modern(json!({})))
-        .await
-        .expect("discover");
-    assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
-    assert_eq!(discover["ttlMs"], 60_000);
-    assert!(discover["capabilities"]["tools"].is_object());
-    for method in [
-        "ping",
-        "initialize",
-        "logging/setLevel",
-        "resources/subscribe",
-        "nope/nope",
-    ] {
-        assert_eq!(
-            code(call(&peer, method, modern(json!({}))).await),
-            -32601,
-            "{method}"
-        );
-    }
-    let no_caps = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
-    assert_eq!(code(call(&peer, "tools/list", no_caps).await), -32602);
-    let v999 = json!({"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "v999",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }});
-    let error = call(&peer, "server/discover", v999)
-        .await
-        .expect_err("v999");
-    let error = error.remote().expect("remote");
-    assert_eq!(error.code, -32022);
-    assert_eq!(error.data.as_ref().expect("data")["requested"], "v999");
-    // A session-era ping on the same connection is still answered.
-    call(&peer, "ping", json!({})).await.expect("ping");
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = builder().build();
+        let (peer, _rx) = connect(&server);
+        let discover = call(&peer, "server/discover", modern(json!({})))
+            .await
+            .expect("discover");
+        assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
+        assert_eq!(discover["ttlMs"], 60_000);
+        assert!(discover["capabilities"]["tools"].is_object());
+        for method in [
+            "ping",
+            "initialize",
+            "logging/setLevel",
+            "resources/subscribe",
+            "nope/nope",
+        ] {
+            assert_eq!(
+                code(call(&peer, method, modern(json!({}))).await),
+                -32601,
+                "{method}"
+            );
+        }
+        let no_caps = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+        assert_eq!(code(call(&peer, "tools/list", no_caps).await), -32602);
+        let v999 = json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "v999",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }});
+        let error = call(&peer, "server/discover", v999)
+            .await
+            .expect_err("v999");
+        let error = error.remote().expect("remote");
+        assert_eq!(error.code, -32022);
+        assert_eq!(error.data.as_ref().expect("data")["requested"], "v999");
+        // A session-era ping on the same connection is still answered.
+        call(&peer, "ping", json!({})).await.expect("ping");
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn questions_travel_in_rounds_and_several_at_once() {
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
     let server = builder().build();
     let (peer, _rx) = connect(&server);
     let first = call(&peer, "tools/call", modern(json!({"name": "trip"})))
@@ -306,27 +315,35 @@ async fn questions_travel_in_rounds_and_several_at_once() {
     assert_eq!(code(call(&peer, "tools/call", tampered).await), -32602);
     let other = modern(json!({"name": "trip", "arguments": {"x": 1}, "requestState": state2}));
     assert_eq!(code(call(&peer, "tools/call", other).await), -32602);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_question_the_client_cannot_answer_is_32021() {
-    let server = builder().build();
-    let (peer, _rx) = connect(&server);
-    let mut params = json!({"name": "trip"});
-    params["_meta"] = meta(json!({"sampling": {}}));
-    let error = call(&peer, "tools/call", params)
-        .await
-        .expect_err("no elicitation");
-    let error = error.remote().expect("remote");
-    assert_eq!(error.code, -32021);
-    assert_eq!(
-        error.data.as_ref().expect("data")["requiredCapabilities"],
-        json!({"elicitation": {}})
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = builder().build();
+        let (peer, _rx) = connect(&server);
+        let mut params = json!({"name": "trip"});
+        params["_meta"] = meta(json!({"sampling": {}}));
+        let error = call(&peer, "tools/call", params)
+            .await
+            .expect_err("no elicitation");
+        let error = error.remote().expect("remote");
+        assert_eq!(error.code, -32021);
+        assert_eq!(
+            error.data.as_ref().expect("data")["requiredCapabilities"],
+            json!({"elicitation": {}})
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn a_handler_may_answer_input_required_itself() {
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
     let server = builder().build();
     let (peer, _rx) = connect(&server);
     let first = call(&peer, "tools/call", modern(json!({"name": "own_state"})))
@@ -347,34 +364,41 @@ async fn a_handler_may_answer_input_required_itself() {
     call(&peer, "initialize", init).await.expect("initialize");
     let error = call(&peer, "tools/call", json!({"name": "own_state"})).await;
     assert_eq!(code(error), -32603);
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn logs_are_sent_only_at_the_level_the_request_asks() {
-    let server = builder().build();
-    let (peer, mut rx) = connect(&server);
-    call(&peer, "tools/call", modern(json!({"name": "log_all"})))
-        .await
-        .expect("call");
-    // Messages related to a request arrive before its response, in order.
-    assert!(rx.try_recv().is_err(), "no logLevel, no logs");
-    let mut params = modern(json!({"name": "log_all"}));
-    params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("error");
-    call(&peer, "tools/call", params).await.expect("call");
-    let mut levels = Vec::new();
-    while let Ok(n) = rx.try_recv() {
-        assert_eq!(n.method, "notifications/message");
-        levels.push(n.params.expect("params")["level"].clone());
-    }
-    assert_eq!(
-        levels,
-        [
-            json!("error"),
-            json!("critical"),
-            json!("alert"),
-            json!("emergency")
-        ]
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+        let server = builder().build();
+        let (peer, mut rx) = connect(&server);
+        call(&peer, "tools/call", modern(json!({"name": "log_all"})))
+            .await
+            .expect("call");
+        // Messages related to a request arrive before its response, in order.
+        assert!(rx.try_recv().is_err(), "no logLevel, no logs");
+        let mut params = modern(json!({"name": "log_all"}));
+        params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("error");
+        call(&peer, "tools/call", params).await.expect("call");
+        let mut levels = Vec::new();
+        while let Ok(n) = rx.try_recv() {
+            assert_eq!(n.method, "notifications/message");
+            levels.push(n.params.expect("params")["level"].clone());
+        }
+        assert_eq!(
+            levels,
+            [
+                json!("error"),
+                json!("critical"),
+                json!("alert"),
+                json!("emergency")
+            ]
+        );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
@@ -444,6 +468,7 @@ async fn a_cancelled_listen_stops_listening() {
 
 #[tokio::test]
 async fn eras_can_be_served_alone() {
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
     let modern_only = builder().eras(Eras::Modern).build();
     let (peer, _rx) = connect(&modern_only);
     let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
@@ -468,10 +493,14 @@ async fn eras_can_be_served_alone() {
         -32601
     );
     call(&peer, "initialize", init).await.expect("initialize");
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 #[tokio::test]
 async fn handlers_see_the_w3c_trace_context() {
+    tokio::time::timeout(std::time::Duration::from_secs(300), async move {
     let server = builder().build();
     let (peer, _rx) = connect(&server);
     let mut params = modern(json!({"name": "trace"}));
@@ -483,6 +512,9 @@ async fn handlers_see_the_w3c_trace_context() {
         result["content"][0]["text"],
         "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01;tracestate=vendor=1 stateless=true"
     );
+    })
+    .await
+    .expect("the test hung: it took longer than 300 s");
 }
 
 /// Issue 26, item 6: a listen kept about four copies of its params for as long as it ran (12

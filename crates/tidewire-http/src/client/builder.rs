@@ -121,32 +121,36 @@ mod tests {
 
     #[tokio::test]
     async fn connect_checks_the_configuration() {
-        let bad = StreamableHttpClient::new("not a url").connect().await;
-        assert!(matches!(bad, Err(HttpClientError::InvalidUrl { .. })));
-        let bad = StreamableHttpClient::new("ftp://example.com/mcp")
-            .connect()
-            .await;
-        assert!(matches!(
-            bad,
-            Err(HttpClientError::UnsupportedScheme { .. })
-        ));
-        let bad = StreamableHttpClient::new("http://127.0.0.1:1/mcp")
-            .header("bad header", "x")
-            .connect()
-            .await;
-        assert!(matches!(bad, Err(HttpClientError::InvalidHeader(_))));
-        if !cfg!(feature = "rustls") {
-            let bad = StreamableHttpClient::new("https://example.com/mcp")
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let bad = StreamableHttpClient::new("not a url").connect().await;
+            assert!(matches!(bad, Err(HttpClientError::InvalidUrl { .. })));
+            let bad = StreamableHttpClient::new("ftp://example.com/mcp")
                 .connect()
                 .await;
-            assert!(matches!(bad, Err(HttpClientError::TlsUnavailable { .. })));
-        }
-        assert!(
-            StreamableHttpClient::new("http://127.0.0.1:1/mcp")
-                .bearer("t")
+            assert!(matches!(
+                bad,
+                Err(HttpClientError::UnsupportedScheme { .. })
+            ));
+            let bad = StreamableHttpClient::new("http://127.0.0.1:1/mcp")
+                .header("bad header", "x")
                 .connect()
-                .await
-                .is_ok()
-        );
+                .await;
+            assert!(matches!(bad, Err(HttpClientError::InvalidHeader(_))));
+            if !cfg!(feature = "rustls") {
+                let bad = StreamableHttpClient::new("https://example.com/mcp")
+                    .connect()
+                    .await;
+                assert!(matches!(bad, Err(HttpClientError::TlsUnavailable { .. })));
+            }
+            assert!(
+                StreamableHttpClient::new("http://127.0.0.1:1/mcp")
+                    .bearer("t")
+                    .connect()
+                    .await
+                    .is_ok()
+            );
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }

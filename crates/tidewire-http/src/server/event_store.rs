@@ -482,23 +482,27 @@ mod tests {
 
     #[tokio::test]
     async fn keeps_the_newest_events_per_stream_and_forgets_on_demand() {
-        let store = MemoryEventStore::new(3);
-        for seq in 1..=5 {
-            store.append("s", 1, event(seq)).await;
-        }
-        store.append("s", 2, event(1)).await;
-        store.append("t", 1, event(1)).await;
-        let kept: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
-        assert_eq!(kept, vec![3, 4, 5], "bounded: the oldest went");
-        let after: Vec<u64> = store.after("s", 1, 4).await.iter().map(|e| e.seq).collect();
-        assert_eq!(after, vec![5]);
-        assert!(store.after("s", 9, 0).await.is_empty());
-        store.forget("s", Some(1)).await;
-        assert!(store.after("s", 1, 0).await.is_empty());
-        assert_eq!(store.len(), 2);
-        store.forget("s", None).await;
-        assert_eq!(store.len(), 1, "other sessions untouched");
-        assert_eq!(store.bytes(), 1 + EVENT_OVERHEAD);
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryEventStore::new(3);
+            for seq in 1..=5 {
+                store.append("s", 1, event(seq)).await;
+            }
+            store.append("s", 2, event(1)).await;
+            store.append("t", 1, event(1)).await;
+            let kept: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
+            assert_eq!(kept, vec![3, 4, 5], "bounded: the oldest went");
+            let after: Vec<u64> = store.after("s", 1, 4).await.iter().map(|e| e.seq).collect();
+            assert_eq!(after, vec![5]);
+            assert!(store.after("s", 9, 0).await.is_empty());
+            store.forget("s", Some(1)).await;
+            assert!(store.after("s", 1, 0).await.is_empty());
+            assert_eq!(store.len(), 2);
+            store.forget("s", None).await;
+            assert_eq!(store.len(), 1, "other sessions untouched");
+            assert_eq!(store.bytes(), 1 + EVENT_OVERHEAD);
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     fn sized(seq: u64, bytes: usize) -> StoredEvent {
@@ -511,65 +515,74 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_are_bounded_per_stream_per_session_and_in_all() {
-        let unit = 1000 + EVENT_OVERHEAD;
-        let store = MemoryEventStore::with_limits(
-            EventStoreLimits::default()
-                .bytes_per_stream(3 * unit)
-                .bytes_per_session(5 * unit)
-                .total_bytes(8 * unit),
-        );
-        for seq in 1..=10 {
-            store.append("a", 1, sized(seq, 1000)).await;
-        }
-        let kept: Vec<u64> = store.after("a", 1, 0).await.iter().map(|e| e.seq).collect();
-        assert_eq!(kept, vec![8, 9, 10], "a stream keeps its newest 3 KB");
-        for seq in 1..=3 {
-            store.append("a", 2, sized(seq, 1000)).await;
-        }
-        assert_eq!(store.session_bytes("a"), 5 * unit, "a session keeps 5 KB");
-        let first: Vec<u64> = store.after("a", 1, 0).await.iter().map(|e| e.seq).collect();
-        assert_eq!(first, vec![9, 10], "the session's oldest event went first");
-        // Another session pushes the store past 8 KB: the largest session gives way, down to
-        // 7/8 of the limit.
-        for seq in 1..=3 {
-            store.append("b", 1, sized(seq, 1000)).await;
-        }
-        store.append("b", 2, sized(1, 1000)).await;
-        assert_eq!(store.bytes(), 7 * unit);
-        assert!(store.after("a", 1, 0).await.is_empty(), "a's oldest went");
-        assert_eq!(store.after("a", 2, 0).await.len(), 3);
-        assert_eq!(store.session_bytes("b"), 4 * unit, "the newcomer keeps all");
-        // One event larger than a stream's budget is still kept, alone: a reader needs it.
-        store.append("c", 1, sized(1, 5000)).await;
-        assert_eq!(store.after("c", 1, 0).await.len(), 1);
-        store.forget("a", None).await;
-        store.forget("b", None).await;
-        store.forget("c", None).await;
-        assert_eq!(store.bytes(), 0);
-        assert!(store.is_empty());
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let unit = 1000 + EVENT_OVERHEAD;
+            let store = MemoryEventStore::with_limits(
+                EventStoreLimits::default()
+                    .bytes_per_stream(3 * unit)
+                    .bytes_per_session(5 * unit)
+                    .total_bytes(8 * unit),
+            );
+            for seq in 1..=10 {
+                store.append("a", 1, sized(seq, 1000)).await;
+            }
+            let kept: Vec<u64> = store.after("a", 1, 0).await.iter().map(|e| e.seq).collect();
+            assert_eq!(kept, vec![8, 9, 10], "a stream keeps its newest 3 KB");
+            for seq in 1..=3 {
+                store.append("a", 2, sized(seq, 1000)).await;
+            }
+            assert_eq!(store.session_bytes("a"), 5 * unit, "a session keeps 5 KB");
+            let first: Vec<u64> = store.after("a", 1, 0).await.iter().map(|e| e.seq).collect();
+            assert_eq!(first, vec![9, 10], "the session's oldest event went first");
+            // Another session pushes the store past 8 KB: the largest session gives way, down to
+            // 7/8 of the limit.
+            for seq in 1..=3 {
+                store.append("b", 1, sized(seq, 1000)).await;
+            }
+            store.append("b", 2, sized(1, 1000)).await;
+            assert_eq!(store.bytes(), 7 * unit);
+            assert!(store.after("a", 1, 0).await.is_empty(), "a's oldest went");
+            assert_eq!(store.after("a", 2, 0).await.len(), 3);
+            assert_eq!(store.session_bytes("b"), 4 * unit, "the newcomer keeps all");
+            // One event larger than a stream's budget is still kept, alone: a reader needs it.
+            store.append("c", 1, sized(1, 5000)).await;
+            assert_eq!(store.after("c", 1, 0).await.len(), 1);
+            store.forget("a", None).await;
+            store.forget("b", None).await;
+            store.forget("c", None).await;
+            assert_eq!(store.bytes(), 0);
+            assert!(store.is_empty());
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn what_a_reader_took_goes_before_what_nobody_read() {
-        let unit = 1000 + EVENT_OVERHEAD;
-        let store =
-            MemoryEventStore::with_limits(EventStoreLimits::default().bytes_per_session(4 * unit));
-        // Stream 1 (a POST reply) has two unread events; stream 0 two read ones, newer.
-        store.append("s", 1, sized(1, 1000)).await;
-        store.append("s", 1, sized(2, 1000)).await;
-        store.append("s", 0, sized(1, 1000)).await;
-        store.append("s", 0, sized(2, 1000)).await;
-        store.delivered("s", 0, 2).await;
-        store.append("s", 0, sized(3, 1000)).await;
-        let zero: Vec<u64> = store.after("s", 0, 0).await.iter().map(|e| e.seq).collect();
-        let one: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
-        assert_eq!(zero, vec![2, 3], "the oldest read event went");
-        assert_eq!(one, vec![1, 2], "the unread reply is whole");
-        // With nothing read left, unread notifications (stream 0) go before a reply.
-        store.append("s", 0, sized(4, 1000)).await;
-        store.append("s", 0, sized(5, 1000)).await;
-        let one: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
-        assert_eq!(one, vec![1, 2]);
-        assert_eq!(store.session_bytes("s"), 4 * unit);
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let unit = 1000 + EVENT_OVERHEAD;
+            let store = MemoryEventStore::with_limits(
+                EventStoreLimits::default().bytes_per_session(4 * unit),
+            );
+            // Stream 1 (a POST reply) has two unread events; stream 0 two read ones, newer.
+            store.append("s", 1, sized(1, 1000)).await;
+            store.append("s", 1, sized(2, 1000)).await;
+            store.append("s", 0, sized(1, 1000)).await;
+            store.append("s", 0, sized(2, 1000)).await;
+            store.delivered("s", 0, 2).await;
+            store.append("s", 0, sized(3, 1000)).await;
+            let zero: Vec<u64> = store.after("s", 0, 0).await.iter().map(|e| e.seq).collect();
+            let one: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
+            assert_eq!(zero, vec![2, 3], "the oldest read event went");
+            assert_eq!(one, vec![1, 2], "the unread reply is whole");
+            // With nothing read left, unread notifications (stream 0) go before a reply.
+            store.append("s", 0, sized(4, 1000)).await;
+            store.append("s", 0, sized(5, 1000)).await;
+            let one: Vec<u64> = store.after("s", 1, 0).await.iter().map(|e| e.seq).collect();
+            assert_eq!(one, vec![1, 2]);
+            assert_eq!(store.session_bytes("s"), 4 * unit);
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }

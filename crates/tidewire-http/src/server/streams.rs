@@ -649,42 +649,50 @@ mod tests {
 
     #[tokio::test]
     async fn an_abandoned_stream_ends_after_what_it_holds() {
-        let (streams, _store) = streams(8, Duration::from_millis(10));
-        let s = streams.open().expect("room");
-        streams.expect_response(s);
-        assert!(streams.push(s, data("progress"), false).await);
-        let cursor = streams.attach(s, None).expect("attach");
-        streams.abandon_response(s);
-        let events = streams.take(s, cursor).await.expect("what it holds");
-        assert_eq!(events.len(), 1);
-        assert!(streams.take(s, 1).await.is_none(), "then its end");
-        streams.finish(s).await;
-        streams.detach(s);
-        assert!(streams.exists(s), "kept for its grace");
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let (streams, _store) = streams(8, Duration::from_millis(10));
+            let s = streams.open().expect("room");
+            streams.expect_response(s);
+            assert!(streams.push(s, data("progress"), false).await);
+            let cursor = streams.attach(s, None).expect("attach");
+            streams.abandon_response(s);
+            let events = streams.take(s, cursor).await.expect("what it holds");
+            assert_eq!(events.len(), 1);
+            assert!(streams.take(s, 1).await.is_none(), "then its end");
+            streams.finish(s).await;
+            streams.detach(s);
+            assert!(streams.exists(s), "kept for its grace");
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn a_session_keeps_only_its_newest_finished_streams() {
-        let store = Arc::new(MemoryEventStore::new(16));
-        let streams = Streams::new("s".into(), store.clone(), 8, Duration::ZERO, 64);
-        let mut ids = Vec::new();
-        for _ in 0..FINISHED_KEPT + 2 {
-            let s = streams.open().expect("room");
-            streams.expect_response(s);
-            assert!(streams.push(s, data("response"), true).await);
-            let cursor = streams.attach(s, None).expect("attach");
-            assert_eq!(streams.take(s, cursor).await.expect("events").len(), 1);
-            assert!(streams.take(s, 1).await.is_none());
-            streams.finish(s).await;
-            streams.detach(s);
-            ids.push(s);
-        }
-        assert!(
-            !streams.exists(ids[0]) && !streams.exists(ids[1]),
-            "the oldest go"
-        );
-        assert!(ids[2..].iter().all(|s| streams.exists(*s)));
-        assert_eq!(store.len(), FINISHED_KEPT, "and their events with them");
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = Arc::new(MemoryEventStore::new(16));
+            let streams = Streams::new("s".into(), store.clone(), 8, Duration::ZERO, 64);
+            let mut ids = Vec::new();
+            for _ in 0..FINISHED_KEPT + 2 {
+                let s = streams.open().expect("room");
+                streams.expect_response(s);
+                assert!(streams.push(s, data("response"), true).await);
+                let cursor = streams.attach(s, None).expect("attach");
+                assert_eq!(streams.take(s, cursor).await.expect("events").len(), 1);
+                assert!(streams.take(s, 1).await.is_none());
+                streams.finish(s).await;
+                streams.detach(s);
+                ids.push(s);
+            }
+            assert!(
+                !streams.exists(ids[0]) && !streams.exists(ids[1]),
+                "the oldest go"
+            );
+            assert!(ids[2..].iter().all(|s| streams.exists(*s)));
+            assert_eq!(store.len(), FINISHED_KEPT, "and their events with them");
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     /// Found by the soak run: a POST stream whose response waited for its reader while
@@ -693,76 +701,84 @@ mod tests {
     /// gone ends instead of waiting.
     #[tokio::test]
     async fn a_response_waiting_for_its_reader_outlives_a_flood_of_notifications() {
-        use super::super::event_store::EventStoreLimits;
-        let unit = 1000 + 64;
-        let store = Arc::new(MemoryEventStore::with_limits(
-            EventStoreLimits::default().bytes_per_session(10 * unit),
-        ));
-        let streams = Streams::new("s".into(), store.clone(), 1000, Duration::ZERO, 4);
-        let post = streams.open().expect("room");
-        streams.expect_response(post);
-        assert!(
-            streams
-                .push(post, Bytes::from(vec![b'r'; 1000]), true)
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            use super::super::event_store::EventStoreLimits;
+            let unit = 1000 + 64;
+            let store = Arc::new(MemoryEventStore::with_limits(
+                EventStoreLimits::default().bytes_per_session(10 * unit),
+            ));
+            let streams = Streams::new("s".into(), store.clone(), 1000, Duration::ZERO, 4);
+            let post = streams.open().expect("room");
+            streams.expect_response(post);
+            assert!(
+                streams
+                    .push(post, Bytes::from(vec![b'r'; 1000]), true)
+                    .await
+            );
+            for _ in 0..30 {
+                assert!(
+                    streams
+                        .push(STANDALONE, Bytes::from(vec![b'n'; 1000]), false)
+                        .await
+                );
+            }
+            let cursor = streams.attach(post, None).expect("attach");
+            let events = streams
+                .take(post, cursor)
                 .await
-        );
-        for _ in 0..30 {
+                .expect("the stream is there");
+            assert_eq!(events.len(), 1, "the response survived");
+            assert!(events[0].last);
+            // Read history goes before unread notifications: take the standalone stream, and the
+            // next flood drops what was read.
+            let cursor = streams.attach(STANDALONE, None).expect("attach");
+            let taken = streams.take(STANDALONE, cursor).await.expect("events");
+            let newest = taken.last().expect("some").seq;
             assert!(
                 streams
                     .push(STANDALONE, Bytes::from(vec![b'n'; 1000]), false)
                     .await
             );
-        }
-        let cursor = streams.attach(post, None).expect("attach");
-        let events = streams
-            .take(post, cursor)
-            .await
-            .expect("the stream is there");
-        assert_eq!(events.len(), 1, "the response survived");
-        assert!(events[0].last);
-        // Read history goes before unread notifications: take the standalone stream, and the
-        // next flood drops what was read.
-        let cursor = streams.attach(STANDALONE, None).expect("attach");
-        let taken = streams.take(STANDALONE, cursor).await.expect("events");
-        let newest = taken.last().expect("some").seq;
-        assert!(
-            streams
-                .push(STANDALONE, Bytes::from(vec![b'n'; 1000]), false)
-                .await
-        );
-        let left = streams.take(STANDALONE, 0).await.expect("events");
-        assert_eq!(
-            left.last().map(|e| e.seq),
-            Some(newest + 1),
-            "the new one is kept"
-        );
+            let left = streams.take(STANDALONE, 0).await.expect("events");
+            assert_eq!(
+                left.last().map(|e| e.seq),
+                Some(newest + 1),
+                "the new one is kept"
+            );
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn a_stream_whose_rest_was_dropped_ends_instead_of_waiting() {
-        use super::super::event_store::EventStoreLimits;
-        let store = Arc::new(MemoryEventStore::with_limits(
-            EventStoreLimits::default().events_per_stream(2),
-        ));
-        let streams = Streams::new("s".into(), store, 1000, Duration::ZERO, 4);
-        let post = streams.open().expect("room");
-        streams.expect_response(post);
-        for _ in 0..4 {
-            assert!(streams.push(post, data("progress"), false).await);
-        }
-        assert!(streams.push(post, data("response"), true).await);
-        // A reader resuming after event 1 finds 2 and 3 gone, 4 and 5 kept: it gets those.
-        let cursor = streams.attach(post, Some(1)).expect("attach");
-        let events = streams.take(post, cursor).await.expect("events");
-        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5]);
-        streams.detach(post);
-        // Had everything after the cursor gone, the stream would end, not wait for ever.
-        store_drop_all(&streams).await;
-        let cursor = streams.attach(post, Some(1)).expect("attach");
-        assert!(streams.take(post, cursor).await.is_none(), "ends");
-        streams.finish(post).await;
-        streams.detach(post);
-        assert!(streams.exists(post), "and is finished (kept for its grace)");
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            use super::super::event_store::EventStoreLimits;
+            let store = Arc::new(MemoryEventStore::with_limits(
+                EventStoreLimits::default().events_per_stream(2),
+            ));
+            let streams = Streams::new("s".into(), store, 1000, Duration::ZERO, 4);
+            let post = streams.open().expect("room");
+            streams.expect_response(post);
+            for _ in 0..4 {
+                assert!(streams.push(post, data("progress"), false).await);
+            }
+            assert!(streams.push(post, data("response"), true).await);
+            // A reader resuming after event 1 finds 2 and 3 gone, 4 and 5 kept: it gets those.
+            let cursor = streams.attach(post, Some(1)).expect("attach");
+            let events = streams.take(post, cursor).await.expect("events");
+            assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5]);
+            streams.detach(post);
+            // Had everything after the cursor gone, the stream would end, not wait for ever.
+            store_drop_all(&streams).await;
+            let cursor = streams.attach(post, Some(1)).expect("attach");
+            assert!(streams.take(post, cursor).await.is_none(), "ends");
+            streams.finish(post).await;
+            streams.detach(post);
+            assert!(streams.exists(post), "and is finished (kept for its grace)");
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     async fn store_drop_all(streams: &Streams) {
@@ -771,15 +787,19 @@ mod tests {
 
     #[tokio::test]
     async fn only_an_unused_stream_is_discarded() {
-        let (streams, _store) = streams(8, Duration::from_millis(10));
-        let unused = streams.open().expect("room");
-        streams.discard(unused);
-        assert!(!streams.exists(unused), "a refused request's stream goes");
-        let used = streams.open().expect("room");
-        assert!(streams.push(used, data("progress"), false).await);
-        streams.discard(used);
-        assert!(streams.exists(used), "one that carries events stays");
-        streams.discard(STANDALONE);
-        assert!(streams.exists(STANDALONE));
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let (streams, _store) = streams(8, Duration::from_millis(10));
+            let unused = streams.open().expect("room");
+            streams.discard(unused);
+            assert!(!streams.exists(unused), "a refused request's stream goes");
+            let used = streams.open().expect("room");
+            assert!(streams.push(used, data("progress"), false).await);
+            streams.discard(used);
+            assert!(streams.exists(used), "one that carries events stays");
+            streams.discard(STANDALONE);
+            assert!(streams.exists(STANDALONE));
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }

@@ -70,19 +70,23 @@ mod tests {
 
     #[tokio::test]
     async fn bounded_in_messages_and_in_bytes() {
-        let (tx, mut rx) = pieces(3, 100);
-        assert!(tx.try_send(vec![0; 60]).is_ok());
-        assert!(tx.try_send(vec![0; 60]).is_err(), "over the bytes");
-        assert!(tx.try_send(vec![0; 40]).is_ok());
-        assert!(tx.try_send(vec![]).is_ok());
-        assert!(tx.try_send(vec![]).is_err(), "over the messages");
-        assert_eq!(rx.recv().await.map(|p| p.len()), Some(60));
-        assert!(tx.try_send(vec![0; 60]).is_ok(), "room again");
-        // One message larger than the bound passes alone into an empty queue.
-        let (tx, mut rx) = pieces(3, 10);
-        assert!(tx.try_send(vec![0; 50]).is_ok());
-        assert!(tx.try_send(vec![0; 1]).is_err());
-        assert_eq!(rx.recv().await.map(|p| p.len()), Some(50));
-        assert!(tx.try_send(vec![0; 1]).is_ok());
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let (tx, mut rx) = pieces(3, 100);
+            assert!(tx.try_send(vec![0; 60]).is_ok());
+            assert!(tx.try_send(vec![0; 60]).is_err(), "over the bytes");
+            assert!(tx.try_send(vec![0; 40]).is_ok());
+            assert!(tx.try_send(vec![]).is_ok());
+            assert!(tx.try_send(vec![]).is_err(), "over the messages");
+            assert_eq!(rx.recv().await.map(|p| p.len()), Some(60));
+            assert!(tx.try_send(vec![0; 60]).is_ok(), "room again");
+            // One message larger than the bound passes alone into an empty queue.
+            let (tx, mut rx) = pieces(3, 10);
+            assert!(tx.try_send(vec![0; 50]).is_ok());
+            assert!(tx.try_send(vec![0; 1]).is_err());
+            assert_eq!(rx.recv().await.map(|p| p.len()), Some(50));
+            assert!(tx.try_send(vec![0; 1]).is_ok());
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }

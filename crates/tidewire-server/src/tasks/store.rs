@@ -218,61 +218,73 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_store_refuses_and_an_ended_record_never_changes() {
-        let store = MemoryTaskStore::new(TaskLimits {
-            max_tasks: 2,
-            ..TaskLimits::default()
-        });
-        store.insert(record("a")).await.expect("a");
-        store.insert(record("b")).await.expect("b");
-        assert_eq!(
-            store.insert(record("c")).await,
-            Err(TaskStoreError::Full(2))
-        );
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryTaskStore::new(TaskLimits {
+                max_tasks: 2,
+                ..TaskLimits::default()
+            });
+            store.insert(record("a")).await.expect("a");
+            store.insert(record("b")).await.expect("b");
+            assert_eq!(
+                store.insert(record("c")).await,
+                Err(TaskStoreError::Full(2))
+            );
 
-        let mut done = store.get("a").await.expect("get").expect("kept");
-        done.set_status(tidewire_core::schema::TaskStatus::Completed);
-        assert_eq!(store.update(done.clone()).await, Ok(true));
-        let mut again = done;
-        again.status = tidewire_core::schema::TaskStatus::Working;
-        assert_eq!(store.update(again).await, Ok(false));
-        let kept = store.get("a").await.expect("get").expect("kept");
-        assert_eq!(kept.status, tidewire_core::schema::TaskStatus::Completed);
+            let mut done = store.get("a").await.expect("get").expect("kept");
+            done.set_status(tidewire_core::schema::TaskStatus::Completed);
+            assert_eq!(store.update(done.clone()).await, Ok(true));
+            let mut again = done;
+            again.status = tidewire_core::schema::TaskStatus::Working;
+            assert_eq!(store.update(again).await, Ok(false));
+            let kept = store.get("a").await.expect("get").expect("kept");
+            assert_eq!(kept.status, tidewire_core::schema::TaskStatus::Completed);
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn expired_tasks_are_forgotten_and_their_room_is_given_back() {
-        let store = MemoryTaskStore::new(TaskLimits {
-            max_tasks: 1,
-            ..TaskLimits::default()
-        });
-        let mut old = record("old");
-        old.ttl = Some(Duration::from_millis(1));
-        old.created_at = SystemTime::now() - Duration::from_secs(1);
-        store.insert(old).await.expect("old");
-        assert_eq!(store.get("old").await, Ok(None));
-        store.insert(record("new")).await.expect("room again");
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryTaskStore::new(TaskLimits {
+                max_tasks: 1,
+                ..TaskLimits::default()
+            });
+            let mut old = record("old");
+            old.ttl = Some(Duration::from_millis(1));
+            old.created_at = SystemTime::now() - Duration::from_secs(1);
+            store.insert(old).await.expect("old");
+            assert_eq!(store.get("old").await, Ok(None));
+            store.insert(record("new")).await.expect("room again");
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn a_client_may_shorten_a_tasks_life_but_not_lengthen_it() {
-        let store = MemoryTaskStore::new(TaskLimits {
-            default_ttl: Duration::from_secs(60),
-            ..TaskLimits::default()
-        });
-        let mut long = record("long");
-        long.ttl = Some(Duration::from_secs(u64::MAX / 4));
-        store.insert(long).await.expect("long");
-        let mut short = record("short");
-        short.ttl = Some(Duration::from_secs(5));
-        store.insert(short).await.expect("short");
-        assert_eq!(
-            store_ttl(&store, "long").await,
-            Some(Duration::from_secs(60))
-        );
-        assert_eq!(
-            store_ttl(&store, "short").await,
-            Some(Duration::from_secs(5))
-        );
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryTaskStore::new(TaskLimits {
+                default_ttl: Duration::from_secs(60),
+                ..TaskLimits::default()
+            });
+            let mut long = record("long");
+            long.ttl = Some(Duration::from_secs(u64::MAX / 4));
+            store.insert(long).await.expect("long");
+            let mut short = record("short");
+            short.ttl = Some(Duration::from_secs(5));
+            store.insert(short).await.expect("short");
+            assert_eq!(
+                store_ttl(&store, "long").await,
+                Some(Duration::from_secs(60))
+            );
+            assert_eq!(
+                store_ttl(&store, "short").await,
+                Some(Duration::from_secs(5))
+            );
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     async fn store_ttl(store: &MemoryTaskStore, id: &str) -> Option<Duration> {
@@ -281,46 +293,54 @@ mod tests {
 
     #[tokio::test]
     async fn a_record_over_the_byte_limit_is_refused() {
-        let store = MemoryTaskStore::new(TaskLimits {
-            max_record_bytes: 64,
-            ..TaskLimits::default()
-        });
-        store.insert(record("t")).await.expect("small");
-        let mut big = record("t");
-        big.result = Some(tidewire_core::schema::CallToolResult::text("x".repeat(100)));
-        assert!(matches!(
-            store.update(big).await,
-            Err(TaskStoreError::TooLarge { limit: 64, .. })
-        ));
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryTaskStore::new(TaskLimits {
+                max_record_bytes: 64,
+                ..TaskLimits::default()
+            });
+            store.insert(record("t")).await.expect("small");
+            let mut big = record("t");
+            big.result = Some(tidewire_core::schema::CallToolResult::text("x".repeat(100)));
+            assert!(matches!(
+                store.update(big).await,
+                Err(TaskStoreError::TooLarge { limit: 64, .. })
+            ));
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 
     #[tokio::test]
     async fn owners_see_only_their_tasks_in_pages() {
-        let store = MemoryTaskStore::default();
-        for (id, owner) in [
-            ("1", Some("ann")),
-            ("2", Some("bob")),
-            ("3", Some("ann")),
-            ("4", None),
-        ] {
-            let mut r = record(id);
-            r.owner = owner.map(str::to_owned);
-            store.insert(r).await.expect("insert");
-        }
-        let ann: Vec<String> = store
-            .list(Some("ann"), None, 10)
-            .await
-            .expect("list")
-            .into_iter()
-            .map(|t| t.id)
-            .collect();
-        assert!(ann.contains(&"1".to_owned()) && ann.contains(&"3".to_owned()));
-        assert!(!ann.contains(&"2".to_owned()));
-        let first = store.list(Some("ann"), None, 1).await.expect("page");
-        let next = store
-            .list(Some("ann"), Some(&first[0].id), 10)
-            .await
-            .expect("page");
-        assert!(next.iter().all(|t| t.id != first[0].id));
+        tokio::time::timeout(std::time::Duration::from_secs(300), async move {
+            let store = MemoryTaskStore::default();
+            for (id, owner) in [
+                ("1", Some("ann")),
+                ("2", Some("bob")),
+                ("3", Some("ann")),
+                ("4", None),
+            ] {
+                let mut r = record(id);
+                r.owner = owner.map(str::to_owned);
+                store.insert(r).await.expect("insert");
+            }
+            let ann: Vec<String> = store
+                .list(Some("ann"), None, 10)
+                .await
+                .expect("list")
+                .into_iter()
+                .map(|t| t.id)
+                .collect();
+            assert!(ann.contains(&"1".to_owned()) && ann.contains(&"3".to_owned()));
+            assert!(!ann.contains(&"2".to_owned()));
+            let first = store.list(Some("ann"), None, 1).await.expect("page");
+            let next = store
+                .list(Some("ann"), Some(&first[0].id), 10)
+                .await
+                .expect("page");
+            assert!(next.iter().all(|t| t.id != first[0].id));
+        })
+        .await
+        .expect("the test hung: it took longer than 300 s");
     }
 }
