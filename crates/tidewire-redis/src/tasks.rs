@@ -8,19 +8,34 @@ use tidewire_server::tasks::{TaskLimits, TaskRecord, TaskStore, TaskStoreError};
 
 use crate::Redis;
 
-/// Keeps a new task unless the store is full (after dropping the index entries of records
-/// that have expired). KEYS: the record, the index. ARGV: the record's JSON, whether it has
-/// ended, its ttl in ms, its creation in ms, its id, the most tasks, the records' key prefix.
+/// Keeps a new task unless the store is full, or its owner holds its quota. KEYS: the record,
+/// the index (by creation), the owner's index (or the index of tasks without one), the expiry
+/// index (by expiry). ARGV: the record's JSON, whether it has ended, its ttl in ms, its
+/// creation in ms, its id, the most tasks, the records' key prefix, the owner's quota (0:
+/// none), now in ms, its expiry in ms. Returns 1 (kept), 0 (full), -1 (the owner's quota).
+///
+/// Room is made from the expiry index (the expired ids, found by score), never by reading
+/// every record; an owner's index is checked against what still exists only when that owner
+/// is at its quota (a scan bounded by the quota).
 const INSERT: &str = r"
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6]) then
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-    if redis.call('EXISTS', ARGV[7] .. id) == 0 then redis.call('ZREM', KEYS[2], id) end
-  end
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ARGV[9])
+  for _, id in ipairs(gone) do redis.call('ZREM', KEYS[2], id) end
+  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[9]) end
   if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6]) then return 0 end
+end
+local quota = tonumber(ARGV[8])
+if quota > 0 and redis.call('ZCARD', KEYS[3]) >= quota then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    if redis.call('EXISTS', ARGV[7] .. id) == 0 then redis.call('ZREM', KEYS[3], id) end
+  end
+  if redis.call('ZCARD', KEYS[3]) >= quota then return -1 end
 end
 redis.call('HSET', KEYS[1], 'record', ARGV[1], 'ended', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+redis.call('ZADD', KEYS[4], ARGV[10], ARGV[5])
 return 1
 ";
 
@@ -36,9 +51,11 @@ return 1
 /// Records read per round trip while listing.
 const LIST_CHUNK: usize = 100;
 
-/// Task records in Redis, bounded as the in-memory store is ([`TaskLimits`]: tasks, bytes per
-/// record, the longest ttl). Each record is a hash that expires with the task's ttl; an index
-/// (a sorted set by creation) orders `tasks/list` and counts the tasks. Inserting and
+/// Task records in Redis, bounded as the in-memory store is ([`TaskLimits`]: tasks, tasks per
+/// owner, bytes per record, the longest ttl). Each record is a hash that expires with the
+/// task's ttl; an index (a sorted set by creation) counts the tasks, one per owner (and one for
+/// tasks without an owner) orders `tasks/list` and bounds its cost by what the caller may see,
+/// and one by expiry makes room without reading records. Inserting and
 /// replacing run as scripts inside Redis, so two replicas never both replace a record that
 /// one of them has just ended.
 #[derive(Debug, Clone)]
@@ -71,6 +88,18 @@ impl RedisTaskStore {
 
     fn record_key(&self, id: &str) -> String {
         self.redis.key(&format!("task:{id}"))
+    }
+
+    /// The index of `owner`'s tasks, or of the tasks without an owner. An owner's name is
+    /// hex-encoded: whatever it holds, it cannot reach another key.
+    fn owner_index(&self, owner: Option<&str>) -> String {
+        match owner {
+            Some(owner) => {
+                let hex: String = owner.bytes().map(|b| format!("{b:02x}")).collect();
+                self.redis.key(&format!("tasks:owner:{hex}"))
+            }
+            None => self.redis.key("tasks:unowned"),
+        }
     }
 
     /// The record as stored, once it is within the size limit.
@@ -107,10 +136,18 @@ impl TaskStore for RedisTaskStore {
             let ttl_ms =
                 u64::try_from(ttl.max(Duration::from_millis(1)).as_millis()).unwrap_or(u64::MAX);
             let mut connection = self.redis.connection();
+            let now = millis(SystemTime::now());
+            let quota = if record.owner.is_some() {
+                self.limits.max_tasks_per_owner.max(1)
+            } else {
+                0
+            };
             let kept: i64 = self
                 .insert
                 .key(self.record_key(&record.id))
                 .key(self.redis.key("tasks"))
+                .key(self.owner_index(record.owner.as_deref()))
+                .key(self.redis.key("tasks:expiry"))
                 .arg(json)
                 .arg(ended(&record))
                 .arg(ttl_ms)
@@ -118,13 +155,17 @@ impl TaskStore for RedisTaskStore {
                 .arg(&record.id)
                 .arg(self.limits.max_tasks)
                 .arg(self.redis.key("task:"))
+                .arg(quota)
+                .arg(now)
+                .arg(now.saturating_add(ttl_ms))
                 .invoke_async(&mut connection)
                 .await
                 .map_err(|e| unavailable(&e))?;
-            if kept == 0 {
-                return Err(TaskStoreError::Full(self.limits.max_tasks));
+            match kept {
+                0 => Err(TaskStoreError::Full(self.limits.max_tasks)),
+                -1 => Err(TaskStoreError::OwnerFull(self.limits.max_tasks_per_owner)),
+                _ => Ok(()),
             }
-            Ok(())
         })
     }
 
@@ -165,14 +206,26 @@ impl TaskStore for RedisTaskStore {
     ) -> BoxFuture<'a, Result<Vec<TaskRecord>, TaskStoreError>> {
         Box::pin(async move {
             let mut connection = self.redis.connection();
-            let index = self.redis.key("tasks");
-            let ids: Vec<String> = redis::cmd("ZRANGE")
-                .arg(&index)
-                .arg(0)
-                .arg(-1)
-                .query_async(&mut connection)
-                .await
-                .map_err(|e| unavailable(&e))?;
+            // Only what the caller may see: its own tasks and those without an owner, merged in
+            // creation order. Never the whole index.
+            let mut indexes = vec![self.owner_index(None)];
+            if owner.is_some() {
+                indexes.push(self.owner_index(owner));
+            }
+            let mut scored: Vec<(String, f64)> = Vec::new();
+            for index in &indexes {
+                let part: Vec<(String, f64)> = redis::cmd("ZRANGE")
+                    .arg(index)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+                scored.extend(part);
+            }
+            scored.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            let ids: Vec<String> = scored.into_iter().map(|(id, _)| id).collect();
             let start = after
                 .and_then(|after| ids.iter().position(|id| id == after))
                 .map_or(0, |i| i + 1);
@@ -203,12 +256,14 @@ impl TaskStore for RedisTaskStore {
                 }
             }
             if !gone.is_empty() {
-                // Expired records leave the index as they are met.
-                let _: Result<i64, _> = redis::cmd("ZREM")
-                    .arg(&index)
-                    .arg(&gone)
-                    .query_async(&mut connection)
-                    .await;
+                // Expired records leave the indexes as they are met.
+                for index in indexes.iter().chain([&self.redis.key("tasks")]) {
+                    let _: Result<i64, _> = redis::cmd("ZREM")
+                        .arg(index)
+                        .arg(&gone)
+                        .query_async(&mut connection)
+                        .await;
+                }
             }
             found.truncate(limit);
             Ok(found)

@@ -84,6 +84,7 @@ async fn the_task_store_keeps_replaces_lists_and_bounds_records_for_every_replic
     tokio::time::timeout(LIMIT, async {
         let limits = TaskLimits {
             max_tasks: 3,
+            max_tasks_per_owner: 3,
             max_record_bytes: 4096,
             default_ttl: Duration::from_secs(60),
         };
@@ -428,6 +429,62 @@ async fn an_event_the_bus_cannot_carry_is_refused_not_lost() {
         );
         bus.try_publish(BusEvent::ToolsListChanged)
             .expect("a small event goes");
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// Issue 26, item 11, on the shared store: one owner at its quota cannot take everyone's
+/// room, and `tasks/list` reads only what the caller may see (its tasks and those without an
+/// owner), in creation order.
+#[tokio::test]
+async fn one_owner_cannot_fill_the_shared_store_and_lists_read_only_its_own() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let limits = TaskLimits {
+            max_tasks: 10,
+            max_tasks_per_owner: 2,
+            ..TaskLimits::default()
+        };
+        let store = RedisTaskStore::new(
+            &Redis::connect(&server.url(), "q").await.expect("r"),
+            limits,
+        );
+        store
+            .insert(record("m1", Some("mallory")))
+            .await
+            .expect("m1");
+        store
+            .insert(record("m2", Some("mallory")))
+            .await
+            .expect("m2");
+        assert_eq!(
+            store.insert(record("m3", Some("mallory"))).await,
+            Err(TaskStoreError::OwnerFull(2))
+        );
+        store
+            .insert(record("a1", Some("alice")))
+            .await
+            .expect("alice starts");
+        store
+            .insert(record("u1", None))
+            .await
+            .expect("no owner, no quota");
+        let ids = |records: Vec<TaskRecord>| -> Vec<String> {
+            records.into_iter().map(|r| r.id).collect()
+        };
+        let mallory = store.list(Some("mallory"), None, 10).await.expect("list");
+        assert_eq!(ids(mallory), ["m1", "m2", "u1"]);
+        let alice = store.list(Some("alice"), None, 10).await.expect("list");
+        assert_eq!(ids(alice), ["a1", "u1"]);
+        let page = store
+            .list(Some("mallory"), Some("m1"), 1)
+            .await
+            .expect("list");
+        assert_eq!(ids(page), ["m2"]);
+        assert_eq!(ids(store.list(None, None, 10).await.expect("list")), ["u1"]);
     })
     .await
     .expect("within the limit");

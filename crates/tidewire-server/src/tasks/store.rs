@@ -16,6 +16,10 @@ pub enum TaskStoreError {
     /// The store holds its most tasks that have not expired.
     #[error("the task store holds its most tasks ({0}); retry when some have ended")]
     Full(usize),
+    /// The task's owner holds its most tasks that have not expired (one principal cannot fill
+    /// the store for everyone).
+    #[error("you hold your most tasks at once ({0}); retry when some of yours have ended")]
+    OwnerFull(usize),
     /// A task's record (its result, questions and messages) is over the store's limit.
     #[error("the task's record is {size} bytes; the store keeps at most {limit} per task")]
     TooLarge {
@@ -72,6 +76,10 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 pub struct TaskLimits {
     /// The most tasks kept at once (default 10,000); past it, starting a task is refused.
     pub max_tasks: usize,
+    /// The most tasks one owner (an authenticated principal) keeps at once (default 1,000);
+    /// past it, that owner's next task is refused, everyone else's still start. Tasks without
+    /// an owner (no authentication) are bounded by `max_tasks` alone.
+    pub max_tasks_per_owner: usize,
     /// The largest record, its result included, in bytes (default 1 MiB); a task whose result
     /// is larger fails, saying so.
     pub max_record_bytes: usize,
@@ -84,6 +92,7 @@ impl Default for TaskLimits {
     fn default() -> Self {
         Self {
             max_tasks: 10_000,
+            max_tasks_per_owner: 1_000,
             max_record_bytes: 1024 * 1024,
             default_ttl: Duration::from_secs(3600),
         }
@@ -148,6 +157,16 @@ impl TaskStore for MemoryTaskStore {
             }
             if tasks.len() >= self.limits.max_tasks {
                 return Err(TaskStoreError::Full(self.limits.max_tasks));
+            }
+            if let Some(owner) = &record.owner {
+                let now = SystemTime::now();
+                let held = tasks
+                    .values()
+                    .filter(|t| t.owner.as_ref() == Some(owner) && !t.is_expired(now))
+                    .count();
+                if held >= self.limits.max_tasks_per_owner {
+                    return Err(TaskStoreError::OwnerFull(self.limits.max_tasks_per_owner));
+                }
             }
             tasks.insert(record.id.clone(), record);
             Ok(())
@@ -241,6 +260,42 @@ mod tests {
         })
         .await
         .expect("the test hung: it took longer than 300 s");
+    }
+
+    /// Issue 26, item 11: one client filled the store (10,000 tasks in 8 s) and the next got
+    /// -32001 for an hour. Each owner now has a quota of its own.
+    #[tokio::test]
+    async fn one_owner_cannot_fill_the_store_for_everyone() {
+        tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            let store = MemoryTaskStore::new(TaskLimits {
+                max_tasks: 10,
+                max_tasks_per_owner: 3,
+                ..TaskLimits::default()
+            });
+            let owned = |id: &str, owner: &str| {
+                TaskRecord::new(id.into(), "crawl".into(), None, Some(owner.into()))
+            };
+            for i in 0..3 {
+                store
+                    .insert(owned(&format!("m{i}"), "mallory"))
+                    .await
+                    .expect("room");
+            }
+            assert_eq!(
+                store.insert(owned("m3", "mallory")).await,
+                Err(TaskStoreError::OwnerFull(3))
+            );
+            store
+                .insert(owned("a0", "alice"))
+                .await
+                .expect("alice still starts");
+            store
+                .insert(record("anonymous"))
+                .await
+                .expect("no owner, no quota");
+        })
+        .await
+        .expect("in time");
     }
 
     #[tokio::test]
