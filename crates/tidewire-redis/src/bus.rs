@@ -138,8 +138,15 @@ async fn read(
             tracing::info!("subscribed to the bus on Redis again");
         }
         pause = Duration::from_millis(100);
-        let mut messages = pubsub.into_on_message();
-        while let Some(message) = messages.next().await {
+        let (sink, mut messages) = pubsub.split();
+        // A connection that went silent is noticed by its pings, not waited on for ever.
+        let mut lost = std::pin::pin!(crate::liveness::lost(sink));
+        loop {
+            let message = tokio::select! {
+                message = messages.next() => message,
+                () = &mut lost => None,
+            };
+            let Some(message) = message else { break };
             let payload = message.get_payload_bytes();
             if payload.len() > MAX_EVENT {
                 tracing::warn!(

@@ -42,6 +42,7 @@
 mod bus;
 mod events;
 mod keys;
+mod liveness;
 mod sessions;
 mod tasks;
 
@@ -122,8 +123,16 @@ impl Redis {
     /// # Errors
     /// [`RedisError::Redis`] when the URL is not one or the first connection fails.
     pub async fn connect(url: &str, namespace: &str) -> Result<Self, RedisError> {
-        let client = redis::Client::open(url)?;
-        let manager = client.get_connection_manager().await?;
+        use redis::IntoConnectionInfo as _;
+        // Every connection notices a silent peer (keepalive, a user timeout), and every
+        // command gives up after a while instead of waiting on a frozen path.
+        let info = url
+            .into_connection_info()?
+            .set_tcp_settings(liveness::tcp_settings());
+        let client = redis::Client::open(info)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(liveness::RESPONSE_WITHIN));
+        let manager = client.get_connection_manager_with_config(config).await?;
         Ok(Self {
             client,
             manager,

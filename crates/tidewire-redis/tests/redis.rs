@@ -489,3 +489,117 @@ async fn one_owner_cannot_fill_the_shared_store_and_lists_read_only_its_own() {
     .await
     .expect("within the limit");
 }
+
+/// A TCP proxy to Redis whose connections open before [`Freezer::freeze`] stop carrying bytes
+/// (kept open, silent: a frozen path), while later ones pass.
+struct Freezer {
+    url: String,
+    generation: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Freezer {
+    async fn start(redis_url: &str) -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let target = redis_url
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("redis://{}/", listener.local_addr().expect("address"));
+        let generation = Arc::new(AtomicU64::new(0));
+        let current = generation.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(&target).await else {
+                    continue;
+                };
+                let born = current.load(Ordering::SeqCst);
+                let current = current.clone();
+                tokio::spawn(async move {
+                    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+                    let (mut cr, mut cw) = client.into_split();
+                    let (mut sr, mut sw) = server.into_split();
+                    let live = move || current.load(Ordering::SeqCst) == born;
+                    let live2 = live.clone();
+                    let up = async move {
+                        let mut buffer = [0u8; 8192];
+                        while let Ok(n) = cr.read(&mut buffer).await {
+                            if n == 0 || !live() || sw.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        std::future::pending::<()>().await;
+                    };
+                    let down = async move {
+                        let mut buffer = [0u8; 8192];
+                        while let Ok(n) = sr.read(&mut buffer).await {
+                            if n == 0 || !live2() || cw.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        std::future::pending::<()>().await;
+                    };
+                    // Frozen, the halves stay open and silent until the test ends.
+                    tokio::join!(up, down);
+                });
+            }
+        });
+        Self { url, generation }
+    }
+
+    fn freeze(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Issue 26, item 8: a subscription whose path to Redis froze (a proxy stopped carrying its
+/// bytes, the connection still open) was never noticed: the replica heard nothing again. Now
+/// its pings go unanswered, it subscribes again on a new connection, and events reach it.
+#[tokio::test]
+async fn a_subscription_whose_path_froze_is_made_again() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let proxy = Freezer::start(&server.url()).await;
+        let behind = Redis::connect(&proxy.url, "frozen")
+            .await
+            .expect("through the proxy");
+        let direct = Redis::connect(&server.url(), "frozen")
+            .await
+            .expect("direct");
+        let (bus_behind, bus_direct) = (
+            behind.bus().await.expect("bus"),
+            direct.bus().await.expect("bus"),
+        );
+        let (tx, mut heard) = mpsc::unbounded_channel();
+        let _subscription = bus_behind.subscribe(Arc::new(move |event: &BusEvent| {
+            let _ = tx.send(event.clone());
+        }));
+        bus_direct.publish(BusEvent::ToolsListChanged);
+        assert_eq!(heard.recv().await, Some(BusEvent::ToolsListChanged));
+
+        proxy.freeze();
+        // Events published while the subscription is down are lost (as documented): publish
+        // again on a cadence until one arrives through the new subscription.
+        let marker = BusEvent::ResourceUpdated {
+            uri: "test://after-the-freeze".into(),
+        };
+        let mut every = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                _ = every.tick() => bus_direct.publish(marker.clone()),
+                event = heard.recv() => {
+                    if event.as_ref() == Some(&marker) {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("the frozen subscription was noticed and made again within the limit");
+}

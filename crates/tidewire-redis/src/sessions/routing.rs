@@ -160,7 +160,17 @@ impl SessionRouting {
         let reader = tokio::spawn(async move {
             let mut pause = Duration::from_millis(100);
             loop {
-                while let Some(message) = stream.next().await {
+                // A subscription that went silent is noticed by its pings, then made again.
+                let Some(sink) = weak.upgrade().map(|shared| shared.sink()) else {
+                    return;
+                };
+                let mut lost = std::pin::pin!(crate::liveness::lost(sink));
+                loop {
+                    let message = tokio::select! {
+                        message = stream.next() => message,
+                        () = &mut lost => None,
+                    };
+                    let Some(message) = message else { break };
                     let Some(shared) = weak.upgrade() else { return };
                     let channel = message.get_channel_name().to_owned();
                     let payload = message.get_payload_bytes().to_vec();
