@@ -69,9 +69,10 @@ pub(crate) async fn resource_metadata(
 /// The authorization server's metadata for the issuer `issuer`, from the first well-known URL
 /// that has it; its `issuer` must be `issuer` exactly (RFC 8414 §3.3). For a 2025-03-26 server
 /// (no resource metadata named it, `named` false) `issuer` is the MCP server's origin, and the
-/// document may write it with a trailing `/`; any other issuer is refused too, so credentials
-/// kept for a real authorization server can never be looked up by an issuer a server merely
-/// claims.
+/// document's issuer must be on that origin (a path is allowed, as the 2025-03-26 back-compat
+/// scenario of the official suite serves one); an issuer on another origin is refused, so
+/// credentials kept for a real authorization server can never be looked up by an issuer a
+/// server merely claims.
 pub(crate) async fn server_metadata(
     http: &Http,
     issuer: &str,
@@ -94,8 +95,7 @@ pub(crate) async fn server_metadata(
     for url in candidates {
         match http.get_json::<ServerMetadata>(&url).await {
             Ok(found)
-                if found.issuer == issuer
-                    || (!named && found.issuer.trim_end_matches('/') == issuer) =>
+                if found.issuer == issuer || (!named && self::origin(&found.issuer) == issuer) =>
             {
                 found.check_endpoints()?;
                 return Ok(Some(found));
