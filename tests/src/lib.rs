@@ -6,6 +6,7 @@
 //!   written once and run on every transport;
 //! - [`scenarios`]: the eight peer scenarios of the interop contract, usable against any server
 //!   that implements it (ours, or the official Python SDK's);
+//! - [`raw`]: Streamable HTTP spoken by hand (an `initialize`, a POST with its headers);
 //! - [`external`]: finding the outside programs (Python peers, official schemas) through
 //!   environment variables;
 //! - [`authorization_server`]: a small OAuth authorization server whose tokens can be made to
@@ -17,6 +18,7 @@ pub mod authorization_server;
 pub mod external;
 pub mod fuzz;
 pub mod harness;
+pub mod raw;
 pub mod scenarios;
 mod suite_server;
 

@@ -15,7 +15,7 @@ use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_server::{Context, NoArgs, Server};
 use tidewire_sse::client::SseClient;
 use tidewire_sse::server::{LegacySse, SseConfig};
-use tidewire_tests::LIMIT;
+use tidewire_tests::{LIMIT, raw};
 use tidewire_ws::client::WsClient;
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
@@ -102,19 +102,9 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
     tokio::time::timeout(LIMIT, async {
         let url = protected().await;
         let http = tidewire_tests::http_client();
-        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}});
+        let initialize = raw::initialize_request().to_string();
         let post = |token: Option<&'static str>| {
-            let mut request = http
-                .post(&url)
-                .header("accept", "application/json, text/event-stream")
-                .header("content-type", "application/json")
-                .body(initialize.to_string());
-            if let Some(token) = token {
-                request = request.bearer_auth(token);
-            }
-            request.send()
+            raw::post(&http, &url, token, None, initialize.clone()).send()
         };
 
         let none = post(None).await.expect("answered");
@@ -167,7 +157,7 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
         let refused = SseClient::new(&sse_url).connect().await;
         assert!(refused.is_err(), "no token, no stream");
 
-        let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
+        let ws_url = raw::ws_url(&url);
         let socket = WsClient::new(&ws_url)
             .bearer("alice-token")
             .connect()
@@ -195,47 +185,17 @@ async fn a_session_is_bound_to_the_principal_that_opened_it() {
     tokio::time::timeout(LIMIT, async {
         let url = protected().await;
         let http = tidewire_tests::http_client();
-        let send = |token: &'static str, session: Option<String>, body: serde_json::Value| {
-            let mut request = http
-                .post(&url)
-                .bearer_auth(token)
-                .header("accept", "application/json, text/event-stream")
-                .header("content-type", "application/json")
-                .header("mcp-protocol-version", "2025-11-25")
-                .body(body.to_string());
-            if let Some(session) = session {
-                request = request.header("mcp-session-id", session);
-            }
-            request.send()
-        };
-        let opened = send(
-            "alice-token",
-            None,
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}}),
-        )
-        .await
-        .expect("initialize");
-        assert_eq!(opened.status(), 200);
-        let session = opened
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .expect("a session id")
-            .to_owned();
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let stolen = send("bob-token", Some(session.clone()), initialized.clone())
-            .await
-            .expect("answered");
+        let session = raw::open_session(&http, &url, Some("alice-token")).await;
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let send =
+            |token: &'static str| raw::post(&http, &url, Some(token), Some(&session), initialized);
+        let stolen = send("bob-token").send().await.expect("answered");
         assert_eq!(
             stolen.status(),
             404,
             "another principal cannot use the session"
         );
-        let owned = send("alice-token", Some(session.clone()), initialized)
-            .await
-            .expect("answered");
+        let owned = send("alice-token").send().await.expect("answered");
         assert_eq!(owned.status(), 202, "the owner can");
         let ended = http
             .delete(&url)
@@ -556,35 +516,10 @@ async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
     tokio::time::timeout(LIMIT, async {
         let (url, ran) = serve_scoped().await;
         let http = tidewire_tests::http_client();
+        let session = raw::open_session(&http, &url, Some("user-token")).await;
         let post = |session: Option<String>, body: String| {
-            let mut request = http
-                .post(&url)
-                .bearer_auth("user-token")
-                .header("accept", "application/json, text/event-stream")
-                .header("content-type", "application/json")
-                .header("mcp-protocol-version", "2025-11-25")
-                .body(body);
-            if let Some(session) = session {
-                request = request.header("mcp-session-id", session);
-            }
-            request.send()
+            raw::post(&http, &url, Some("user-token"), session.as_deref(), body).send()
         };
-        let opened = post(
-            None,
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"}}})
-            .to_string(),
-        )
-        .await
-        .expect("answered");
-        assert_eq!(opened.status(), 200);
-        let session = opened
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .expect("a session")
-            .to_owned();
         let initialized = post(
             Some(session.clone()),
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
@@ -610,7 +545,7 @@ async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
         }
         assert_eq!(ran.load(Ordering::SeqCst), 0, "admin never ran for ann");
 
-        let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
+        let ws_url = raw::ws_url(&url);
         for (token, allowed) in [("user-token", false), ("admin-token", true)] {
             let socket = WsClient::new(&ws_url)
                 .bearer(token)
@@ -744,7 +679,7 @@ async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
             .merge(ws);
         tokio::spawn(async move { axum::serve(listener, app).await });
 
-        let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
+        let ws_url = raw::ws_url(&url);
         let socket = WsClient::new(&ws_url)
             .bearer("live-token")
             .connect()
@@ -757,26 +692,7 @@ async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
         assert_eq!(whoami(&client).await, "carol");
 
         let http = tidewire_tests::http_client();
-        let opened = http
-            .post(&url)
-            .bearer_auth("live-token")
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(
-                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-11-25", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"}}})
-                .to_string(),
-            )
-            .send()
-            .await
-            .expect("answered");
-        let session = opened
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .expect("a session")
-            .to_owned();
+        let session = raw::open_session(&http, &url, Some("live-token")).await;
         let stream = http
             .get(&url)
             .bearer_auth("live-token")

@@ -25,6 +25,7 @@ use tidewire_http::client::StatelessHttpClient;
 use tidewire_tests::authorization_server::{INTROSPECTION_CLIENT, TestAuthorizationServer};
 use tidewire_tests::external::{RedisServer, free_port, skip};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
+use tidewire_tests::raw;
 use tidewire_tests::scenarios::{run_peer_scenario, text_of};
 use tokio::sync::mpsc;
 
@@ -955,17 +956,8 @@ async fn post_as(
     session: Option<&str>,
     message: Value,
 ) -> (u16, Option<String>, String) {
-    let mut request = support::http_client()
-        .post(url)
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(message.to_string());
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25");
-    }
+    let http = support::http_client();
+    let request = raw::post(&http, url, Some(token), session, message.to_string());
     let response = request.send().await.expect("sent");
     let status = response.status().as_u16();
     let id = response
@@ -1012,10 +1004,7 @@ async fn with_authorization_a_forwarded_request_acts_for_the_subject_its_replica
         let alice = auth.access_token_for("alice", "mcp:use", resource);
         let bob = auth.access_token_for("bob", "mcp:use", resource);
 
-        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}});
-        let (status, session, _) = post_as(&a.url, &alice, None, initialize).await;
+        let (status, session, _) = post_as(&a.url, &alice, None, raw::initialize_request()).await;
         assert_eq!(status, 200);
         let session = session.expect("a session id");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -1240,25 +1229,8 @@ async fn a_forwarded_request_passes_the_same_checks_first() {
     tokio::time::timeout(support::LIMIT, async {
         let b_args = ["--body-read-timeout", "1s"];
         let (a, b) = (replica(&redis, "a"), replica_with(&redis, "b", &b_args));
-        let opened = support::http_client()
-            .post(format!("{}/mcp", a.base()))
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(
-                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-11-25", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"}}})
-                .to_string(),
-            )
-            .send()
-            .await
-            .expect("answered");
-        let session = opened
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .expect("a session on A")
-            .to_owned();
+        let a_url = format!("{}/mcp", a.base());
+        let session = raw::open_session(&support::http_client(), &a_url, None).await;
         let host = b.base().trim_start_matches("http://").to_owned();
         let head = |host: &str, length: u64| {
             format!(

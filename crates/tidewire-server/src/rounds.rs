@@ -519,6 +519,19 @@ mod tests {
         "done".to_owned()
     }
 
+    /// Seals a round that needs input: checks which questions it asks, returns its state.
+    fn asked_for(round: &Rounds, keys: &[&str]) -> String {
+        let asked = round.input_required().expect("seals");
+        let asked_keys: Vec<&String> = asked
+            .input_requests
+            .as_ref()
+            .expect("asks")
+            .keys()
+            .collect();
+        assert_eq!(asked_keys, keys);
+        asked.request_state.expect("state")
+    }
+
     fn retry(state: &str, responses: Value) -> Rounds {
         let responses = responses.as_object().cloned();
         Rounds::begin(policy(), binding(), Some(state), responses).expect("state accepted")
@@ -532,30 +545,14 @@ mod tests {
                 first.run(handler(&first)).await,
                 Outcome::NeedInput
             ));
-            let asked = first.input_required().expect("seals");
-            let keys: Vec<&String> = asked
-                .input_requests
-                .as_ref()
-                .expect("asks")
-                .keys()
-                .collect();
-            assert_eq!(keys, ["first"]);
-            let state = asked.request_state.expect("state");
+            let state = asked_for(&first, &["first"]);
 
             let second = retry(&state, json!({"first": accept(), "unasked": accept()}));
             assert!(matches!(
                 second.run(handler(&second)).await,
                 Outcome::NeedInput
             ));
-            let asked = second.input_required().expect("seals");
-            let keys: Vec<&String> = asked
-                .input_requests
-                .as_ref()
-                .expect("asks")
-                .keys()
-                .collect();
-            assert_eq!(keys, ["elicitation-2"]);
-            let state = asked.request_state.expect("state");
+            let state = asked_for(&second, &["elicitation-2"]);
 
             // The first answer travels in the state; only the second is sent now.
             let third = retry(&state, json!({"elicitation-2": accept()}));

@@ -2,17 +2,17 @@
 
 mod support;
 
-use support::LIMIT;
+use support::{LIMIT, Recorder};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tidewire_core::jsonrpc::{Notification, Request};
+use tidewire_core::jsonrpc::Notification;
 use tidewire_core::schema::{
     CallToolResult, GetPromptResult, Implementation, LoggingLevel, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
-use tidewire_core::session::{Handler, Peer, RequestContext, Session, SessionOptions};
+use tidewire_core::session::{Peer, Session, SessionOptions};
 use tidewire_core::transport::memory;
 use tidewire_core::transport::{Envelope, TransportError, TransportReceiver, TransportSender};
 use tidewire_server::{Context, NoArgs, Server};
@@ -83,25 +83,6 @@ fn server() -> Server {
         );
     }
     builder.build()
-}
-
-/// Records what the server sends us unprompted.
-#[derive(Clone)]
-struct Recorder(mpsc::UnboundedSender<Notification>);
-
-impl Handler for Recorder {
-    async fn handle_request(
-        &self,
-        request: Request,
-        _ctx: RequestContext,
-    ) -> Result<Value, tidewire_core::jsonrpc::ErrorObject> {
-        Err(tidewire_core::jsonrpc::ErrorObject::method_not_found(
-            &request.method,
-        ))
-    }
-    fn handle_notification(&self, notification: Notification, _peer: &Peer) {
-        let _ = self.0.send(notification);
-    }
 }
 
 async fn connect(server: &Server) -> (Peer, mpsc::UnboundedReceiver<Notification>) {

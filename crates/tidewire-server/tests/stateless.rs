@@ -3,20 +3,18 @@
 
 mod support;
 
-use support::LIMIT;
+use support::{LIMIT, Recorder};
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tidewire_core::jsonrpc::{Notification, Request};
+use tidewire_core::jsonrpc::Notification;
 use tidewire_core::schema::{
     CallToolResult, CreateMessageParams, ElicitParams, ElicitationSchema, Implementation,
     InputRequest, InputRequiredResult, LoggingLevel, PrimitiveSchema, SamplingContent,
     SamplingMessage,
 };
-use tidewire_core::session::{
-    Handler, Peer, RequestContext, Session, SessionError, SessionOptions,
-};
+use tidewire_core::session::{Peer, Session, SessionError, SessionOptions};
 use tidewire_core::transport::memory;
 use tidewire_server::{CacheHint, CacheItem, Context, Eras, NoArgs, Server};
 use tokio::sync::mpsc;
@@ -109,25 +107,6 @@ fn builder() -> tidewire_server::ServerBuilder {
             CacheItem::Tool("log_all".into()),
             CacheHint::public(Duration::from_secs(5)),
         )
-}
-
-/// Records what the server sends us unprompted.
-#[derive(Clone)]
-struct Recorder(mpsc::UnboundedSender<Notification>);
-
-impl Handler for Recorder {
-    async fn handle_request(
-        &self,
-        request: Request,
-        _ctx: RequestContext,
-    ) -> Result<Value, tidewire_core::jsonrpc::ErrorObject> {
-        Err(tidewire_core::jsonrpc::ErrorObject::method_not_found(
-            &request.method,
-        ))
-    }
-    fn handle_notification(&self, notification: Notification, _peer: &Peer) {
-        let _ = self.0.send(notification);
-    }
 }
 
 /// A client connection with no `initialize`.
