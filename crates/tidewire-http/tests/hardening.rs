@@ -169,6 +169,40 @@ async fn a_cancelled_request_ends_its_stream_and_lets_its_session_expire() {
     );
 }
 
+/// One reply path: a request carries its reply slot into the engine, so a request id already in
+/// flight is refused by the engine itself, on the duplicate's own reply (`-32600`, where the
+/// transport once kept a table of ids and answered 409), and the first request goes on.
+#[tokio::test]
+async fn a_request_id_in_flight_is_refused_on_the_duplicates_own_reply() {
+    let (url, _mcp, gauge) = start(HttpConfig::default()).await;
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    let first = raw.post(&tool_call(7, "hang", json!({}))).send();
+    let first = tokio::spawn(async move { read_messages(first.await.expect("post")).await });
+    timeout(LIMIT, gauge.reaches(1))
+        .await
+        .expect("the first runs");
+    let second = raw
+        .post(&tool_call(7, "hang", json!({})))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(second.status(), 200);
+    let messages = timeout(LIMIT, read_messages(second))
+        .await
+        .expect("the duplicate's reply ends");
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["id"], 7);
+    assert_eq!(messages[0]["error"]["code"], -32600, "{messages:?}");
+    assert_eq!(gauge.now(), 1, "the duplicate never ran; the first still runs");
+    raw.post(&cancel(7)).send().await.expect("cancel");
+    let rest = timeout(LIMIT, first)
+        .await
+        .expect("the first's stream ends at its cancel")
+        .expect("reader");
+    assert!(rest.is_empty(), "nothing after a cancel: {rest:?}");
+}
+
 /// Defect 1, JSON replies: the waiting POST learns of the cancellation and is answered 202.
 #[tokio::test]
 async fn a_cancelled_request_in_json_mode_gets_202_and_frees_its_session() {

@@ -19,8 +19,9 @@ use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, Req
 use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
 use crate::transport::text::excerpt;
+use crate::ProtocolVersion;
 use crate::transport::{
-    Envelope, Route, SessionEvent, TransportError, TransportReceiver, TransportSender,
+    Envelope, ReplySlot, SessionEvent, TransportError, TransportReceiver, TransportSender,
 };
 
 /// The future that runs a connection: it reads messages and dispatches them, and writes what the
@@ -114,10 +115,7 @@ async fn run<S: TransportSender, R: TransportReceiver, H: Handler>(
     handler: Arc<H>,
     shared: Arc<Shared>,
 ) -> Result<(), TransportError> {
-    let peer = Peer {
-        shared: shared.clone(),
-        route: Route::Unrelated,
-    };
+    let peer = Peer::unrouted(shared.clone());
     let mut reader = Box::pin(read_loop(receiver, handler, peer));
     let mut writer = Box::pin(write_loop(sender, shared.clone()));
     let result = tokio::select! {
@@ -238,10 +236,11 @@ async fn write_all<S: TransportSender>(
     // Everything queued by the time one message is written goes into the same write: a burst
     // of replies costs one flush (one system call on a stream), as the input's burst cost one
     // read.
+    let mut told = None;
     while let Some(envelope) = shared.outbound.pop().await {
-        write_one(sender, shared, envelope).await?;
+        write_one(sender, shared, envelope, &mut told).await?;
         while let Some(next) = shared.outbound.try_pop() {
-            write_one(sender, shared, next).await?;
+            write_one(sender, shared, next, &mut told).await?;
         }
         sender.flush().await?;
     }
@@ -286,26 +285,43 @@ impl Sent {
     }
 }
 
+/// Tells the sender the negotiated revision, once per revision: on the client side before
+/// `notifications/initialized`, on the server side before the first response written after the
+/// `initialize` handler recorded it (its answer), so a transport never reads it from a message.
+async fn tell_version<S: TransportSender>(
+    sender: &mut S,
+    shared: &Shared,
+    told: &mut Option<ProtocolVersion>,
+) {
+    if let Some(version) = shared.protocol_version()
+        && *told != Some(version)
+    {
+        *told = Some(version);
+        sender
+            .session_event(SessionEvent::Negotiated { version })
+            .await;
+    }
+}
+
 async fn write_one<S: TransportSender>(
     sender: &mut S,
     shared: &Shared,
     envelope: Queued,
+    told: &mut Option<ProtocolVersion>,
 ) -> Result<(), TransportError> {
     let sent = Sent::of(&envelope.message);
     let route = match sent {
-        Sent::Response(_) => Some(envelope.route.clone()),
+        Sent::Response(_) => Some((envelope.route.clone(), envelope.reply.clone())),
         _ => None,
     };
     let step = handshake_step(&envelope.message);
     match step {
-        Some(Step::Opening) => sender.session_event(SessionEvent::Opening).await,
-        Some(Step::Opened) => {
-            if let Some(version) = shared.protocol_version() {
-                sender
-                    .session_event(SessionEvent::Negotiated { version })
-                    .await;
-            }
+        Some(Step::Opening) => {
+            *told = None;
+            sender.session_event(SessionEvent::Opening).await;
         }
+        Some(Step::Opened) => tell_version(sender, shared, told).await,
+        None if matches!(sent, Sent::Response(_)) => tell_version(sender, shared, told).await,
         None => {}
     }
     match sender.feed(*envelope).await {
@@ -323,8 +339,10 @@ async fn write_one<S: TransportSender>(
                 Sent::Response(id) => {
                     let error =
                         ErrorObject::internal(format!("the response could not be sent: {e}"));
+                    let (route, reply) = route.unwrap_or_default();
                     let fallback = Envelope::new(Response::error(Some(id), error))
-                        .with_route(route.unwrap_or_default());
+                        .with_route(route)
+                        .with_reply(reply);
                     sender.feed(fallback).await
                 }
                 Sent::Request(id) => {
@@ -400,10 +418,11 @@ fn dispatch<H: Handler>(envelope: Envelope, handler: &Arc<H>, peer: &Peer) -> Op
     let Envelope {
         message,
         extensions,
+        reply,
         ..
     } = envelope;
     match message {
-        Message::Request(request) => start_request(request, extensions, handler, peer),
+        Message::Request(request) => start_request(request, extensions, reply, handler, peer),
         Message::Notification(notification) => {
             on_notification(notification, handler, peer);
             None
@@ -418,24 +437,21 @@ fn dispatch<H: Handler>(envelope: Envelope, handler: &Arc<H>, peer: &Peer) -> Op
 fn start_request<H: Handler>(
     request: Request,
     extensions: http::Extensions,
+    reply: Option<ReplySlot>,
     handler: &Arc<H>,
     peer: &Peer,
 ) -> Option<Queued> {
     let shared = &peer.shared;
     let id = request.id.clone();
-    let routed = peer.with_route(Route::Request(id.clone()));
+    // Everything sent for the request carries the transport's reply slot back out.
+    let routed = peer.routed_to(id.clone(), reply);
     // A stateless (2026-07-28) request has no `ping`: its handler answers it with an error.
     if request.method == "ping"
         && shared.options.answer_ping
         && !crate::version::is_stateless_request(request.params.as_ref())
     {
-        return routed.try_send_envelope(
-            Envelope::new(Response::result(
-                id.clone(),
-                Value::Object(Default::default()),
-            ))
-            .with_route(Route::Request(id)),
-        );
+        let pong = Response::result(id, Value::Object(Default::default()));
+        return routed.try_send_envelope(routed.envelope(pong));
     }
     // Its own token, not a child of the connection's: `finish` cancels every request in the
     // table when the connection ends, and a child token costs a lock on the parent's tree to
@@ -446,16 +462,17 @@ fn start_request<H: Handler>(
         .unwrap_or(shared.options.cancel_policy);
     let added = shared.state().add_inbound(
         id.clone(),
-        Inbound::new(cancel.clone(), policy == CancelPolicy::Cooperative),
+        Inbound::new(
+            cancel.clone(),
+            policy == CancelPolicy::Cooperative,
+            routed.reply.clone(),
+        ),
     );
     let generation = match added {
         Ok(generation) => generation,
         Err(refusal) => {
             let error = refused(refusal, &id);
-            return routed.try_send_envelope(
-                Envelope::new(Response::error(Some(id.clone()), error))
-                    .with_route(Route::Request(id)),
-            );
+            return routed.try_send_envelope(routed.envelope(Response::error(Some(id), error)));
         }
     };
     let ctx = RequestContext::new(
@@ -556,8 +573,7 @@ async fn run_request<H: Handler>(
     // Queued before the slot is freed (when `slot` drops), so a drain that waits for the table
     // to empty never closes the connection ahead of this response. A cancel that lands while
     // the answer waits for room still stops it: the peer may already reuse the id.
-    let route = Route::Request(slot.id.clone());
-    let queued = peer.send_envelope(Envelope::new(response).with_route(route));
+    let queued = peer.send_envelope(peer.envelope(response));
     tokio::select! {
         biased;
         _ = queued => {}
@@ -583,6 +599,11 @@ fn on_notification<H: Handler>(notification: Notification, handler: &Arc<H>, pee
             match entry {
                 Some(inbound) => {
                     inbound.cancel.cancel();
+                    // No answer will come: the transport ends what it holds for the request
+                    // now, even while a cooperative handler runs on to its return.
+                    if let Some(reply) = &inbound.reply {
+                        reply.abandon();
+                    }
                     if !inbound.cooperative
                         && let Some(abort) = inbound.abort
                     {

@@ -86,10 +86,7 @@ impl Session {
             cancels_by_closing: sender.cancels_by_closing(),
         };
         let shared = Arc::new(peer::Shared::new(options, wiring));
-        let peer = Peer {
-            shared: shared.clone(),
-            route: crate::transport::Route::Unrelated,
-        };
+        let peer = Peer::unrouted(shared.clone());
         (peer, driver::driver(sender, receiver, handler, shared))
     }
 

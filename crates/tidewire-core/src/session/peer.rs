@@ -12,10 +12,10 @@ use super::SessionOptions;
 use super::error::SessionError;
 use super::state::State;
 use crate::ProtocolVersion;
-use crate::jsonrpc::{ErrorObject, Notification, RequestId};
+use crate::jsonrpc::{ErrorObject, Message, Notification, RequestId};
 use crate::queue::BoundedQueue;
 use crate::schema::NotificationType;
-use crate::transport::{Envelope, Route, Settle};
+use crate::transport::{Envelope, ReplySlot, Route, Settle};
 
 /// An envelope waiting for the writer. Boxed so the queue's slots stay small (8 bytes each).
 pub(crate) type Queued = Box<Envelope>;
@@ -175,6 +175,8 @@ impl Shared {
 pub struct Peer {
     pub(crate) shared: Arc<Shared>,
     pub(crate) route: Route,
+    /// The transport's reply slot of the request this handle is routed to, when it gave one.
+    pub(crate) reply: Option<ReplySlot>,
 }
 
 impl std::fmt::Debug for Peer {
@@ -206,8 +208,7 @@ impl Peer {
         method: impl Into<String>,
         params: Option<Value>,
     ) -> Result<(), SessionError> {
-        let envelope =
-            Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
+        let envelope = self.envelope(Notification::new(method, params));
         self.send_envelope(envelope).await
     }
 
@@ -240,8 +241,7 @@ impl Peer {
         if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
             return Err(SessionError::Closed(shared.close_reason()));
         }
-        let envelope =
-            Envelope::new(Notification::new(method, params)).with_route(self.route.clone());
+        let envelope = self.envelope(Notification::new(method, params));
         let queue = &shared.outbound;
         match queue.try_push(Box::new(envelope)) {
             Ok(()) => Ok(()),
@@ -294,7 +294,33 @@ impl Peer {
         Self {
             shared: self.shared.clone(),
             route,
+            reply: None,
         }
+    }
+
+    /// A handle routed to nothing.
+    pub(crate) fn unrouted(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            route: Route::Unrelated,
+            reply: None,
+        }
+    }
+
+    /// The same peer, routed to an inbound request and to the reply slot its transport gave.
+    pub(crate) fn routed_to(&self, id: RequestId, reply: Option<ReplySlot>) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            route: Route::Request(id),
+            reply,
+        }
+    }
+
+    /// An envelope for a message sent through this handle: its route and reply slot.
+    pub(crate) fn envelope(&self, message: impl Into<Message>) -> Envelope {
+        Envelope::new(message)
+            .with_route(self.route.clone())
+            .with_reply(self.reply.clone())
     }
 
     /// The route of this handle.

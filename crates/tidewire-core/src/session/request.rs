@@ -23,7 +23,7 @@ use crate::jsonrpc::{Message, Request, RequestId};
 use crate::progress::Progress;
 use crate::schema::RequestType;
 use crate::transport::text::excerpt;
-use crate::transport::{Envelope, Exchange, Settle};
+use crate::transport::{Exchange, Settle};
 
 use super::peer::{Peer, Queued, Shared};
 
@@ -414,7 +414,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             method: self.method.clone().into_owned(),
             params,
         };
-        let mut envelope = Envelope::new(Message::Request(request)).with_route(peer.route.clone());
+        let mut envelope = peer.envelope(Message::Request(request));
         envelope.exchange = exchange;
         envelope.extensions = self.extensions;
         let queued = Box::new(envelope);

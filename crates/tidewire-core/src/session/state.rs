@@ -68,16 +68,23 @@ pub(crate) struct Inbound {
     /// A cancellation, or the end of the connection, only fires the token; the task is not
     /// aborted and runs to its own return.
     pub(crate) cooperative: bool,
+    /// The transport's reply slot, told when a cancel means no answer will come.
+    pub(crate) reply: Option<crate::transport::ReplySlot>,
     /// Which request with this id the entry is (ids may be reused once cancelled).
     generation: u64,
 }
 
 impl Inbound {
-    pub(crate) fn new(cancel: CancellationToken, cooperative: bool) -> Self {
+    pub(crate) fn new(
+        cancel: CancellationToken,
+        cooperative: bool,
+        reply: Option<crate::transport::ReplySlot>,
+    ) -> Self {
         Self {
             cancel,
             abort: None,
             cooperative,
+            reply,
             generation: 0,
         }
     }
@@ -356,7 +363,7 @@ mod tests {
     #[test]
     fn inbound_table_is_bounded() {
         let mut s = State::new(1, 1);
-        let inbound = || Inbound::new(CancellationToken::new(), false);
+        let inbound = || Inbound::new(CancellationToken::new(), false, None);
         let first = s
             .add_inbound(RequestId::Number(1), inbound())
             .expect("room");
@@ -379,7 +386,7 @@ mod tests {
     #[test]
     fn a_cancelled_request_keeps_its_slot_until_it_stops_but_frees_its_id() {
         let mut s = State::new(8, 2);
-        let inbound = || Inbound::new(CancellationToken::new(), false);
+        let inbound = || Inbound::new(CancellationToken::new(), false, None);
         let id = RequestId::Number(1);
         let old = s.add_inbound(id.clone(), inbound()).expect("room");
         assert!(s.cancel_inbound(&id).is_some());

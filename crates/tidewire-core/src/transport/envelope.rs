@@ -1,6 +1,6 @@
 //! One message plus the context that does not go on the wire.
 
-use super::Exchange;
+use super::{Exchange, ReplySlot};
 use crate::jsonrpc::{Message, RequestId};
 
 /// Which inbound request an outbound message relates to.
@@ -32,6 +32,10 @@ pub struct Envelope {
     /// On an outbound request, the engine's side of it, for a transport that
     /// [tracks requests](super::TransportSender::tracks_requests); `None` otherwise.
     pub exchange: Option<Exchange>,
+    /// On an inbound request, where its answer goes, for a transport that routes by request
+    /// (set by the transport); on an outbound message sent for that request, the same slot (set
+    /// by the engine). `None` otherwise.
+    pub reply: Option<ReplySlot>,
 }
 
 impl Envelope {
@@ -42,6 +46,7 @@ impl Envelope {
             route: Route::Unrelated,
             extensions: http::Extensions::new(),
             exchange: None,
+            reply: None,
         }
     }
 
@@ -49,6 +54,13 @@ impl Envelope {
     #[must_use]
     pub fn with_route(mut self, route: Route) -> Self {
         self.route = route;
+        self
+    }
+
+    /// Sets the reply slot.
+    #[must_use]
+    pub fn with_reply(mut self, reply: Option<ReplySlot>) -> Self {
+        self.reply = reply;
         self
     }
 }

@@ -24,6 +24,7 @@ pub mod http_reply;
 mod lease;
 mod limits;
 pub mod memory;
+mod reply;
 mod request_headers;
 mod server_limits;
 pub mod sessions;
@@ -44,6 +45,7 @@ pub use host_layer::{HostCheck, HostLayer};
 pub use host_policy::{HostPolicy, HostRefused};
 pub use lease::{AccessLease, LeaseCheck, LeaseEnd, MIN_RECHECK_INTERVAL};
 pub use limits::{HttpHeaders, HttpRequestInfo, Principal, RequestLimits, StreamCloser};
+pub use reply::{ReplySlot, ReplyTarget};
 pub use request_headers::{InvalidHeader, RequestHeaders};
 pub use server_limits::ServerLimits;
 

@@ -7,34 +7,19 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Message};
 use tidewire_core::transport::{Envelope, StreamCloser};
 use tokio::sync::oneshot;
 
 use super::checks::{error, error_for};
 use super::config::ResponseMode;
-use super::refusals::{duplicate, session_not_found, too_many_streams};
-use super::session::{HttpSession, ReplyTarget};
+use super::refusals::{session_not_found, too_many_streams};
+use super::session::{HttpSession, PostReply, ReplyTarget};
 use super::sse_body::{EndOnDrop, sse};
 use super::state::State;
 use super::streams::StreamId;
 
 type Shared = Arc<State>;
-
-/// Notes a cancellation the client sends, so its request's route and stream end with it
-/// (the engine sends no response after a cancellation).
-fn note_cancellation(session: &HttpSession, message: &Message) {
-    if let Message::Notification(n) = message
-        && n.method == "notifications/cancelled"
-        && let Some(id) = n
-            .params
-            .as_ref()
-            .and_then(|p| p.get("requestId"))
-            .and_then(RequestId::from_json)
-    {
-        session.cancelled(&id);
-    }
-}
 
 /// A batch: every message goes to the engine; the requests' responses come back on one SSE
 /// stream, or as one JSON array.
@@ -45,50 +30,41 @@ pub(crate) async fn deliver_batch(
     extensions: &http::Extensions,
     priming: bool,
 ) -> Response {
-    let ids: Vec<RequestId> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Request(r) => Some(r.id.clone()),
-            _ => None,
-        })
-        .collect();
-    let stream = match state.config.response_mode {
-        ResponseMode::Sse if !ids.is_empty() => match session.streams.open() {
+    let first_request = messages.iter().find_map(|m| match m {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    });
+    let stream = match (&state.config.response_mode, first_request) {
+        (ResponseMode::Sse, Some(id)) => match session.streams.open() {
             Ok(stream) => Some(stream),
-            Err(full) => return too_many_streams(ids[0].clone(), full.0),
+            Err(full) => return too_many_streams(id, full.0),
         },
         _ => None,
     };
+    // Each request carries its reply slot into the engine; a request id already in flight is
+    // the engine's to refuse (on that request's own reply).
     let mut replies = Vec::new();
-    for (n, id) in ids.iter().enumerate() {
-        let target = match stream {
-            Some(stream) => ReplyTarget::Stream(stream),
-            None => {
-                let (tx, rx) = oneshot::channel();
-                replies.push(rx);
-                ReplyTarget::Json(tx)
-            }
-        };
-        if session.expect_reply(id.clone(), target).is_err() {
-            for registered in &ids[..n] {
-                session.forget(registered);
-            }
-            return duplicate(id.clone());
-        }
-    }
+    let mut requests = 0;
     for message in messages {
-        note_cancellation(session, &message);
-        let envelope = Envelope {
-            message,
-            route: Default::default(),
-            extensions: extensions.clone(),
-            exchange: None,
-        };
+        let mut envelope = Envelope::new(message);
+        envelope.extensions = extensions.clone();
+        if let Message::Request(r) = &envelope.message {
+            requests += 1;
+            let target = match stream {
+                Some(stream) => ReplyTarget::Stream(stream),
+                None => {
+                    let (tx, rx) = oneshot::channel();
+                    replies.push(rx);
+                    ReplyTarget::Json(tx)
+                }
+            };
+            envelope.reply = Some(PostReply::slot(session, r.id.clone(), target));
+        }
         if session.inbox.push(Box::new(envelope)).await.is_err() {
             return session_not_found(&session.id);
         }
     }
-    if ids.is_empty() {
+    if requests == 0 {
         return StatusCode::ACCEPTED.into_response();
     }
     if let Some(stream) = stream {
@@ -99,7 +75,7 @@ pub(crate) async fn deliver_batch(
     // A session that ends drops its reply senders, so this cannot outlive it.
     let all = futures::future::join_all(replies).await;
     let bodies: Vec<Bytes> = all.into_iter().filter_map(Result::ok).collect();
-    if bodies.len() != ids.len() {
+    if bodies.len() != requests {
         return error(
             StatusCode::NOT_FOUND,
             ErrorCode(-32001),
@@ -126,17 +102,12 @@ pub(crate) async fn deliver(
     priming: bool,
     one_shot: Option<EndOnDrop>,
 ) -> Response {
-    note_cancellation(session, &message);
     let id = match &message {
         Message::Request(r) => Some(r.id.clone()),
         _ => None,
     };
-    let envelope = Envelope {
-        message,
-        route: Default::default(),
-        extensions,
-        exchange: None,
-    };
+    let mut envelope = Envelope::new(message);
+    envelope.extensions = extensions;
     let Some(id) = id else {
         // A notification or a response: accepted, nothing to answer (H7).
         return match session.inbox.push(Box::new(envelope)).await {
@@ -147,23 +118,17 @@ pub(crate) async fn deliver(
     match state.config.response_mode {
         ResponseMode::Json => {
             let (tx, rx) = oneshot::channel();
-            if session
-                .expect_reply(id.clone(), ReplyTarget::Json(tx))
-                .is_err()
-            {
-                return duplicate(id);
-            }
-            let forget = Forget {
-                session: session.clone(),
-                id: id.clone(),
-            };
+            envelope.reply = Some(PostReply::slot(
+                session,
+                id.clone(),
+                ReplyTarget::Json(tx),
+            ));
             if session.inbox.push(Box::new(envelope)).await.is_err() {
                 return session_not_found(&session.id);
             }
             // A session that ends drops its reply senders (`HttpSession::close`), and so does
-            // a cancellation: no need to watch for either here too.
+            // a cancellation (the engine abandons the slot): no need to watch for either here.
             let reply = rx.await.ok();
-            drop(forget);
             // A stateless request's session (`one_shot`) ends when this returns.
             match reply {
                 Some(body) => (
@@ -189,22 +154,19 @@ pub(crate) async fn deliver(
                 Ok(stream) => stream,
                 Err(full) => return too_many_streams(id, full.0),
             };
-            if session
-                .expect_reply(id.clone(), ReplyTarget::Stream(stream))
-                .is_err()
-            {
-                session.streams.discard(stream);
-                return duplicate(id);
-            }
+            envelope.reply = Some(PostReply::slot(
+                session,
+                id.clone(),
+                ReplyTarget::Stream(stream),
+            ));
             // Until the engine has the request, a POST that goes away (its client left while
-            // the inbox was full) takes its route and stream with it.
+            // the inbox was full) takes its stream with it (its reply slot goes with the
+            // envelope).
             let mut unsent = Unsent {
                 session: session.clone(),
-                id: id.clone(),
                 stream,
                 armed: true,
             };
-            let mut envelope = envelope;
             if priming {
                 // SSE polling (2025-11-25): the handler may end this stream; the client resumes.
                 let closer = Arc::downgrade(session);
@@ -230,11 +192,10 @@ pub(crate) async fn deliver(
     }
 }
 
-/// A request registered for an SSE reply but not yet handed to the engine: dropped, it takes its
-/// route and its (empty) stream back.
+/// A request given an SSE reply but not yet handed to the engine: dropped, it takes its (empty)
+/// stream back.
 struct Unsent {
     session: Arc<HttpSession>,
-    id: RequestId,
     stream: StreamId,
     /// Still to be handed over.
     armed: bool,
@@ -243,21 +204,8 @@ struct Unsent {
 impl Drop for Unsent {
     fn drop(&mut self) {
         if self.armed {
-            self.session.forget(&self.id);
             self.session.streams.discard(self.stream);
         }
-    }
-}
-
-/// Forgets a JSON-mode request whose POST went away.
-struct Forget {
-    session: Arc<HttpSession>,
-    id: RequestId,
-}
-
-impl Drop for Forget {
-    fn drop(&mut self) {
-        self.session.forget(&self.id);
     }
 }
 

@@ -59,13 +59,3 @@ pub(crate) fn method_not_allowed(what: &str) -> Response {
         .insert(header::ALLOW, HeaderValue::from_static("POST"));
     response
 }
-
-pub(crate) fn duplicate(id: RequestId) -> Response {
-    error_for(
-        StatusCode::CONFLICT,
-        Some(id.clone()),
-        ErrorObject::invalid_request(format!(
-            "request id {id} is already in flight in this session"
-        )),
-    )
-}

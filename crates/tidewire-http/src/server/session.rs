@@ -1,9 +1,8 @@
 //! One MCP session over Streamable HTTP: the engine side (a transport) and the HTTP side
 //! (where each outbound message goes).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,7 +11,8 @@ use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
-    Codec, Envelope, Principal, Route, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Principal, ReplySlot, SessionEvent, TransportError, TransportReceiver,
+    TransportSender,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -30,6 +30,82 @@ pub(crate) enum ReplyTarget {
     Json(oneshot::Sender<Bytes>),
 }
 
+/// The reply slot of one request a client POSTed ([`ReplySlot`]'s target): where its answer
+/// goes, until the answer is delivered or the engine abandons the request. It counts as a
+/// request in flight (the session is not idle) until the engine lets go of it.
+#[derive(Debug)]
+pub(crate) struct PostReply {
+    session: Weak<HttpSession>,
+    target: Mutex<Option<ReplyTarget>>,
+}
+
+impl PostReply {
+    /// A slot for request `id` of `session`, answered to `target` (a stream is told to expect
+    /// one more response).
+    pub(crate) fn slot(session: &Arc<HttpSession>, id: RequestId, target: ReplyTarget) -> ReplySlot {
+        if let ReplyTarget::Stream(stream) = &target {
+            session.streams.expect_response(*stream);
+        }
+        session.in_flight.fetch_add(1, Ordering::AcqRel);
+        ReplySlot::new(
+            id,
+            Self {
+                session: Arc::downgrade(session),
+                target: Mutex::new(Some(target)),
+            },
+        )
+    }
+
+    fn target(&self) -> MutexGuard<'_, Option<ReplyTarget>> {
+        self.target
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The stream of a request still waiting for its answer (`None` for a JSON body, or once
+    /// answered or abandoned).
+    fn stream(&self) -> Option<StreamId> {
+        match &*self.target() {
+            Some(ReplyTarget::Stream(stream)) => Some(*stream),
+            _ => None,
+        }
+    }
+
+    /// Takes the target, to deliver the answer to it.
+    fn take(&self) -> Option<ReplyTarget> {
+        self.target().take()
+    }
+}
+
+impl tidewire_core::transport::ReplyTarget for PostReply {
+    /// Cancelled: no response will come, so the POST stream ends after what it already holds;
+    /// a JSON reply's waiting POST learns it from its dropped sender.
+    fn abandoned(&self) {
+        let taken = self.take();
+        if let (Some(ReplyTarget::Stream(stream)), Some(session)) = (taken, self.session.upgrade())
+        {
+            session.streams.abandon_response(stream);
+        }
+    }
+}
+
+impl Drop for PostReply {
+    /// The engine let go of the request (answered, abandoned, or never delivered to it).
+    fn drop(&mut self) {
+        let unanswered = self
+            .target
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(session) = self.session.upgrade() {
+            if let Some(ReplyTarget::Stream(stream)) = unanswered {
+                session.streams.abandon_response(stream);
+            }
+            session.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 /// The session state shared by the HTTP handlers and the engine's transport.
 #[derive(Debug)]
 pub(crate) struct HttpSession {
@@ -38,19 +114,16 @@ pub(crate) struct HttpSession {
     /// Messages from the client, to the engine (boxed: small slots).
     pub(crate) inbox: BoundedQueue<Box<Envelope>>,
     pub(crate) streams: Streams,
-    routes: Mutex<HashMap<RequestId, ReplyTarget>>,
+    /// Requests whose reply slot the engine still holds (see [`PostReply`]).
+    in_flight: AtomicUsize,
     last_active: Mutex<Instant>,
-    /// The negotiated revision, read from the `initialize` result on its way out; 0 = unknown.
+    /// The negotiated revision, as the engine told it; 0 = unknown.
     version: AtomicU8,
     /// Bytes of this session's POST bodies being read at once.
     pub(crate) body_budget: BodyBudget,
     /// Who opened the session, when an authentication layer said (set once, at `initialize`).
     owner: OnceLock<Principal>,
 }
-
-/// A request id is already waiting for its response in this session.
-#[derive(Debug)]
-pub(crate) struct DuplicateId;
 
 impl HttpSession {
     pub(crate) fn new(
@@ -66,7 +139,7 @@ impl HttpSession {
             streams: Streams::new(id.clone(), store, stream_capacity, patience, max_streams),
             id,
             inbox: BoundedQueue::new(inbound_queue),
-            routes: Mutex::new(HashMap::new()),
+            in_flight: AtomicUsize::new(0),
             last_active: Mutex::new(Instant::now()),
             version: AtomicU8::new(0),
             body_budget: BodyBudget::new(body_bytes),
@@ -88,12 +161,6 @@ impl HttpSession {
         Principal::may_use(self.owner.get(), principal)
     }
 
-    fn routes(&self) -> MutexGuard<'_, HashMap<RequestId, ReplyTarget>> {
-        self.routes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Notes activity (for idle expiry).
     pub(crate) fn touch(&self) {
         *self
@@ -105,7 +172,7 @@ impl HttpSession {
     /// How long since the last request, or `None` while something is going on (a request in
     /// flight or a stream with a reader), which keeps the session alive.
     fn idle_since(&self) -> Option<Duration> {
-        if !self.routes().is_empty() || self.streams.any_attached() {
+        if self.in_flight.load(Ordering::Acquire) > 0 || self.streams.any_attached() {
             return None;
         }
         Some(
@@ -116,46 +183,6 @@ impl HttpSession {
         )
     }
 
-    /// Registers where the response to request `id` goes.
-    pub(crate) fn expect_reply(
-        &self,
-        id: RequestId,
-        target: ReplyTarget,
-    ) -> Result<(), DuplicateId> {
-        let mut routes = self.routes();
-        if routes.contains_key(&id) {
-            return Err(DuplicateId);
-        }
-        if let ReplyTarget::Stream(stream) = &target {
-            self.streams.expect_response(*stream);
-        }
-        routes.insert(id, target);
-        Ok(())
-    }
-
-    /// The client cancelled request `id`: no response will come (the engine sends none after
-    /// a cancellation), so its route goes now — or the session would never be idle again — and
-    /// its POST stream ends after what it already holds. A JSON reply's waiting POST learns it
-    /// from its dropped sender.
-    pub(crate) fn cancelled(&self, id: &RequestId) {
-        if let Some(ReplyTarget::Stream(stream)) = self.take_route(id) {
-            self.streams.abandon_response(stream);
-        }
-    }
-
-    /// Forgets request `id` (its POST went away before a JSON reply).
-    pub(crate) fn forget(&self, id: &RequestId) {
-        self.take_route(id);
-    }
-
-    /// Takes where the response to `id` goes.
-    fn take_route(&self, id: &RequestId) -> Option<ReplyTarget> {
-        let mut routes = self.routes();
-        let target = routes.remove(id);
-        release_if_empty(&mut routes);
-        target
-    }
-
     /// The revision negotiated by `initialize`, once seen.
     pub(crate) fn version(&self) -> Option<ProtocolVersion> {
         match self.version.load(Ordering::Acquire) {
@@ -164,52 +191,47 @@ impl HttpSession {
         }
     }
 
-    fn note_version(&self, message: &Message) {
-        if let Message::Response(r) = message
-            && let Ok(result) = &r.outcome
-            && let Some(v) = result.get("protocolVersion").and_then(|v| v.as_str())
-            && result.get("serverInfo").is_some()
-            && let Ok(version) = v.parse::<ProtocolVersion>()
-            && let Some(i) = ProtocolVersion::ALL.iter().position(|x| *x == version)
-        {
+    fn set_version(&self, version: ProtocolVersion) {
+        if let Some(i) = ProtocolVersion::ALL.iter().position(|x| *x == version) {
             self.version
                 .store(u8::try_from(i + 1).unwrap_or(0), Ordering::Release);
         }
     }
 
-    /// Decides where one outbound message goes: a response to its request's stream (or JSON
-    /// body, delivered here), a message related to a request to that request's stream, anything
-    /// else to the standalone stream. Each message goes to exactly one stream (H17). Returns
-    /// the stream, the encoded message and whether it is the response, or `None` when nothing
-    /// is left to do. Synchronous, so the sending future stays small.
+    /// Decides where one outbound message goes, from the reply slot the engine gave it back: a
+    /// response to its request's stream (or JSON body, delivered here), a message sent for a
+    /// request still waiting for its answer to that request's stream, anything else to the
+    /// standalone stream. Each message goes to exactly one stream (H17). Returns the stream,
+    /// the encoded message and whether it is the response, or `None` when nothing is left to
+    /// do. Synchronous, so the sending future stays small.
     fn route(
         &self,
         envelope: &Envelope,
         codec: &Codec,
     ) -> Result<Option<(StreamId, Bytes, bool)>, TransportError> {
-        self.note_version(&envelope.message);
+        let reply = envelope
+            .reply
+            .as_ref()
+            .and_then(|slot| slot.target::<PostReply>());
         // Encoded once; every stream, the store and the JSON body share these bytes.
         let data = Bytes::from(codec.encode(&envelope.message)?);
-        let routed = match (&envelope.message, &envelope.route) {
-            (Message::Response(r), _) => {
-                let target = r.id.as_ref().and_then(|id| self.take_route(id));
-                match target {
-                    Some(ReplyTarget::Json(tx)) => {
-                        let _ = tx.send(data);
-                        return Ok(None);
-                    }
-                    Some(ReplyTarget::Stream(s)) => (s, data, true),
-                    None => {
-                        tracing::debug!(id = ?r.id, "a response with no open request; dropped");
-                        return Ok(None);
-                    }
+        let routed = match &envelope.message {
+            Message::Response(r) => match reply.and_then(PostReply::take) {
+                Some(ReplyTarget::Json(tx)) => {
+                    let _ = tx.send(data);
+                    return Ok(None);
                 }
-            }
-            (_, Route::Request(id)) => match self.routes().get(id) {
-                Some(ReplyTarget::Stream(s)) => (*s, data, false),
-                _ => (STANDALONE, data, false),
+                Some(ReplyTarget::Stream(s)) => (s, data, true),
+                None => {
+                    tracing::debug!(id = ?r.id, "a response with no open request; dropped");
+                    return Ok(None);
+                }
             },
-            (_, Route::Unrelated) => (STANDALONE, data, false),
+            _ => (
+                reply.and_then(PostReply::stream).unwrap_or(STANDALONE),
+                data,
+                false,
+            ),
         };
         Ok(Some(routed))
     }
@@ -225,7 +247,6 @@ impl HttpSession {
     pub(crate) fn close(&self) {
         self.inbox.close();
         self.streams.close_all();
-        self.routes().clear();
     }
 }
 
@@ -276,6 +297,14 @@ impl TransportSender for HttpSender {
         self.session.close();
         Ok(())
     }
+
+    /// The engine says which revision `initialize` negotiated (before its answer goes out).
+    fn session_event(&mut self, event: SessionEvent) -> impl Future<Output = ()> + Send {
+        if let SessionEvent::Negotiated { version } = event {
+            self.session.set_version(version);
+        }
+        async {}
+    }
 }
 
 impl TransportReceiver for HttpReceiver {
@@ -288,14 +317,6 @@ impl TransportReceiver for HttpReceiver {
             // letting them drain.
             None => Some(Err(TransportError::closed())),
         }
-    }
-}
-
-/// Gives an emptied table's memory back, so an idle session holds none (the next request
-/// allocates a small one again).
-fn release_if_empty<K, V>(table: &mut HashMap<K, V>) {
-    if table.is_empty() && table.capacity() > 0 {
-        *table = HashMap::new();
     }
 }
 

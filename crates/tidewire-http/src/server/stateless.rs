@@ -39,7 +39,7 @@ use tidewire_core::transport::{Envelope, Principal, RequestLimits, header_value}
 
 use super::checks::{PROTOCOL_VERSION, error, error_for, status_of};
 use super::config::ResponseMode;
-use super::session::ReplyTarget;
+use super::session::{PostReply, ReplyTarget};
 use super::sse_body::{EndOnDrop, sse_from};
 use super::state::{State, StatelessSlot, server_busy};
 use tidewire_core::transport::HttpRequestInfo;
@@ -182,22 +182,13 @@ async fn deliver(
             );
         }
     };
-    if session
-        .expect_reply(id.clone(), ReplyTarget::Stream(stream))
-        .is_err()
-    {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::INTERNAL_ERROR,
-            "a one-shot session refused its only request",
-        );
-    }
-    let envelope = Envelope {
-        message: Message::Request(request),
-        route: Default::default(),
-        extensions,
-        exchange: None,
-    };
+    let mut envelope = Envelope::new(Message::Request(request));
+    envelope.extensions = extensions;
+    envelope.reply = Some(PostReply::slot(
+        &session,
+        id.clone(),
+        ReplyTarget::Stream(stream),
+    ));
     if session.inbox.push(Box::new(envelope)).await.is_err() {
         return ended(id);
     }

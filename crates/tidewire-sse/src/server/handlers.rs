@@ -19,7 +19,7 @@ use tidewire_core::transport::sessions::{SESSION_ID_HEADER, SessionTable};
 use tidewire_core::transport::{Codec, HttpRequestInfo, Principal, http_reply};
 
 use super::config::SseConfig;
-use super::session::{Session, SseReceiver, SseSender, SseTransport};
+use super::session::{Running, Session, SseReceiver, SseSender, SseTransport};
 
 /// What the two routes share: the settings, the session table, and how a session's engine is
 /// started.
@@ -277,7 +277,10 @@ pub(crate) async fn post_message(
     if let Some(principal) = principal {
         envelope.extensions.insert(principal);
     }
-    session.note_inbound(&envelope.message);
+    session.touch();
+    if let Message::Request(request) = &envelope.message {
+        envelope.reply = Some(Running::slot(&session.running, request.id.clone()));
+    }
     let delivered = tokio::select! {
         biased;
         () = session.closed.cancelled() => false,

@@ -1,15 +1,16 @@
 //! One legacy SSE session: the table entry the POST handler finds, and the transport the engine
 //! runs on.
 
-use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tidewire_core::jsonrpc::{Message, RequestId};
+use tidewire_core::jsonrpc::RequestId;
 use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
-    Codec, Envelope, Principal, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Principal, ReplySlot, ReplyTarget, TransportError, TransportReceiver,
+    TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -24,6 +25,8 @@ pub(crate) struct Session {
     /// Fired when the session ends: the stream went away, it expired, or the engine stopped.
     pub(crate) closed: CancellationToken,
     activity: Mutex<Activity>,
+    /// The client's requests the engine still holds (see [`Running`]).
+    pub(crate) running: Arc<AtomicUsize>,
     /// Who opened the stream, when an authentication layer said: only requests acting for
     /// the same principal may post to the session.
     pub(crate) owner: Option<Principal>,
@@ -34,9 +37,27 @@ pub(crate) struct Session {
 struct Activity {
     /// The last message either way.
     last: Instant,
-    /// The client's requests not answered yet: a session is not idle while one runs, however
-    /// long it stays silent. Bounded by what the engine lets run (it answers the rest at once).
-    unanswered: HashSet<RequestId>,
+}
+
+/// The reply slot's target of one request the client posted: while the engine holds it, the
+/// request runs and the session is not idle, however long it stays silent.
+#[derive(Debug)]
+pub(crate) struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    /// A slot for request `id` of the session counting `running`.
+    pub(crate) fn slot(running: &Arc<AtomicUsize>, id: RequestId) -> ReplySlot {
+        running.fetch_add(1, Ordering::AcqRel);
+        ReplySlot::new(id, Self(running.clone()))
+    }
+}
+
+impl ReplyTarget for Running {}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Session {
@@ -47,8 +68,8 @@ impl Session {
             closed: CancellationToken::new(),
             activity: Mutex::new(Activity {
                 last: Instant::now(),
-                unanswered: HashSet::new(),
             }),
+            running: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -58,48 +79,15 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Notes a message from the client: a request is now waiting for its answer; a
-    /// cancellation ends that wait.
-    pub(crate) fn note_inbound(&self, message: &Message) {
-        let mut activity = self.activity();
-        activity.last = Instant::now();
-        match message {
-            Message::Request(request) => {
-                activity.unanswered.insert(request.id.clone());
-            }
-            Message::Notification(n) if n.method == "notifications/cancelled" => {
-                if let Some(id) = n
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(RequestId::from_json)
-                {
-                    activity.unanswered.remove(&id);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Notes a message to the client: a response answers its request.
-    fn note_outbound(&self, message: &Message) {
-        let mut activity = self.activity();
-        activity.last = Instant::now();
-        if let Message::Response(response) = message
-            && let Some(id) = &response.id
-        {
-            activity.unanswered.remove(id);
-        }
+    /// Notes a message either way (for idle expiry).
+    pub(crate) fn touch(&self) {
+        self.activity().last = Instant::now();
     }
 
     /// How long since the last message either way, or `None` while a request of the client's
     /// is running (the session is busy, not idle).
     fn idle_since(&self) -> Option<Duration> {
-        let activity = self.activity();
-        activity
-            .unanswered
-            .is_empty()
-            .then(|| activity.last.elapsed())
+        (self.running.load(Ordering::Acquire) == 0).then(|| self.activity().last.elapsed())
     }
 }
 
@@ -146,7 +134,7 @@ impl TransportSender for SseSender {
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         let bytes = self.codec.encode(&envelope.message)?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
-        self.session.note_outbound(&envelope.message);
+        self.session.touch();
         tokio::select! {
             biased;
             () = self.session.closed.cancelled() => Err(TransportError::closed()),
