@@ -325,7 +325,7 @@ impl ClientBuilder {
         let (peer, driver) = Session::new(transport, dispatcher, self.options);
         // A transport built around sessions cannot carry a stateless probe: Auto speaks the
         // session era over it, and Modern is told so when it tries.
-        let session_only = !peer.carries_stateless();
+        let session_only = !peer.transport_profile().carries_stateless;
         let era = match self.era {
             Era::Auto if session_only => Era::Legacy,
             era => era,

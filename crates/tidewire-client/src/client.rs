@@ -246,7 +246,7 @@ impl Client {
             );
         }
         let request = request.merge_meta(envelope);
-        if !self.inner.peer.routes_by_headers() {
+        if !self.inner.peer.transport_profile().routes_by_headers {
             return request;
         }
         // The routing headers, for the transport that sends them (stateless HTTP).

@@ -194,7 +194,11 @@ async fn a_request_id_in_flight_is_refused_on_the_duplicates_own_reply() {
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0]["id"], 7);
     assert_eq!(messages[0]["error"]["code"], -32600, "{messages:?}");
-    assert_eq!(gauge.now(), 1, "the duplicate never ran; the first still runs");
+    assert_eq!(
+        gauge.now(),
+        1,
+        "the duplicate never ran; the first still runs"
+    );
     raw.post(&cancel(7)).send().await.expect("cancel");
     let rest = timeout(LIMIT, first)
         .await

@@ -61,7 +61,7 @@ impl std::fmt::Debug for Server {
 impl<T: Transport> Serve<T> for Server {
     fn serve_connection(&self, transport: T) -> Driver {
         let (sender, receiver) = transport.split();
-        let eras = if sender.carries_stateless() {
+        let eras = if sender.profile().carries_stateless {
             self.inner.eras
         } else {
             Eras::Legacy

@@ -15,11 +15,11 @@ use super::context::RequestContext;
 use super::peer::{Peer, Queued, Shared};
 use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
+use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
 use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
 use crate::transport::text::excerpt;
-use crate::ProtocolVersion;
 use crate::transport::{
     Envelope, ReplySlot, SessionEvent, TransportError, TransportReceiver, TransportSender,
 };

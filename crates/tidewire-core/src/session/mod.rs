@@ -79,13 +79,8 @@ impl Session {
         use crate::transport::TransportSender;
         // Split now: what the engine asks of the transport is the sender's to say.
         let (sender, receiver) = transport.split();
-        let wiring = peer::Wiring {
-            carries_stateless: sender.carries_stateless(),
-            routes_by_headers: sender.routes_by_headers(),
-            tracks_requests: sender.tracks_requests(),
-            cancels_by_closing: sender.cancels_by_closing(),
-        };
-        let shared = Arc::new(peer::Shared::new(options, wiring));
+        let profile = sender.profile();
+        let shared = Arc::new(peer::Shared::new(options, profile));
         let peer = Peer::unrouted(shared.clone());
         (peer, driver::driver(sender, receiver, handler, shared))
     }

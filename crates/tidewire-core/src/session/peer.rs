@@ -15,7 +15,7 @@ use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorObject, Message, Notification, RequestId};
 use crate::queue::BoundedQueue;
 use crate::schema::NotificationType;
-use crate::transport::{Envelope, ReplySlot, Route, Settle};
+use crate::transport::{Envelope, ReplySlot, Route, Settle, TransportProfile};
 
 /// An envelope waiting for the writer. Boxed so the queue's slots stay small (8 bytes each).
 pub(crate) type Queued = Box<Envelope>;
@@ -38,22 +38,9 @@ pub(crate) struct Shared {
     /// 0 = not negotiated; otherwise 1 + index into `ProtocolVersion::ALL`.
     version: AtomicU8,
     /// What the transport asked of the engine.
-    pub(crate) wiring: Wiring,
+    pub(crate) profile: TransportProfile,
     /// Counts the sessions the server ended under a live connection.
     pub(crate) sessions_ended: watch::Sender<u64>,
-}
-
-/// What the transport's sender says of itself (see
-/// [`TransportSender::carries_stateless`](crate::transport::TransportSender::carries_stateless),
-/// [`tracks_requests`](crate::transport::TransportSender::tracks_requests) and
-/// [`cancels_by_closing`](crate::transport::TransportSender::cancels_by_closing)), read once
-/// when the connection is set up.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Wiring {
-    pub(crate) carries_stateless: bool,
-    pub(crate) routes_by_headers: bool,
-    pub(crate) tracks_requests: bool,
-    pub(crate) cancels_by_closing: bool,
 }
 
 impl Settle for Shared {
@@ -65,7 +52,7 @@ impl Settle for Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(options: SessionOptions, wiring: Wiring) -> Self {
+    pub(crate) fn new(options: SessionOptions, profile: TransportProfile) -> Self {
         Self {
             outbound: Arc::new(BoundedQueue::new(options.outbound_queue)),
             state: Mutex::new(State::new(
@@ -80,7 +67,7 @@ impl Shared {
             idle: Notify::new(),
             next_id: AtomicI64::new(1),
             version: AtomicU8::new(0),
-            wiring,
+            profile,
             sessions_ended: watch::channel(0).0,
         }
     }
@@ -153,7 +140,7 @@ impl Shared {
             .send(Err(SessionError::Cancelled(reason.to_owned())));
         // The spec forbids cancelling `initialize`. A transport that cancels by closing the
         // request's exchange has done so as the entry went.
-        if method != "initialize" && !self.wiring.cancels_by_closing && !self.closed.is_cancelled()
+        if method != "initialize" && !self.profile.cancels_by_closing && !self.closed.is_cancelled()
         {
             let params = serde_json::json!({ "requestId": id, "reason": reason });
             self.enqueue_nowait(Envelope::new(Notification::new(
@@ -344,18 +331,11 @@ impl Peer {
         self.shared.version.store(code, Ordering::Release);
     }
 
-    /// Whether the transport can carry requests of the stateless revision (2026-07-28): false
-    /// for the session-era Streamable HTTP and HTTP+SSE transports (see
-    /// [`TransportSender::carries_stateless`](crate::transport::TransportSender::carries_stateless)).
-    pub fn carries_stateless(&self) -> bool {
-        self.shared.wiring.carries_stateless
-    }
-
-    /// Whether the transport sends stateless routing headers (see
-    /// [`TransportSender::routes_by_headers`](crate::transport::TransportSender::routes_by_headers)):
-    /// a client builds them only then.
-    pub fn routes_by_headers(&self) -> bool {
-        self.shared.wiring.routes_by_headers
+    /// What the connection's transport asked of the engine (see
+    /// [`TransportSender::profile`](crate::transport::TransportSender::profile)): whether it
+    /// carries the stateless revision, whether a client builds routing headers.
+    pub fn transport_profile(&self) -> TransportProfile {
+        self.shared.profile
     }
 
     /// Counts the sessions the server ended while the connection went on (Streamable HTTP: a

@@ -381,7 +381,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
         }
         peer.adapt_params(&self.method, &mut params);
         let (responder, response) = oneshot::channel();
-        let (over, exchange) = if shared.wiring.tracks_requests {
+        let (over, exchange) = if shared.profile.tracks_requests {
             let token = CancellationToken::new();
             let owner: Weak<dyn Settle> = Arc::downgrade(&shared) as Weak<dyn Settle>;
             let exchange = Exchange::new(id.clone(), token.clone(), owner);

@@ -30,7 +30,7 @@ pub struct Envelope {
     /// Transport context, typed by Rust type like `http::Extensions`.
     pub extensions: http::Extensions,
     /// On an outbound request, the engine's side of it, for a transport that
-    /// [tracks requests](super::TransportSender::tracks_requests); `None` otherwise.
+    /// [tracks requests](super::TransportProfile::tracks_requests); `None` otherwise.
     pub exchange: Option<Exchange>,
     /// On an inbound request, where its answer goes, for a transport that routes by request
     /// (set by the transport); on an outbound message sent for that request, the same slot (set

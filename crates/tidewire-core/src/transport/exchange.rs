@@ -14,7 +14,7 @@ use crate::jsonrpc::{ErrorObject, RequestId};
 
 /// The engine's side of one request it sent, attached to the request's [`Envelope`]
 /// (`envelope.exchange`) for a transport that asks for it
-/// ([`TransportSender::tracks_requests`]).
+/// ([`TransportProfile::tracks_requests`]).
 ///
 /// [`over`](Self::over) resolves once the engine no longer waits for the response: it arrived,
 /// the request was cancelled or timed out, its caller gave up, or the connection closed. The
@@ -24,7 +24,7 @@ use crate::jsonrpc::{ErrorObject, RequestId};
 /// message is made up.
 ///
 /// [`Envelope`]: super::Envelope
-/// [`TransportSender::tracks_requests`]: super::TransportSender::tracks_requests
+/// [`TransportProfile::tracks_requests`]: super::TransportProfile::tracks_requests
 #[derive(Clone)]
 pub struct Exchange {
     id: RequestId,

@@ -24,6 +24,7 @@ pub mod http_reply;
 mod lease;
 mod limits;
 pub mod memory;
+mod profile;
 mod reply;
 mod request_headers;
 mod server_limits;
@@ -45,6 +46,7 @@ pub use host_layer::{HostCheck, HostLayer};
 pub use host_policy::{HostPolicy, HostRefused};
 pub use lease::{AccessLease, LeaseCheck, LeaseEnd, MIN_RECHECK_INTERVAL};
 pub use limits::{HttpHeaders, HttpRequestInfo, Principal, RequestLimits, StreamCloser};
+pub use profile::TransportProfile;
 pub use reply::{ReplySlot, ReplyTarget};
 pub use request_headers::{InvalidHeader, RequestHeaders};
 pub use server_limits::ServerLimits;
@@ -88,34 +90,10 @@ pub trait TransportSender: Send + 'static {
     /// When flushing fails.
     fn close(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
 
-    /// Whether this connection can carry requests of the stateless revision (2026-07-28): true
-    /// for a plain message stream (stdio, WebSocket, in-memory); false for a transport built
-    /// around sessions (the session-era Streamable HTTP and HTTP+SSE clients), which a client
-    /// then speaks the session era over.
-    fn carries_stateless(&self) -> bool {
-        true
-    }
-
-    /// Whether stateless requests travel with routing headers (`Mcp-Method`, `Mcp-Name`,
-    /// `Mcp-Param-*`: the stateless Streamable HTTP client), so a client builds them
-    /// ([`HttpHeaders`] in the envelope); other transports would only drop them.
-    fn routes_by_headers(&self) -> bool {
-        false
-    }
-
-    /// Whether the engine should attach an [`Exchange`] to every request it sends
-    /// (`envelope.exchange`): for a transport that runs something per request (an HTTP
-    /// exchange) and must learn when the engine stops waiting for it. Default false: the
-    /// engine then spends nothing on it.
-    fn tracks_requests(&self) -> bool {
-        false
-    }
-
-    /// Whether closing a request's exchange is how this transport cancels it (the stateless
-    /// revision over HTTP): the engine then sends no `notifications/cancelled`, and the
-    /// transport acts on [`Exchange::over`]. Default false.
-    fn cancels_by_closing(&self) -> bool {
-        false
+    /// What the transport asks of the engine besides the messages (read once, when the
+    /// connection is set up). The default is a plain message stream, which asks nothing.
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM
     }
 
     /// Told of a step of the session handshake: before an `initialize` request is sent
@@ -148,7 +126,7 @@ pub trait Transport: Send + 'static {
     /// The receiving half.
     type Receiver: TransportReceiver;
     /// Splits the connection. What it asks of the engine besides the messages, its sender says
-    /// ([`TransportSender::carries_stateless`] and the like).
+    /// ([`TransportSender::profile`]).
     fn split(self) -> (Self::Sender, Self::Receiver);
 }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use http::HeaderMap;
 use tidewire_core::jsonrpc::{ErrorObject, Message};
 use tidewire_core::stateless::request_headers;
+use tidewire_core::transport::TransportProfile;
 use tidewire_core::transport::{
     AuthorizerSlot, Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver,
     TransportSender,
@@ -148,16 +149,10 @@ impl Drop for StatelessSender {
 }
 
 impl TransportSender for StatelessSender {
-    fn tracks_requests(&self) -> bool {
-        true
-    }
-
-    fn routes_by_headers(&self) -> bool {
-        true
-    }
-
-    fn cancels_by_closing(&self) -> bool {
-        true
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM
+            .routing_by_headers()
+            .cancelling_by_closing()
     }
 
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {

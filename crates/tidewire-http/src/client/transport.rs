@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use reqwest::StatusCode;
 use tidewire_core::jsonrpc::Message;
+use tidewire_core::transport::TransportProfile;
 use tidewire_core::transport::{
     Envelope, Exchange, SessionEvent, Transport, TransportError, TransportReceiver, TransportSender,
 };
@@ -185,12 +186,10 @@ impl TransportReceiver for HttpReceiver {
 }
 
 impl TransportSender for HttpSender {
-    fn carries_stateless(&self) -> bool {
-        false
-    }
-
-    fn tracks_requests(&self) -> bool {
-        true
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM
+            .sessions_only()
+            .tracking_requests()
     }
 
     async fn session_event(&mut self, event: SessionEvent) {

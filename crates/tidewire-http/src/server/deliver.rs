@@ -118,11 +118,7 @@ pub(crate) async fn deliver(
     match state.config.response_mode {
         ResponseMode::Json => {
             let (tx, rx) = oneshot::channel();
-            envelope.reply = Some(PostReply::slot(
-                session,
-                id.clone(),
-                ReplyTarget::Json(tx),
-            ));
+            envelope.reply = Some(PostReply::slot(session, id.clone(), ReplyTarget::Json(tx)));
             if session.inbox.push(Box::new(envelope)).await.is_err() {
                 return session_not_found(&session.id);
             }

@@ -42,7 +42,11 @@ pub(crate) struct PostReply {
 impl PostReply {
     /// A slot for request `id` of `session`, answered to `target` (a stream is told to expect
     /// one more response).
-    pub(crate) fn slot(session: &Arc<HttpSession>, id: RequestId, target: ReplyTarget) -> ReplySlot {
+    pub(crate) fn slot(
+        session: &Arc<HttpSession>,
+        id: RequestId,
+        target: ReplyTarget,
+    ) -> ReplySlot {
         if let ReplyTarget::Stream(stream) = &target {
             session.streams.expect_response(*stream);
         }

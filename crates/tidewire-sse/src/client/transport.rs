@@ -12,6 +12,7 @@ use futures::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
 use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
+use tidewire_core::transport::TransportProfile;
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;
 use tidewire_core::transport::{
@@ -330,12 +331,10 @@ async fn read_stream(
 }
 
 impl TransportSender for SseClientSender {
-    fn carries_stateless(&self) -> bool {
-        false
-    }
-
-    fn tracks_requests(&self) -> bool {
-        true
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM
+            .sessions_only()
+            .tracking_requests()
     }
 
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tidewire_core::jsonrpc::RequestId;
 use tidewire_core::queue::BoundedQueue;
+use tidewire_core::transport::TransportProfile;
 use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
     Codec, Envelope, Principal, ReplySlot, ReplyTarget, TransportError, TransportReceiver,
@@ -127,8 +128,8 @@ pub struct SseReceiver {
 
 impl TransportSender for SseSender {
     /// HTTP+SSE carries sessions only (a server given it serves the session era there).
-    fn carries_stateless(&self) -> bool {
-        false
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM.sessions_only()
     }
 
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
