@@ -57,10 +57,11 @@ pub(crate) struct ConnectArgs {
     #[arg(long)]
     pub(crate) show_stderr: bool,
 
-    /// Which protocol era to speak: `legacy` (initialize, the default), `modern` (the
-    /// stateless revision 2026-07-28: every request on its own) or `auto` (ask the server with
-    /// server/discover, fall back to initialize).
-    #[arg(long, value_name = "ERA", default_value = "legacy", value_parser = parse_era)]
+    /// Which protocol era to speak: `auto` (the default: ask the server with server/discover,
+    /// the newest revision both speak, falling back to initialize and then to legacy
+    /// HTTP+SSE), `modern` (the stateless revision 2026-07-28 only: every request on its own)
+    /// or `legacy` (initialize only).
+    #[arg(long, value_name = "ERA", default_value = "auto", value_parser = parse_era)]
     pub(crate) era: CliEra,
 
     /// HTTP targets: log in with OAuth when the server asks (a 401): the authorization URL is
@@ -132,9 +133,9 @@ impl ConnectArgs {
 /// The `--era` of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum CliEra {
-    #[default]
     Legacy,
     Modern,
+    #[default]
     Auto,
 }
 
@@ -280,8 +281,9 @@ pub(crate) async fn connect_observed(
     }
 }
 
-/// An HTTP target: the stateless wire first unless `--era legacy`, then Streamable HTTP
-/// sessions, then legacy HTTP+SSE for an older server; each transport authorized by `auth`.
+/// An HTTP target: the stateless wire first unless `--era legacy`, then (unless `--era
+/// modern`) Streamable HTTP sessions, then legacy HTTP+SSE for an older server; each transport
+/// authorized by `auth`. An error that could be an era mismatch says which `--era` to try.
 async fn connect_http(
     url: &str,
     args: &ConnectArgs,
@@ -297,8 +299,13 @@ async fn connect_http(
             .map_err(plain)?;
         match handshake(tap(transport, observer.clone()), target, None, Era::Modern).await {
             Ok(client) => return Ok(Connection::remote(client)),
-            Err(failure) if args.era == CliEra::Modern || stateless_refusal(&failure) => {
-                return Err(failure);
+            Err(failure) if stateless_refusal(&failure) => return Err(failure),
+            Err(Failure { error, cause }) if args.era == CliEra::Modern => {
+                let error = error.hint(
+                    "it did not answer as a server of the 2026-07-28 revision: \
+                     `--era auto` also tries sessions and legacy HTTP+SSE",
+                );
+                return Err(Failure { error, cause });
             }
             // Not a server of the stateless revision: sessions, as below.
             Err(_) => {}
@@ -313,6 +320,11 @@ async fn connect_http(
             // Not a Streamable HTTP endpoint: an older server may serve legacy SSE here.
             Some(status) => legacy_sse(url, args, observer, target, status, auth)
                 .await
+                .map_err(|error| match args.era {
+                    // A server of the 2026-07-28 revision only refuses `initialize` so.
+                    CliEra::Legacy => error.hint("`--era auto` also tries the 2026-07-28 revision"),
+                    _ => error,
+                })
                 .map_err(plain),
             None => Err(failure),
         },

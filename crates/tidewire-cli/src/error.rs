@@ -45,6 +45,12 @@ impl CliError {
         Self::new(format!("{context}: {}", describe(cause)))
     }
 
+    /// The same error, with a hint of what to try next.
+    #[must_use]
+    pub(crate) fn hint(self, hint: &str) -> Self {
+        Self::new(format!("{} ({hint})", self.message))
+    }
+
     pub(crate) fn exit_code(&self) -> ExitCode {
         ExitCode::from(2)
     }

@@ -446,6 +446,38 @@ fn list_read_and_prompt_over_stdio() {
     );
 }
 
+/// Issue 27: `tidewire call URL` defaulted to `--era legacy` and failed against a server of the
+/// 2026-07-28 revision only. With no `--era` it now works against a modern-only and a
+/// session-only server alike, and a failure that could be an era mismatch says which `--era` to
+/// try.
+#[test]
+fn with_no_era_a_call_reaches_a_modern_only_and_a_session_only_server() {
+    for (serve_era, wrong) in [("modern", "legacy"), ("legacy", "modern")] {
+        let server = HttpServer::start_with(&["--era", serve_era]);
+        let output = tidewire(&strings(&["call", &server.url, "crawl", &crawl_args(2, 1)]));
+        assert!(output.status.success(), "{serve_era}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "Crawled 2 URLs\n", "{serve_era}");
+        let output = tidewire(&strings(&["list", &server.url]));
+        assert!(output.status.success(), "{serve_era}: {}", stderr(&output));
+        assert!(stdout(&output).contains("crawl"), "{serve_era}");
+
+        let refused = tidewire(&strings(&[
+            "call",
+            "--era",
+            wrong,
+            &server.url,
+            "crawl",
+            &crawl_args(1, 1),
+        ]));
+        assert!(!refused.status.success(), "{serve_era} server, --era {wrong}");
+        assert!(
+            stderr(&refused).contains("--era auto"),
+            "{serve_era} server, --era {wrong}: the error names the era to try: {}",
+            stderr(&refused)
+        );
+    }
+}
+
 #[test]
 fn every_http_transport_of_tidewire_serve() {
     let server = HttpServer::start();

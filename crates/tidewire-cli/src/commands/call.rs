@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use futures::StreamExt;
-use tidewire_client::schema::{CallToolResult, LoggingMessageParams, ServerNotification};
-use tidewire_client::{ClientError, NotificationStream, TaskStart, ToolCall, ToolProgress};
+use tidewire_client::schema::{
+    CallToolResult, LoggingLevel, LoggingMessageParams, ServerNotification,
+};
+use tidewire_client::{ClientError, NotificationStream, Spoken, TaskStart, ToolCall, ToolProgress};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::task::{self, Following};
@@ -103,6 +105,16 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
             &mut interrupts,
         )
         .await;
+    }
+    // On a session the server sends logs unasked; on the stateless revision only when a
+    // request asks (its `_meta` log level): the call shows them in both eras alike.
+    if connection.client.era() == Spoken::Stateless
+        && connection.client.server_capabilities().logging.is_some()
+    {
+        let _ = connection
+            .client
+            .set_logging_level(LoggingLevel::Debug)
+            .await;
     }
     // Subscribed before the call, so no log of the call is missed.
     let notifications = connection.client.notifications();
