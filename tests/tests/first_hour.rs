@@ -249,8 +249,16 @@ fn cleaning_server(cleaned: tokio::sync::mpsc::UnboundedSender<&'static str>) ->
                     assert_eq!(ctx.cancel_policy(), CancelPolicy::Cooperative);
                     ctx.progress(1).await?;
                     ctx.cancelled().await;
-                    let _ = cleaned.send("careful saved its work");
-                    Err(ToolError::new("cancelled"))
+                    // After the cancel: a report is refused as such, and the check says so.
+                    let refused = ctx.progress(2).await.is_err_and(|e| e.is_cancelled());
+                    let checked = ctx.check_cancelled().is_err();
+                    let _ = cleaned.send(if refused && checked {
+                        "careful saved its work"
+                    } else {
+                        "careful was told nothing of the cancel"
+                    });
+                    ctx.check_cancelled()?;
+                    Ok(CallToolResult::text("never sent"))
                 }
             },
         )

@@ -469,7 +469,10 @@ fn with_no_era_a_call_reaches_a_modern_only_and_a_session_only_server() {
             "crawl",
             &crawl_args(1, 1),
         ]));
-        assert!(!refused.status.success(), "{serve_era} server, --era {wrong}");
+        assert!(
+            !refused.status.success(),
+            "{serve_era} server, --era {wrong}"
+        );
         assert!(
             stderr(&refused).contains("--era auto"),
             "{serve_era} server, --era {wrong}: the error names the era to try: {}",

@@ -35,6 +35,21 @@ impl Progress {
     }
 }
 
+/// `3/10: Fetching page 3` — the progress, `/total` when known, `: message` when there is one.
+/// The message is the peer's text as sent: escape it before it reaches a terminal.
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.progress)?;
+        if let Some(total) = self.total {
+            write!(f, "/{total}")?;
+        }
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The params of `notifications/progress` as the engine reads and writes them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -89,6 +104,13 @@ pub enum ProgressError {
     Unsupported(&'static str),
 }
 
+impl ProgressError {
+    /// Whether the request was cancelled: a loop that reports progress stops here.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Cancelled)
+    }
+}
+
 /// Remembers the last progress value sent for one request and refuses any that does not rise.
 #[derive(Debug, Default)]
 pub(crate) struct MonotonicGuard {
@@ -122,6 +144,17 @@ impl MonotonicGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_displays_as_progress_total_and_message() {
+        let mut p = Progress::new(3.0);
+        assert_eq!(p.to_string(), "3");
+        p.total = Some(10.0);
+        assert_eq!(p.to_string(), "3/10");
+        p.message = Some("Fetching page 3".into());
+        assert_eq!(p.to_string(), "3/10: Fetching page 3");
+        assert_eq!(Progress::new(0.5).to_string(), "0.5");
+    }
 
     #[test]
     fn guard_refuses_equal_lower_and_non_finite_values() {

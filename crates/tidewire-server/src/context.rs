@@ -14,7 +14,8 @@ use tidewire_core::schema::{
     LoggingMessageParams, Meta, meta_keys,
 };
 use tidewire_core::session::{
-    CancelPolicy, OnCancel, Peer, ProgressTracker, RequestBuilder, RequestContext, SessionError,
+    CancelPolicy, Cancelled, OnCancel, Peer, ProgressTracker, RequestBuilder, RequestContext,
+    SessionError,
 };
 use tokio_util::sync::WaitForCancellationFuture;
 
@@ -229,7 +230,10 @@ impl Context {
     /// [`RequestContext::report_progress`].
     ///
     /// # Errors
-    /// When the value does not rise, the request is cancelled, or the connection is gone.
+    /// [`ProgressError::NotIncreasing`] or [`ProgressError::NotFinite`] for a bad value;
+    /// [`ProgressError::Cancelled`] once the request is cancelled (nothing more is sent for it:
+    /// [`ProgressError::is_cancelled`] tells a loop to stop); [`ProgressError::Closed`] when the
+    /// connection is gone.
     pub async fn report_progress(
         &self,
         progress: f64,
@@ -306,6 +310,38 @@ impl Context {
         match self.running_task() {
             Some(live) => live.cancel.is_cancelled(),
             None => self.request.is_cancelled(),
+        }
+    }
+
+    /// `Err(Cancelled)` once the client has cancelled this request, for a cooperative tool
+    /// that stops between two steps: `ctx.check_cancelled()?` (it converts into a
+    /// [`ToolError`](crate::ToolError); nothing is sent for a cancelled request either way).
+    ///
+    /// ```
+    /// use tidewire_server::{CancelPolicy, Context, NoArgs, Server, ToolError};
+    /// use tidewire_server::schema::{CallToolResult, Implementation};
+    ///
+    /// let server = Server::builder(Implementation::new("crawler", "1.0"))
+    ///     .tool("crawl", "Crawls ten pages", |_: NoArgs, ctx: Context| async move {
+    ///         for page in 1..=10 {
+    ///             ctx.check_cancelled()?; // stops between two pages, never in one
+    ///             // ... fetch `page` ...
+    ///             let _ = ctx.progress(page).of(10).await;
+    ///         }
+    ///         Ok::<_, ToolError>(CallToolResult::text("done"))
+    ///     })
+    ///     .cancel_policy_for("crawl", CancelPolicy::Cooperative)
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Cancelled`](crate::Cancelled) once the request is cancelled.
+    pub fn check_cancelled(&self) -> Result<(), Cancelled> {
+        if self.is_cancelled() {
+            Err(Cancelled)
+        } else {
+            Ok(())
         }
     }
 

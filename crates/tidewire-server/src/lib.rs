@@ -74,8 +74,9 @@ pub use context::{Context, KeyedQuestion, ReportProgress};
 pub use error::ToolError;
 pub use seal::{KeyRing, KeyRingError};
 pub use server::Server;
+pub use tidewire_core::progress::{Progress, ProgressError};
 pub use tidewire_core::schema;
-pub use tidewire_core::session::{CancelPolicy, OnCancel};
+pub use tidewire_core::session::{CancelPolicy, Cancelled, OnCancel};
 pub use tidewire_core::version::Eras;
 /// Skills: building them in code or from a folder, and the checks a host makes, re-exported
 /// from `tidewire-skills`.

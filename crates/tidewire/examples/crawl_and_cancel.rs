@@ -55,13 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut reports = 0;
     while let Some(p) = progress.next().await {
         reports += 1;
-        println!(
-            "  [{:>5} ms] progress {}/{}  {}",
-            started.elapsed().as_millis(),
-            p.progress,
-            p.total.unwrap_or_default(),
-            p.message.unwrap_or_default()
-        );
+        println!("  [{:>5} ms] progress {p}", started.elapsed().as_millis());
         if reports == 3 {
             break;
         }

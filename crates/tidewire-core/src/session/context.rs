@@ -246,6 +246,19 @@ impl RequestContext {
         self.reporter.cancel.is_cancelled()
     }
 
+    /// `Err(Cancelled)` once the request is cancelled: `ctx.check_cancelled()?` between two
+    /// steps of a cooperative handler.
+    ///
+    /// # Errors
+    /// [`Cancelled`](super::Cancelled) once the request is cancelled.
+    pub fn check_cancelled(&self) -> Result<(), super::Cancelled> {
+        if self.is_cancelled() {
+            Err(super::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The request's cancellation token (to hand to other tasks).
     pub fn cancellation_token(&self) -> CancellationToken {
         self.reporter.cancel.clone()

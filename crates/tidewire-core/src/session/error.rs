@@ -107,3 +107,13 @@ impl From<SessionError> for ErrorObject {
         }
     }
 }
+
+/// The request was cancelled: what
+/// [`RequestContext::check_cancelled`](super::RequestContext::check_cancelled) returns, so a
+/// handler that stops where it chooses (between two steps, under
+/// [`CancelPolicy::Cooperative`](super::CancelPolicy::Cooperative)) writes
+/// `ctx.check_cancelled()?`. Nothing is sent for a cancelled request, so the error only ends
+/// the handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the request was cancelled")]
+pub struct Cancelled;

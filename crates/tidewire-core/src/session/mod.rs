@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 pub use context::{OnCancel, ProgressTracker, RequestContext};
 pub use driver::Driver;
-pub use error::SessionError;
+pub use error::{Cancelled, SessionError};
 pub use handler::{Handler, NoHandler};
 pub use options::{CancelPolicy, SessionOptions};
 pub use peer::Peer;
