@@ -3,6 +3,7 @@
 //! Each is found through an environment variable. When it is unset the test prints why it skips
 //! and passes — unless `TIDEWIRE_REQUIRE_EXTERNAL=1`, which `.ci/run` sets: then it fails.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Where the Python SDK peers are.
@@ -33,6 +34,10 @@ pub fn required() -> bool {
 
 /// Skips (or, in CI, fails) with a reason.
 ///
+/// The reason goes to the process's real stderr, past the test harness's capture, so
+/// `cargo test` shows every skip as it happens (`SKIPPED test_name: reason`) instead of a test
+/// that passed in no time.
+///
 /// # Panics
 /// When `TIDEWIRE_REQUIRE_EXTERNAL=1`.
 pub fn skip(reason: &str) {
@@ -40,7 +45,11 @@ pub fn skip(reason: &str) {
         !required(),
         "required by TIDEWIRE_REQUIRE_EXTERNAL=1: {reason}"
     );
-    println!("skipping: {reason}");
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    // `eprintln!` would be captured (and shown only for a failing test); a write to the stderr
+    // handle is not.
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {reason}");
 }
 
 fn path_var(name: &str) -> Option<PathBuf> {
