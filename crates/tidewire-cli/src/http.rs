@@ -11,8 +11,8 @@ use std::sync::Arc;
 use tidewire_demo::{DemoStore, MemoryDemoStore};
 use tidewire_server::ServerBuilder;
 
-use crate::ServeArgs;
 use crate::duration::Span;
+use crate::serve_args::ServeArgs;
 
 /// Serves the demo server until Ctrl-C on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
 /// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`. `build` makes its builder

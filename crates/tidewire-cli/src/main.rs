@@ -22,6 +22,7 @@ mod output;
 mod sanitize;
 mod save;
 mod serve;
+mod serve_args;
 mod serve_auth;
 mod serve_redis;
 mod target;
@@ -34,7 +35,7 @@ use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-pub(crate) use serve::ServeArgs;
+pub(crate) use serve_args::ServeArgs;
 
 use crate::commands::OutputArgs;
 use crate::commands::auth::AuthArgs as AuthCommandArgs;

@@ -94,6 +94,15 @@ impl std::fmt::Debug for ClientBuilder {
     }
 }
 
+// Here rather than in `client.rs`, which then needs nothing of the builder (the builder makes
+// clients; a client does not make builders).
+impl Client {
+    /// A builder; the same as [`ClientBuilder::new`].
+    pub fn builder(info: Implementation) -> ClientBuilder {
+        ClientBuilder::new(info)
+    }
+}
+
 impl ClientBuilder {
     /// A client that introduces itself as `info`, offers the newest handshake revision
     /// ([`ProtocolVersion::LATEST_HANDSHAKE`]) and declares no capabilities.

@@ -132,11 +132,6 @@ impl Page for ListPromptsResult {
 }
 
 impl Client {
-    /// A builder; the same as [`ClientBuilder::new`](crate::ClientBuilder::new).
-    pub fn builder(info: Implementation) -> crate::ClientBuilder {
-        crate::ClientBuilder::new(info)
-    }
-
     /// The server's name and version, from the `initialize` result (of the current session:
     /// see [`reinitializations`](Self::reinitializations)).
     pub fn server_info(&self) -> Implementation {

@@ -43,9 +43,8 @@ use tidewire_core::schema::{Implementation, TaskSupport};
 use tidewire_core::session::CancelPolicy;
 use tidewire_server::{Server, ServerBuilder};
 
-pub use peer::{CrawlStatus, CrawlStop};
 pub use skills::{PDF_FORMS_MD, PDF_SKILL_MD, REFUNDS_SKILL_MD, demo_skills};
-pub use store::{DemoStore, MemoryDemoStore, StoreError, StoreFuture};
+pub use store::{CrawlStatus, CrawlStop, DemoStore, MemoryDemoStore, StoreError, StoreFuture};
 
 /// The URI of the counter resource that `bump` increments.
 pub const COUNTER_URI: &str = "test://counter";

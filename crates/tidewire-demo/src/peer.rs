@@ -16,7 +16,7 @@ use tidewire_core::schema::{
 use tidewire_server::{Context, NoArgs, ServerBuilder, ToolError};
 
 use crate::COUNTER_URI;
-use crate::store::{DemoStore, StoreError};
+use crate::store::{CrawlStatus, CrawlStop, DemoStore, StoreError};
 
 /// Arguments of `echo`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -53,39 +53,6 @@ struct SampleArgs {
 struct ElicitArgs {
     /// The message to show the user.
     message: String,
-}
-
-/// What `crawl_status` reports about the most recent `crawl`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CrawlStatus {
-    /// URLs done (each one waited out in full).
-    pub completed: u64,
-    /// True when the crawl stopped before doing every URL (cancelled, or its connection ended).
-    pub cancelled: bool,
-    /// True once the crawl has stopped, whether done or cancelled.
-    pub finished: bool,
-    /// How many URLs the crawl was given.
-    pub total: u64,
-    /// When the crawl stopped, in milliseconds since the Unix epoch (wall clock); `null` while
-    /// it runs and before any crawl.
-    pub stopped_at_ms: Option<u64>,
-    /// How the crawl stopped; `null` while it runs and before any crawl.
-    #[serde(default)]
-    pub stopped: Option<CrawlStop>,
-}
-
-/// How a crawl stopped ([`CrawlStatus::stopped`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CrawlStop {
-    /// It did every URL.
-    Completed,
-    /// It saw the cancellation between two URLs and returned (the cooperative way: the URL in
-    /// flight was finished first).
-    Cooperative,
-    /// Its task was dropped mid-URL (a cancellation under `CancelPolicy::Abort`, or a runtime
-    /// shutting down): only its drop guard ran.
-    Dropped,
 }
 
 /// One running crawl. Dropping it records how the crawl stopped.

@@ -4,7 +4,7 @@
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::CrawlStatus;
+use serde::{Deserialize, Serialize};
 
 /// A future a [`DemoStore`] returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -111,6 +111,39 @@ impl DemoStore for MemoryDemoStore {
         let status = self.book().status.clone();
         Box::pin(std::future::ready(Ok(status)))
     }
+}
+
+/// What `crawl_status` reports about the most recent `crawl`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrawlStatus {
+    /// URLs done (each one waited out in full).
+    pub completed: u64,
+    /// True when the crawl stopped before doing every URL (cancelled, or its connection ended).
+    pub cancelled: bool,
+    /// True once the crawl has stopped, whether done or cancelled.
+    pub finished: bool,
+    /// How many URLs the crawl was given.
+    pub total: u64,
+    /// When the crawl stopped, in milliseconds since the Unix epoch (wall clock); `null` while
+    /// it runs and before any crawl.
+    pub stopped_at_ms: Option<u64>,
+    /// How the crawl stopped; `null` while it runs and before any crawl.
+    #[serde(default)]
+    pub stopped: Option<CrawlStop>,
+}
+
+/// How a crawl stopped ([`CrawlStatus::stopped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrawlStop {
+    /// It did every URL.
+    Completed,
+    /// It saw the cancellation between two URLs and returned (the cooperative way: the URL in
+    /// flight was finished first).
+    Cooperative,
+    /// Its task was dropped mid-URL (a cancellation under `CancelPolicy::Abort`, or a runtime
+    /// shutting down): only its drop guard ran.
+    Dropped,
 }
 
 #[cfg(test)]
