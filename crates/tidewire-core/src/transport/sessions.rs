@@ -20,6 +20,11 @@ pub trait TableEntry: Send + Sync + 'static {
     /// Housekeeping done at every sweep of the reaper (for example dropping finished streams
     /// past their grace). Nothing by default.
     fn sweep(&self) {}
+    /// Who opened the session, when an authentication layer said; only requests acting for
+    /// the same principal may use it ([`SessionTable::get_for`]). None by default.
+    fn owner(&self) -> Option<&super::Principal> {
+        None
+    }
 }
 
 /// The sessions of one server endpoint, by id, at most `max` of them, the idle ones ended by a
@@ -116,6 +121,14 @@ impl<S: TableEntry> SessionTable<S> {
     /// The session `id`.
     pub fn get(&self, id: &str) -> Option<Arc<S>> {
         self.lock().get(id).cloned()
+    }
+
+    /// The session with this id, when a request acting for `principal` may use it: another
+    /// principal's session is as unknown as one that never was, so a caller answers both alike
+    /// and nothing leaks (see [`Principal::may_use`](super::Principal::may_use)).
+    pub fn get_for(&self, id: &str, principal: Option<&super::Principal>) -> Option<Arc<S>> {
+        self.get(id)
+            .filter(|session| super::Principal::may_use(session.owner(), principal))
     }
 
     /// Admits `session` under `id` if there is room, checked under the lock (two sessions

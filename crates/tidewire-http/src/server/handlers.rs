@@ -67,11 +67,7 @@ fn get(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Re
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    let Some(session) = state
-        .sessions
-        .get(id.as_str())
-        .filter(|s| s.is_owned_by(principal))
-    else {
+    let Some(session) = state.sessions.get_for(id.as_str(), principal) else {
         return session_not_found(&id);
     };
     session.touch();
@@ -123,10 +119,7 @@ fn delete(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) ->
             "Bad Request: the Mcp-Session-Id header is required",
         );
     };
-    let owned = state
-        .sessions
-        .get(id.as_str())
-        .is_some_and(|s| s.is_owned_by(principal));
+    let owned = state.sessions.get_for(id.as_str(), principal).is_some();
     if owned && state.sessions.end(id.as_str()) {
         StatusCode::OK.into_response()
     } else {

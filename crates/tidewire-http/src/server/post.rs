@@ -56,10 +56,12 @@ pub(crate) async fn post(
     let session_header = checks::session_id(&headers).filter(|_| !stateless_header);
     let known = match &session_header {
         // Another principal's session is as unknown as one that never was (nothing leaks).
-        Some(id) if !state.config.stateless => match state.sessions.get(id.as_str()) {
-            Some(session) if session.is_owned_by(principal.as_ref()) => Some(session),
-            _ => return session_not_found(id),
-        },
+        Some(id) if !state.config.stateless => {
+            match state.sessions.get_for(id.as_str(), principal.as_ref()) {
+                Some(session) => Some(session),
+                None => return session_not_found(id),
+            }
+        }
         _ => None,
     };
     let bytes = {

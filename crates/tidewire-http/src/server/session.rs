@@ -159,12 +159,6 @@ impl HttpSession {
         }
     }
 
-    /// Whether a request acting for `principal` may use the session: it must act for the
-    /// principal that opened it (or for none, when none opened it).
-    pub(crate) fn is_owned_by(&self, principal: Option<&Principal>) -> bool {
-        Principal::may_use(self.owner.get(), principal)
-    }
-
     /// Notes activity (for idle expiry).
     pub(crate) fn touch(&self) {
         *self
@@ -336,5 +330,9 @@ impl TableEntry for HttpSession {
     /// Finished streams past their grace go, in live sessions too.
     fn sweep(&self) {
         self.streams.expire();
+    }
+
+    fn owner(&self) -> Option<&Principal> {
+        self.owner.get()
     }
 }

@@ -226,11 +226,7 @@ pub(crate) async fn post_message(
         );
     };
     // Another principal's session is as unknown as one that never was (nothing leaks).
-    let Some(session) = state
-        .sessions
-        .get(&id)
-        .filter(|s| Principal::may_use(s.owner.as_ref(), principal.as_ref()))
-    else {
+    let Some(session) = state.sessions.get_for(&id, principal.as_ref()) else {
         return refuse(
             StatusCode::NOT_FOUND,
             ErrorCode(-32001),

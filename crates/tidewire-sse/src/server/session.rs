@@ -178,4 +178,8 @@ impl TableEntry for Session {
     fn end(&self) {
         self.closed.cancel();
     }
+
+    fn owner(&self) -> Option<&Principal> {
+        self.owner.as_ref()
+    }
 }
