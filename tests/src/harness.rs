@@ -456,7 +456,7 @@ pub async fn start_http(
     let config = match mode {
         HttpMode::Sse => HttpConfig::default(),
         HttpMode::Json => HttpConfig::default().response_mode(ResponseMode::Json),
-        HttpMode::Stateless => HttpConfig::default().stateless(true),
+        HttpMode::Stateless => HttpConfig::default().one_shot_sessions(true),
     };
     let server = crate::suite_server();
     let serving = server.clone();

@@ -36,7 +36,7 @@ pub(crate) fn serve(
     let mut config = HttpConfig::default()
         .max_body(args.max_message_size)
         .max_message_size(args.max_message_size)
-        .stateless(args.stateless)
+        .one_shot_sessions(args.one_shot_sessions)
         .idle_timeout(idle)
         .body_read_timeout(args.body_read_timeout.0)
         .max_sessions(args.max_sessions)

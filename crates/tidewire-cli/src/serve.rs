@@ -51,9 +51,10 @@ pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
         eprintln!("tidewire serve: --auth-issuer protects HTTP endpoints: use it with --bind ADDR");
         return ExitCode::from(USAGE_ERROR);
     }
-    if args.json_response || args.stateless {
+    if args.json_response || args.one_shot_sessions {
         eprintln!(
-            "tidewire serve: --json-response and --stateless apply to HTTP: use them with --bind ADDR"
+            "tidewire serve: --json-response and --one-shot-sessions apply to HTTP: use them with \
+             --bind ADDR"
         );
         return ExitCode::from(USAGE_ERROR);
     }

@@ -38,9 +38,11 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) json_response: bool,
 
-    /// HTTP: serve statelessly (no sessions, no GET stream, no requests back to the client).
-    #[arg(long)]
-    pub(crate) stateless: bool,
+    /// HTTP: one-shot sessions (what other SDKs call stateless mode): no session ids, no GET
+    /// stream, no requests back to the client; each session-era POST is served on its own.
+    /// (The stateless revision 2026-07-28 needs no flag: `--era` decides it.)
+    #[arg(long, alias = "stateless")]
+    pub(crate) one_shot_sessions: bool,
 
     /// The largest message accepted or sent, in bytes. A longer input line is answered with a
     /// JSON-RPC error and skipped.

@@ -240,7 +240,7 @@ async fn a_cancelled_request_in_json_mode_gets_202_and_frees_its_session() {
 async fn a_stateless_post_dropped_before_its_reply_ends_its_engine() {
     // The reply's head waits up to 10 s for a first event: the client goes before that.
     let config = HttpConfig::default()
-        .stateless(true)
+        .one_shot_sessions(true)
         .first_event_wait(Duration::from_secs(10));
     let (url, _mcp, gauge) = start(config).await;
     let raw = Raw::new(&url);

@@ -418,9 +418,9 @@ async fn json_mode_answers_with_json_and_refuses_streaming_clearly() {
 }
 
 #[tokio::test]
-async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
+async fn one_shot_sessions_have_no_session_ids_and_no_requests_to_the_client() {
     tokio::time::timeout(std::time::Duration::from_secs(300), async move {
-        let (url, mcp) = start(HttpConfig::default().stateless(true)).await;
+        let (url, mcp) = start(HttpConfig::default().one_shot_sessions(true)).await;
         let raw = Raw::new(&url);
         let init = raw.post(&init_body(0)).send().await.expect("post");
         assert!(init.headers().get("mcp-session-id").is_none());
@@ -440,7 +440,7 @@ async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
         assert!(
             result["content"][0]["text"]
                 .as_str()
-                .is_some_and(|t| t.contains("stateless")),
+                .is_some_and(|t| t.contains("one-shot sessions")),
             "{result}"
         );
         assert_eq!(raw.get(None).send().await.expect("get").status(), 405);
@@ -457,7 +457,7 @@ async fn stateless_mode_has_no_sessions_and_no_requests_to_the_client() {
 #[tokio::test]
 async fn concurrent_stateless_requests_keep_their_streams_apart() {
     tokio::time::timeout(std::time::Duration::from_secs(300), async move {
-        let (url, _mcp) = start(HttpConfig::default().stateless(true)).await;
+        let (url, _mcp) = start(HttpConfig::default().one_shot_sessions(true)).await;
         let raw = Raw::new(&url);
         let mut crawl = tool_call(
             1,
@@ -622,7 +622,7 @@ async fn a_handler_can_close_its_stream_and_the_client_resumes() {
 async fn stateless_mode_is_bounded_like_the_stateless_wire() {
     timeout(LIMIT, async {
         let config = HttpConfig::default()
-            .stateless(true)
+            .one_shot_sessions(true)
             .max_stateless_requests(1);
         let (url, _mcp) = start(config).await;
         let raw = Raw::new(&url);

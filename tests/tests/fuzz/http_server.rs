@@ -37,7 +37,7 @@ impl Endpoints {
         };
         let (sse, a) = make(HttpConfig::default());
         let (json, b) = make(HttpConfig::default().response_mode(ResponseMode::Json));
-        let (stateless, c) = make(HttpConfig::default().stateless(true));
+        let (stateless, c) = make(HttpConfig::default().one_shot_sessions(true));
         Self {
             sse,
             json,

@@ -36,7 +36,7 @@ pub enum ResponseMode {
 #[derive(Clone)]
 pub struct HttpConfig {
     pub(crate) response_mode: ResponseMode,
-    pub(crate) stateless: bool,
+    pub(crate) one_shot: bool,
     pub(crate) limits: ServerLimits,
     pub(crate) retry: Duration,
     pub(crate) stream_capacity: usize,
@@ -58,7 +58,7 @@ impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpConfig")
             .field("response_mode", &self.response_mode)
-            .field("stateless", &self.stateless)
+            .field("one_shot", &self.one_shot)
             .field("limits", &self.limits)
             .field("stream_capacity", &self.stream_capacity)
             .field("max_streams_per_session", &self.max_streams_per_session)
@@ -72,7 +72,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             response_mode: ResponseMode::Sse,
-            stateless: false,
+            one_shot: false,
             limits: ServerLimits::default(),
             retry: Duration::from_secs(1),
             stream_capacity: 16_384,
@@ -163,11 +163,13 @@ impl HttpConfig {
         self
     }
 
-    /// Stateless mode: no sessions, no GET stream, every POST served on its own; the server
-    /// cannot send requests to the client (handlers that try are told so).
+    /// One-shot sessions (what other SDKs call stateless mode; not the stateless revision
+    /// 2026-07-28, which needs no setting): no session ids, no GET stream, every session-era
+    /// POST served in a session of its own that ends with it; the server cannot send requests
+    /// to the client (handlers that try are told so).
     #[must_use]
-    pub fn stateless(mut self, stateless: bool) -> Self {
-        self.stateless = stateless;
+    pub fn one_shot_sessions(mut self, one_shot: bool) -> Self {
+        self.one_shot = one_shot;
         self
     }
 
@@ -218,7 +220,7 @@ impl HttpConfig {
     }
 
     /// The most stateless requests running at once (default 10,000): those of the 2026-07-28
-    /// wire, listen streams included, and those of [`stateless`](Self::stateless) mode (each in
+    /// wire, listen streams included, and those of [one-shot sessions](Self::one_shot_sessions) (each in
     /// its one-shot session); past it a request gets 503 with `Retry-After`.
     #[must_use]
     pub fn max_stateless_requests(mut self, limit: usize) -> Self {

@@ -1,6 +1,7 @@
-//! POST: the checks and the body, then the session it belongs to (found, or made by
-//! `initialize`), or the stateless path (2026-07-28, or a server in stateless mode); the messages
-//! then go to [`deliver`](super::deliver).
+//! POST, the front door: the checks and the body, read and decoded once, then one of three
+//! lanes: the stateless revision 2026-07-28 ([`stateless`](super::stateless)), one-shot
+//! sessions ([`one_shot`](super::one_shot)), or the session the POST belongs to
+//! ([`session_post`](super::session_post)).
 
 // A refused request is answered with an axum `Response`; returning it as the error keeps the
 // handlers flat, and it is built once per refused request, never on the happy path.
@@ -9,19 +10,16 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
-use tidewire_core::jsonrpc::{DecodeFailure, ErrorCode, ErrorObject, Message, RequestId};
-use tidewire_core::transport::{HttpRequestInfo, Principal, RequestLimits, http_reply};
+use tidewire_core::jsonrpc::{DecodeFailure, ErrorObject, Message, RequestId};
+use tidewire_core::transport::{HttpRequestInfo, Principal};
 
 use super::body::{self, BodyBudget};
-use super::checks::{self, SESSION_ID, check_accept, check_content_type, error, error_for};
-use super::config::ResponseMode;
-use super::deliver::{deliver, deliver_batch};
-use super::refusals::{initialize_refused, session_not_found, sessions_full};
-use super::sse_body::EndOnDrop;
-use super::state::{State, StatelessSlot, server_busy};
+use super::checks::{self, check_accept, check_content_type, error_for};
+use super::refusals::{initialize_refused, session_not_found};
+use super::state::State;
 
 type Shared = Arc<State>;
 
@@ -56,7 +54,7 @@ pub(crate) async fn post(
     let session_header = checks::session_id(&headers).filter(|_| !stateless_header);
     let known = match &session_header {
         // Another principal's session is as unknown as one that never was (nothing leaks).
-        Some(id) if !state.config.stateless => {
+        Some(id) if !state.config.one_shot => {
             match state.sessions.get_for(id.as_str(), principal.as_ref()) {
                 Some(session) => Some(session),
                 None => return session_not_found(id),
@@ -89,7 +87,7 @@ pub(crate) async fn post(
         );
     }
     let mut messages = if is_batch {
-        match parse_batch(&bytes, version, state.config.stateless) {
+        match parse_batch(&bytes, version, state.config.one_shot) {
             Ok(messages) => messages,
             Err(refused) => return refused,
         }
@@ -143,68 +141,24 @@ pub(crate) async fn post(
         extensions.insert(principal.clone());
     }
 
-    if state.config.stateless {
+    if state.config.one_shot {
         let Some(message) = messages.pop() else {
             return StatusCode::ACCEPTED.into_response();
         };
-        return post_stateless(state, message, extensions, version).await;
+        return super::one_shot::post(state, message, extensions, version).await;
     }
 
-    let is_initialize = !is_batch
-        && matches!(messages.first(), Some(Message::Request(r)) if r.method == "initialize");
-    let (session, created) = match known {
-        // Ended while the body was read: its inbox is closed, and delivery says 404.
-        Some(session) => (session, false),
-        None if is_initialize => {
-            let id = match state.sessions.fresh_id() {
-                Ok(id) => id,
-                Err(refused) => return http_reply::no_new_session(refused).into_response(),
-            };
-            let session = state.start_session(id, false);
-            session.bind(principal);
-            // Checked again as it is admitted: two initializes racing for the last slot.
-            if let Err(full) = state.sessions.admit(session.id.clone(), session.clone()) {
-                session.close();
-                return sessions_full(full.max);
-            }
-            (session, true)
-        }
-        None => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::INVALID_REQUEST,
-                "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
-            );
-        }
-    };
-    session.touch();
-    if state.config.response_mode == ResponseMode::Json {
-        extensions.insert(RequestLimits {
-            related_notifications: false,
-            peer_requests: false,
-            reason: "Streamable HTTP in JSON response mode",
-        });
-    }
-    let priming = session.version().unwrap_or(version) >= ProtocolVersion::V2025_11_25;
-    let mut response = if is_batch {
-        deliver_batch(state, &session, messages, &extensions, priming).await
-    } else {
-        match messages.pop() {
-            Some(message) => deliver(state, &session, message, extensions, priming, None).await,
-            None => StatusCode::ACCEPTED.into_response(),
-        }
-    };
-    if created && let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_ID, value);
-    }
-    response
+    super::session_post::post(
+        state, known, principal, messages, is_batch, extensions, version,
+    )
+    .await
 }
 
 /// Decodes a JSON-RPC batch, which only 2025-03-26 allows (and never with `initialize`).
 fn parse_batch(
     bytes: &[u8],
     version: ProtocolVersion,
-    stateless: bool,
+    one_shot: bool,
 ) -> Result<Vec<Message>, Response> {
     let refuse = |id: Option<RequestId>, reason: String| {
         error_for(
@@ -219,10 +173,10 @@ fn parse_batch(
             format!("JSON-RPC batches exist only in 2025-03-26; this request is {version}"),
         ));
     }
-    if stateless {
+    if one_shot {
         return Err(refuse(
             None,
-            "a stateless server takes one message per POST".to_owned(),
+            "a server of one-shot sessions takes one message per POST".to_owned(),
         ));
     }
     let items = Message::batch_from_slice(bytes).map_err(|failure| match failure {
@@ -247,46 +201,4 @@ fn parse_batch(
         messages.push(message);
     }
     Ok(messages)
-}
-
-/// Stateless mode: each POST gets its own short-lived engine session.
-async fn post_stateless(
-    state: &Shared,
-    message: Message,
-    mut extensions: http::Extensions,
-    version: ProtocolVersion,
-) -> Response {
-    let Message::Request(request) = &message else {
-        // Nothing in a stateless server can be waiting for it.
-        return StatusCode::ACCEPTED.into_response();
-    };
-    // The same cap as the 2026-07-28 wire's: a place among the requests running at once, held
-    // until the one-shot session ends.
-    let Some(slot) = StatelessSlot::take(state) else {
-        return server_busy(state, request.id.clone());
-    };
-    extensions.insert(RequestLimits {
-        related_notifications: state.config.response_mode == ResponseMode::Sse,
-        peer_requests: false,
-        reason: "stateless Streamable HTTP",
-    });
-    // Never a client's session id (those are hex), and unique: each one-shot session's streams
-    // and stored events stay its own.
-    let n = state
-        .stateless_seq
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let session = state.start_session(format!("stateless-{n}").into(), true);
-    // Owned by this request from here on: however the POST ends — answered, or dropped by a
-    // client that went away before its reply began — the one-shot session ends with it.
-    let one_shot = EndOnDrop::new(session.clone(), Some(slot));
-    let priming = version >= ProtocolVersion::V2025_11_25;
-    deliver(
-        state,
-        &session,
-        message,
-        extensions,
-        priming,
-        Some(one_shot),
-    )
-    .await
 }
