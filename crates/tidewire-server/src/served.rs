@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use tidewire_core::jsonrpc::{ErrorObject, Request, Response};
-use tidewire_core::session::{RequestContext, RequestRun, RequestStream, ServeRequest};
+use tidewire_core::session::{Answered, RequestContext, RequestRun, RequestStream, ServeRequest};
 use tidewire_core::transport::text::excerpt;
 use tidewire_core::version::Eras;
 use tokio_util::sync::CancellationToken;
@@ -60,19 +60,19 @@ impl ServeRequest for RequestServer {
         let connection = self.connection.clone();
         let handler = async move {
             let id = request.id.clone();
-            let outcome =
-                AssertUnwindSafe(crate::stateless::serve(&server, &connection, request, ctx))
-                    .catch_unwind()
-                    .await;
+            let served = crate::stateless::serve_answered(&server, &connection, request, ctx);
+            let outcome = AssertUnwindSafe(served).catch_unwind().await;
             Some(match outcome {
-                Ok(Ok(result)) => Response::result(id, result),
-                Ok(Err(error)) => Response::error(Some(id), error),
+                Ok(Ok(Ok(encoded))) => Answered::Result(encoded),
+                Ok(Ok(Err(result))) => Response::result(id, result).into(),
+                Ok(Err(error)) => Response::error(Some(id), error).into(),
                 Err(_) => {
                     tracing::error!(id = %excerpt(&id.to_string()), "a stateless request's handler panicked");
                     Response::error(
                         Some(id),
                         ErrorObject::internal("the request's handler panicked"),
                     )
+                    .into()
                 }
             })
         };

@@ -64,6 +64,8 @@ pub(crate) struct ServerState<C> {
     pub(crate) sessions_subscription: OnceLock<Subscription>,
     /// `info` as JSON, for the `serverInfo` of every stateless result.
     info_json: OnceLock<Value>,
+    /// What `finish` adds to a stateless result, in wire form (see `result_tail`).
+    result_tail: OnceLock<Box<[u8]>>,
     /// The connections served, held weakly; swept as the table grows.
     connections: Mutex<Vec<Weak<Connection>>>,
     /// Broadcast notifications that a client lost because its outbound queue was full.
@@ -115,6 +117,7 @@ impl<C> ServerState<C> {
             listen_epoch: tokio::sync::watch::Sender::new(0),
             sessions_subscription: OnceLock::new(),
             info_json: OnceLock::new(),
+            result_tail: OnceLock::new(),
             connections: Mutex::new(Vec::new()),
             dropped_notifications: AtomicU64::new(0),
             last_drop_warning: Mutex::new(None),
@@ -143,6 +146,33 @@ impl<C> ServerState<C> {
     pub(crate) fn info_json(&self) -> &Value {
         self.info_json
             .get_or_init(|| serde_json::to_value(&self.info).unwrap_or(Value::Null))
+    }
+
+    /// The members every stateless result carries, as JSON text without the braces around
+    /// them: `"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{…}}`
+    /// (an empty `_meta` when the info cannot be written). Written once per server, spliced
+    /// into every tool result written straight from its type.
+    pub(crate) fn result_tail(&self) -> &[u8] {
+        self.result_tail.get_or_init(|| {
+            let mut meta = serde_json::Map::new();
+            let info = self.info_json();
+            if !info.is_null() {
+                meta.insert(
+                    tidewire_core::schema::meta_keys::SERVER_INFO.to_owned(),
+                    info.clone(),
+                );
+            }
+            let members = serde_json::json!({
+                "resultType": tidewire_core::schema::result_type::COMPLETE,
+                "_meta": meta,
+            });
+            let text = members.to_string();
+            // `{…}` → `…`: the members alone, to splice into another object.
+            text.get(1..text.len().saturating_sub(1))
+                .unwrap_or_default()
+                .as_bytes()
+                .into()
+        })
     }
 
     /// Whether any tool may run as a task.

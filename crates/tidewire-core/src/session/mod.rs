@@ -50,7 +50,7 @@ pub use request::{
     CancelHandle, InFlight, ProgressCallback, ProgressStream, RequestBuilder, RequestSettings,
 };
 pub use serve::{BoxedServe, Serve, ServeRequest};
-pub use stream::{RequestRun, RequestStream, RequestStreamReceiver, request_stream};
+pub use stream::{Answered, RequestRun, RequestStream, RequestStreamReceiver, request_stream};
 
 use crate::transport::Transport;
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::SessionError;
 use super::options::CancelPolicy;
-use crate::jsonrpc::Response;
+use crate::jsonrpc::{EncodedResult, Response};
 
 /// The response stream of one request served without a session: what its handler sends before
 /// the response (progress, logs, a listen's notifications) goes here, encoded as JSON-RPC
@@ -133,6 +133,23 @@ impl RequestStreamReceiver {
     }
 }
 
+/// How a request served without a session is answered: what its [`RequestRun`] resolves to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Answered {
+    /// A response message (an error, or a result as a `Value`).
+    Response(Response),
+    /// A success result already in wire form, framed by the transport as the response to the
+    /// request.
+    Result(EncodedResult),
+}
+
+impl From<Response> for Answered {
+    fn from(response: Response) -> Self {
+        Self::Response(response)
+    }
+}
+
 /// The run of one request served without a session: a future of its response, polled by the
 /// transport where it answers (no task of its own).
 ///
@@ -144,7 +161,7 @@ impl RequestStreamReceiver {
 /// at once) is released only when the handler has stopped, so cancelling cannot lift a cap.
 #[must_use = "a request runs only when its run is polled"]
 pub struct RequestRun {
-    handler: Option<BoxFuture<'static, Option<Response>>>,
+    handler: Option<BoxFuture<'static, Option<Answered>>>,
     cancel: CancellationToken,
     policy: CancelPolicy,
     held: Vec<Box<dyn Any + Send>>,
@@ -163,7 +180,7 @@ impl RequestRun {
     /// The run of `handler`, whose context is cancelled through `cancel` under `policy`.
     /// `handler` answers `None` for a request that was cancelled (nothing is sent then).
     pub fn new(
-        handler: BoxFuture<'static, Option<Response>>,
+        handler: BoxFuture<'static, Option<Answered>>,
         cancel: CancellationToken,
         policy: CancelPolicy,
     ) -> Self {
@@ -188,7 +205,7 @@ impl RequestRun {
 }
 
 impl Future for RequestRun {
-    type Output = Option<Response>;
+    type Output = Option<Answered>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(handler) = self.handler.as_mut() else {

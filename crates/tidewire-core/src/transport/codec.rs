@@ -3,7 +3,7 @@
 use bytes::{Buf, BufMut, BytesMut};
 
 use super::TransportError;
-use crate::jsonrpc::{DecodeFailure, ErrorObject, Message, Response};
+use crate::jsonrpc::{DecodeFailure, EncodedResult, ErrorObject, Message, RequestId, Response};
 
 /// The default limit on one message: 8 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 8 * 1024 * 1024;
@@ -73,6 +73,33 @@ impl Codec {
     pub fn encode(&self, message: &Message) -> Result<Vec<u8>, TransportError> {
         let mut out = Vec::with_capacity(128);
         self.encode_into(message, &mut out)?;
+        Ok(out)
+    }
+
+    /// Encodes the success response to request `id` whose result is already in wire form (see
+    /// [`EncodedResult`]), within the size limit.
+    ///
+    /// # Errors
+    /// `is_too_large` when the message would exceed the limit.
+    pub fn encode_result(
+        &self,
+        id: &RequestId,
+        result: &EncodedResult,
+    ) -> Result<Vec<u8>, TransportError> {
+        let result = result.as_bytes();
+        let mut out = Vec::with_capacity(result.len() + 48);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id).map_err(TransportError::other)?;
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(result);
+        out.push(b'}');
+        if out.len() > self.max_message_size {
+            return Err(TransportError::too_large(
+                out.len(),
+                self.max_message_size,
+                false,
+            ));
+        }
         Ok(out)
     }
 

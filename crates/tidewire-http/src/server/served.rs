@@ -18,8 +18,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::Stream;
-use tidewire_core::jsonrpc::{ErrorObject, Message, Request, RequestId, Response as Reply};
-use tidewire_core::session::{RequestRun, RequestStreamReceiver, ServeRequest, request_stream};
+use tidewire_core::jsonrpc::{
+    ErrorCode, ErrorObject, Message, Request, RequestId, Response as Reply,
+};
+use tidewire_core::session::{
+    Answered, RequestRun, RequestStreamReceiver, ServeRequest, request_stream,
+};
 use tidewire_core::transport::Codec;
 use tokio::time::Sleep;
 
@@ -75,11 +79,15 @@ pub(crate) async fn answer(
 }
 
 /// The response as one JSON body, with the status its error calls for.
-fn json(codec: Codec, id: RequestId, reply: Option<Reply>) -> Response {
-    let reply = reply.unwrap_or_else(|| ended(id));
-    let status = match &reply.outcome {
-        Ok(_) => StatusCode::OK,
-        Err(error) => status_of(error.code),
+fn json(codec: Codec, id: RequestId, reply: Option<Answered>) -> Response {
+    let status = match &reply {
+        Some(Answered::Response(Reply {
+            outcome: Err(error),
+            ..
+        })) => status_of(error.code),
+        Some(_) => StatusCode::OK,
+        // No answer: the handler ended without one, an internal error.
+        None => status_of(ErrorCode::INTERNAL_ERROR.0),
     };
     (
         status,
@@ -87,7 +95,7 @@ fn json(codec: Codec, id: RequestId, reply: Option<Reply>) -> Response {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        Body::from(encode(codec, reply)),
+        Body::from(encode(codec, id, reply)),
     )
         .into_response()
 }
@@ -98,14 +106,14 @@ fn sse_done(
     id: RequestId,
     first: Bytes,
     mut notes: RequestStreamReceiver,
-    reply: Option<Reply>,
+    reply: Option<Answered>,
 ) -> Response {
     let mut chunk = Vec::with_capacity(first.len() + 64);
     push_frame(&mut chunk, None, &first, None);
     while let Some(note) = notes.try_recv() {
         push_frame(&mut chunk, None, &note, None);
     }
-    let reply = encode(codec, reply.unwrap_or_else(|| ended(id)));
+    let reply = encode(codec, id, reply);
     push_frame(&mut chunk, None, &reply, None);
     with_sse_headers(Response::new(Body::from(chunk)))
 }
@@ -177,8 +185,7 @@ impl Stream for Served {
             while let Some(note) = this.notes.try_recv() {
                 push_frame(&mut this.pending, None, &note, None);
             }
-            let id = this.id.clone();
-            let reply = encode(this.codec, reply.unwrap_or_else(|| ended(id)));
+            let reply = encode(this.codec, this.id.clone(), reply);
             push_frame(&mut this.pending, None, &reply, None);
             this.run = None;
         }
@@ -198,11 +205,17 @@ impl Stream for Served {
     }
 }
 
-/// The response in wire form; one over the size limit is answered with an error instead.
-fn encode(codec: Codec, reply: Reply) -> Vec<u8> {
-    let id = reply.id.clone();
-    codec
-        .encode(&Message::Response(reply))
+/// The answer to request `id` in wire form (an error when there is none: the handler ended
+/// without one); one over the size limit is answered with an error instead.
+fn encode(codec: Codec, id: RequestId, reply: Option<Answered>) -> Vec<u8> {
+    let encoded = match reply {
+        Some(Answered::Result(result)) => codec.encode_result(&id, &result),
+        Some(Answered::Response(reply)) => codec.encode(&Message::Response(reply)),
+        // `Answered` is open to more forms; one this transport does not know is no answer.
+        Some(_) | None => codec.encode(&Message::Response(ended(id.clone()))),
+    };
+    let id = Some(id);
+    encoded
         .or_else(|error| {
             codec.encode(&Message::Response(Reply::error(
                 id,

@@ -15,9 +15,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
+use tidewire_core::jsonrpc::{EncodedResult, ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
-    DiscoverResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    CallToolResult, DiscoverResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, Meta, PaginatedParams, StartedTask, StatelessRequest,
     TASKS_EXTENSION, TaskAck, meta_keys, result_type,
 };
@@ -36,19 +36,86 @@ use crate::rounds::{Binding, Outcome, Rounds, digest, digest_object};
 use crate::skills;
 use crate::tasks::{TaskOptIn, TaskPermit, TaskRefused};
 
-/// Serves one stateless request.
+/// Serves one stateless request: its result with `resultType` and `serverInfo`.
 pub(crate) async fn serve(
     server: &Arc<Shared>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
 ) -> Result<Value, ErrorObject> {
+    answer(server, connection, request, ctx)
+        .await?
+        .into_value(server)
+}
+
+/// Serves one stateless request and answers it in wire form where it can: a tool's result is
+/// written once, straight from its type, with the members every result carries spliced in as
+/// bytes made once per server (no `Value` tree, no copy of `serverInfo`).
+pub(crate) async fn serve_answered(
+    server: &Arc<Shared>,
+    connection: &Arc<Connection>,
+    request: Request,
+    ctx: RequestContext,
+) -> Result<Result<EncodedResult, Value>, ErrorObject> {
+    match answer(server, connection, request, ctx).await? {
+        Answer::Tool(result) if result.meta.is_none() && result.extra.is_empty() => {
+            encode_tool_result(&result, server.result_tail()).map(Ok)
+        }
+        other => other.into_value(server).map(Err),
+    }
+}
+
+/// What a stateless request answers, before the members every result carries are added.
+enum Answer {
+    /// A result that gets `resultType` and `serverInfo` ([`finish`]).
+    Result(Value),
+    /// A tool's result, still typed.
+    Tool(CallToolResult),
+    /// A result already in its final form (a listen's).
+    Final(Value),
+}
+
+impl Answer {
+    fn into_value(self, server: &Shared) -> Result<Value, ErrorObject> {
+        let mut result = match self {
+            Self::Final(result) => return Ok(result),
+            Self::Result(result) => result,
+            Self::Tool(result) => reply(result)?,
+        };
+        finish(&mut result, server.info_json());
+        Ok(result)
+    }
+}
+
+/// `result` as one JSON object, `tail` (the members [`finish`] adds, written by
+/// [`Shared::result_tail`]) spliced in before its closing brace.
+fn encode_tool_result(result: &CallToolResult, tail: &[u8]) -> Result<EncodedResult, ErrorObject> {
+    let mut out = Vec::with_capacity(128 + tail.len());
+    serde_json::to_writer(&mut out, result).map_err(ErrorObject::internal)?;
+    if out.pop() != Some(b'}') {
+        return Err(ErrorObject::internal("a tool result is not a JSON object"));
+    }
+    if out.len() > 1 {
+        out.push(b',');
+    }
+    out.extend_from_slice(tail);
+    out.push(b'}');
+    Ok(EncodedResult::from_json_text_unchecked(out))
+}
+
+/// Serves one stateless request, up to its answer.
+async fn answer(
+    server: &Arc<Shared>,
+    connection: &Arc<Connection>,
+    request: Request,
+    ctx: RequestContext,
+) -> Result<Answer, ErrorObject> {
     // `_meta` is read from the context: a request served without a session has had it moved
     // there out of its params.
     let meta = RequestMeta::from_meta(ctx.meta())?;
     let method = request.method;
     let context = |ctx, call| Context::stateless(ctx, server.clone(), connection.clone(), call);
-    let mut result = match StatelessRequest::from_parts(&method, request.params)? {
+    let result = match StatelessRequest::from_parts(&method, request.params)? {
         StatelessRequest::Discover(_) => reply(discover(server))?,
         StatelessRequest::ListTools(params) => listed::<ListToolsResult>(server, &params)?,
         StatelessRequest::ListResources(params) => listed::<ListResourcesResult>(server, &params)?,
@@ -83,7 +150,7 @@ pub(crate) async fn serve(
             };
             let handler = calls::call_tool(params, context(ctx, call.clone()), opt_in);
             match round(&call, handler).await? {
-                Some(Called::Result(result)) => reply(result)?,
+                Some(Called::Result(result)) => return Ok(Answer::Tool(result)),
                 Some(Called::Task(record)) => reply(StartedTask::from(record.state()))?,
                 None => input_required(&call)?,
             }
@@ -137,7 +204,9 @@ pub(crate) async fn serve(
         // Its result is already in final form (its `_meta` names the subscription).
         StatelessRequest::Listen(params) => {
             let tasks = meta.capabilities.has_extension(TASKS_EXTENSION);
-            return listen::listen(server, params, &ctx, tasks).await;
+            return listen::listen(server, params, &ctx, tasks)
+                .await
+                .map(Answer::Final);
         }
         StatelessRequest::GetTask(params) => {
             tasks_declared(&meta)?;
@@ -174,8 +243,7 @@ pub(crate) async fn serve(
             return Err(ErrorObject::method_not_found(&excerpt(&method)));
         }
     };
-    finish(&mut result, server.info_json());
-    Ok(result)
+    Ok(Answer::Result(result))
 }
 
 /// The `server/discover` result.
@@ -312,4 +380,39 @@ fn principal(ctx: &RequestContext) -> Option<String> {
     ctx.extensions()
         .get::<Principal>()
         .map(|p| p.subject.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tidewire_core::schema::{CallToolResult, Implementation};
+
+    use super::*;
+
+    /// A tool result written straight from its type reads back as the same JSON as the one
+    /// built through a `Value` tree and `finish`, whatever it holds.
+    #[test]
+    fn a_tool_result_in_wire_form_is_the_tree_written_out() {
+        let server = crate::Server::builder(Implementation::new("wire \"form\"", "1.0")).build();
+        let shared = &server.inner;
+        let results = [
+            CallToolResult::text("hello"),
+            CallToolResult::error_text("failed"),
+            CallToolResult::structured(json!({"n": 1, "s": "\u{1b}"})),
+            CallToolResult::success(Vec::new()),
+        ];
+        for result in results {
+            let tree = Answer::Tool(result.clone())
+                .into_value(shared)
+                .expect("a tree");
+            let wire = encode_tool_result(&result, shared.result_tail()).expect("wire form");
+            let read: Value = serde_json::from_slice(wire.as_bytes()).expect("one JSON object");
+            assert_eq!(read, tree);
+            assert_eq!(read["resultType"], "complete");
+            assert_eq!(
+                read["_meta"][meta_keys::SERVER_INFO]["name"],
+                "wire \"form\""
+            );
+        }
+    }
 }
