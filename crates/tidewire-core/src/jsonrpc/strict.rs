@@ -9,6 +9,7 @@
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::transport::text::excerpt;
@@ -99,14 +100,20 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            if map.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "the member {:?} appears twice in one object (I-JSON, RFC 7493, forbids it)",
-                    excerpt(&key)
-                )));
+            // One lookup per member: the entry both finds a repeat and takes the value.
+            match map.entry(key) {
+                Entry::Vacant(place) => {
+                    let StrictValue(value) = access.next_value()?;
+                    place.insert(value);
+                }
+                Entry::Occupied(repeated) => {
+                    return Err(de::Error::custom(format!(
+                        "the member {:?} appears twice in one object (I-JSON, RFC 7493, forbids \
+                         it)",
+                        excerpt(repeated.key())
+                    )));
+                }
             }
-            let StrictValue(value) = access.next_value()?;
-            map.insert(key, value);
         }
         Ok(Value::Object(map))
     }
