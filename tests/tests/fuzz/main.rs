@@ -10,6 +10,8 @@
 //! - `uri_template`: `UriTemplate` on structured and broken templates;
 //! - `http_server`: the Streamable HTTP endpoint in its three modes, headers + body → response,
 //!   in-process through `tower::ServiceExt::oneshot`, in short sequences that reuse a session;
+//! - `legacy_sse`: the legacy HTTP+SSE POST path (any body and `Content-Type`, for the session a
+//!   real stream opened, another id or none), then a `ping` the stream must still answer;
 //! - `websocket`: frame sequences (text, binary, ping, pong, close, oversized, invalid UTF-8,
 //!   raw frames) against the WebSocket server on a loopback port. It runs half the default
 //!   case count: each case opens two connections;
@@ -93,6 +95,7 @@ pub(crate) fn chunks<'a>(bytes: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
 mod codec;
 mod generators;
 mod http_server;
+mod legacy_sse;
 mod peer_documents;
 mod sse;
 mod uri_template;
