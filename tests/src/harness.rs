@@ -43,8 +43,8 @@ pub enum HttpMode {
     Sse,
     /// Sessions, one JSON body per request.
     Json,
-    /// No sessions at all.
-    Stateless,
+    /// One-shot sessions (`HttpConfig::one_shot_sessions`): no session ids.
+    OneShot,
 }
 
 impl TransportUnderTest {
@@ -55,7 +55,7 @@ impl TransportUnderTest {
             Self::Stdio { .. } => "stdio",
             Self::Http(HttpMode::Sse) => "http-sse",
             Self::Http(HttpMode::Json) => "http-json",
-            Self::Http(HttpMode::Stateless) => "http-stateless",
+            Self::Http(HttpMode::OneShot) => "http-one-shot",
             Self::LegacySse => "legacy-sse",
             Self::WebSocket => "websocket",
             Self::Stateless(inner) => match **inner {
@@ -93,14 +93,14 @@ impl TransportUnderTest {
             other => other,
         };
         match (self, needs) {
-            (Self::Http(HttpMode::Json | HttpMode::Stateless), Needs::Streaming) => Some(
+            (Self::Http(HttpMode::Json | HttpMode::OneShot), Needs::Streaming) => Some(
                 "one JSON body answers each request (JSON mode) or each POST stands alone \
                  (stateless): nothing related to a request can travel before its response",
             ),
-            (Self::Http(HttpMode::Json | HttpMode::Stateless), Needs::ServerRequests) => {
+            (Self::Http(HttpMode::Json | HttpMode::OneShot), Needs::ServerRequests) => {
                 Some("the server cannot send requests to the client in this mode")
             }
-            (Self::Http(HttpMode::Stateless), Needs::Session) => Some(
+            (Self::Http(HttpMode::OneShot), Needs::Session) => Some(
                 "stateless: no session, so no GET stream, no subscriptions and no cancellation \
                  of a request served by another POST",
             ),
@@ -456,7 +456,7 @@ pub async fn start_http(
     let config = match mode {
         HttpMode::Sse => HttpConfig::default(),
         HttpMode::Json => HttpConfig::default().response_mode(ResponseMode::Json),
-        HttpMode::Stateless => HttpConfig::default().one_shot_sessions(true),
+        HttpMode::OneShot => HttpConfig::default().one_shot_sessions(true),
     };
     let server = crate::suite_server();
     let serving = server.clone();

@@ -353,39 +353,107 @@ async fn results_are_cached_for_their_ttl_and_dropped_on_change() {
     client.close().await;
 }
 
+/// Starts a slow crawl, gives up on it after 200 ms, and waits for the server to say the crawl
+/// stopped before its end: the cancel reached it, in whichever era the client speaks.
+async fn crawl_is_cancelled(client: &tidewire_client::Client) {
+    let urls: Vec<String> = (0..100).map(|i| format!("u{i}")).collect();
+    let given_up = client
+        .call_tool("crawl", json!({"urls": urls, "delay_ms": 100}))
+        .timeout(Duration::from_millis(200))
+        .await;
+    assert!(
+        given_up.is_err_and(|e| e.is_timeout()),
+        "the call ends at its timeout"
+    );
+    let stopped = async {
+        loop {
+            let status = client
+                .call_tool("crawl_status", json!({}))
+                .await
+                .expect("crawl_status");
+            let status: serde_json::Value =
+                serde_json::from_str(status.first_text().unwrap_or("{}")).expect("JSON");
+            if status["finished"] == true {
+                assert_eq!(status["cancelled"], true, "{status}");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    timeout(LIMIT, stopped).await.expect("the crawl stopped");
+}
+
+/// One era rule for every transport (issue 27): the default, `Era::Auto`, probes with
+/// `server/discover` and speaks the newest era both sides offer — over `StreamableHttpClient`
+/// too, which carries both; HTTP+SSE carries sessions only. A call cancels in either era.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_default_is_auto_and_session_transports_speak_sessions() {
-    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
+    use tidewire_http::server::{HttpConfig, StreamableHttp};
+
     let info = || tidewire_core::schema::Implementation::new("default", "1");
-    // Over the session-era Streamable HTTP transport, the default (Auto) is the session era…
-    let transport = tidewire_http::client::StreamableHttpClient::new(url.clone())
-        .connect()
+    let streamable = |url: String| async move {
+        let transport = tidewire_http::client::StreamableHttpClient::new(url)
+            .connect()
+            .await
+            .expect("transport");
+        timeout(
+            LIMIT,
+            tidewire_client::Client::builder(info()).connect(transport),
+        )
         .await
-        .expect("transport");
-    let client = timeout(
-        LIMIT,
-        tidewire_client::Client::builder(info()).connect(transport),
-    )
-    .await
-    .expect("in time")
-    .expect("connects");
-    assert_eq!(client.era(), Spoken::Session);
+        .expect("in time")
+        .expect("connects")
+    };
+    // A server of both eras: the default over Streamable HTTP reaches 2026-07-28.
+    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+    let client = streamable(url.clone()).await;
+    assert_eq!(client.era(), Spoken::Stateless);
+    assert_eq!(client.protocol_version().as_str(), "2026-07-28");
+    assert_eq!(
+        text_of(&client, "echo", json!({"text": "new"})).await,
+        Ok("new".to_owned())
+    );
+    crawl_is_cancelled(&client).await;
+    assert_eq!(
+        text_of(&client, "echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
     client.close().await;
-    // …and Modern there is refused before anything is sent.
+    // `Era::Modern` asks for it, over the same transport.
     let transport = tidewire_http::client::StreamableHttpClient::new(url)
         .connect()
         .await
         .expect("transport");
-    let refused = timeout(
+    let client = timeout(
         LIMIT,
         tidewire_client::Client::builder(info())
             .era(Era::Modern)
             .connect(transport),
     )
     .await
-    .expect("in time");
-    let error = refused.expect_err("a session transport");
-    assert!(error.to_string().contains("StatelessHttpClient"), "{error}");
+    .expect("in time")
+    .expect("connects");
+    assert_eq!(client.era(), Spoken::Stateless);
+    client.close().await;
+
+    // A server of the session era only: the probe is refused, and the default opens a session
+    // on the same transport.
+    let legacy_only = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+    let http = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), legacy_only);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    tokio::spawn(axum::serve(listener, http.router("/mcp")).into_future());
+    let client = streamable(url).await;
+    assert_eq!(client.era(), Spoken::Session);
+    assert_eq!(
+        text_of(&client, "echo", json!({"text": "old"})).await,
+        Ok("old".to_owned())
+    );
+    crawl_is_cancelled(&client).await;
+    client.close().await;
+
     // Over a message stream, the default reaches the stateless revision of a dual server.
     let server = tidewire_demo::demo_server();
     let (a, b) = memory::duplex();

@@ -60,7 +60,7 @@ macro_rules! suite {
         suite!(@transport stdio, super::stdio(); $($scenario: $needs),*);
         suite!(@transport http_sse, TransportUnderTest::Http(HttpMode::Sse); $($scenario: $needs),*);
         suite!(@transport http_json, TransportUnderTest::Http(HttpMode::Json); $($scenario: $needs),*);
-        suite!(@transport http_stateless, TransportUnderTest::Http(HttpMode::Stateless); $($scenario: $needs),*);
+        suite!(@transport http_one_shot, TransportUnderTest::Http(HttpMode::OneShot); $($scenario: $needs),*);
         suite!(@transport legacy_sse, TransportUnderTest::LegacySse; $($scenario: $needs),*);
         suite!(@transport websocket, TransportUnderTest::WebSocket; $($scenario: $needs),*);
         suite!(@transport memory_2026, stateless(TransportUnderTest::Memory); $($scenario: $needs),*);

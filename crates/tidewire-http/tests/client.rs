@@ -639,6 +639,7 @@ async fn with_reinitialize_off_a_404_closes_the_connection() {
             "0.1.0",
         ))
         .reinitialize(false)
+        .era(tidewire_client::Era::Legacy)
         .connect(transport)
         .await
         .expect("connects");
@@ -809,6 +810,7 @@ async fn an_unreachable_server_fails_the_handshake_clearly() {
         .expect("valid configuration");
         let error =
             tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
+                .era(tidewire_client::Era::Legacy)
                 .connect(transport)
                 .await
                 .expect_err("nobody listens");
@@ -986,6 +988,7 @@ async fn dropping_the_transport_without_close_stops_its_streams() {
         let handle = transport.handle();
         let (connecting, driver) =
             tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
+                .era(tidewire_client::Era::Legacy)
                 .connect_with_driver(transport);
         let driver = tokio::spawn(driver);
         let client = connecting.await.expect("connected");
@@ -1158,6 +1161,7 @@ async fn a_redirect_to_another_origin_is_refused_and_named() {
             .expect("transport");
         let error =
             tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("c", "1"))
+                .era(tidewire_client::Era::Legacy)
                 .connect(transport)
                 .await
                 .expect_err("the redirect is refused");

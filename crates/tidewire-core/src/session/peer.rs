@@ -139,9 +139,14 @@ impl Shared {
             .responder
             .send(Err(SessionError::Cancelled(reason.to_owned())));
         // The spec forbids cancelling `initialize`. A transport that cancels by closing the
-        // request's exchange has done so as the entry went.
-        if method != "initialize" && !self.profile.cancels_by_closing && !self.closed.is_cancelled()
-        {
+        // request's exchange has done so as the entry went — for a request of the stateless
+        // revision, or one sent before any revision was negotiated (a probe); a session era
+        // negotiated over such a transport is told with `notifications/cancelled`.
+        let closed_by_transport = self.profile.cancels_by_closing
+            && self
+                .protocol_version()
+                .is_none_or(|v| crate::version::STATELESS_VERSIONS.contains(&v));
+        if method != "initialize" && !closed_by_transport && !self.closed.is_cancelled() {
             let params = serde_json::json!({ "requestId": id, "reason": reason });
             self.enqueue_nowait(Envelope::new(Notification::new(
                 "notifications/cancelled",

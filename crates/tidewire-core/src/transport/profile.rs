@@ -22,9 +22,11 @@ pub struct TransportProfile {
     /// (`envelope.exchange`): for a transport that runs something per request (an HTTP
     /// exchange) and must learn when the engine stops waiting for it.
     pub tracks_requests: bool,
-    /// Closing a request's exchange is how this transport cancels it (the stateless revision
-    /// over HTTP): the engine then sends no `notifications/cancelled`, and the transport acts on
-    /// [`Exchange::over`](super::Exchange::over).
+    /// Closing a request's exchange is how this transport cancels a request of the stateless
+    /// revision (over HTTP), or one sent before a revision is negotiated: the engine then sends
+    /// no `notifications/cancelled`, and the transport acts on
+    /// [`Exchange::over`](super::Exchange::over). When a session era is negotiated over the
+    /// same transport, the engine sends `notifications/cancelled` as on any other.
     pub cancels_by_closing: bool,
 }
 

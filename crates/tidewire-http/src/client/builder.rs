@@ -100,6 +100,11 @@ impl StreamableHttpClient {
     /// [`HttpClientError::InvalidHeader`] for a bad header, [`HttpClientError::HttpClient`] when
     /// the default `reqwest::Client` cannot be built.
     pub async fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
+        // The stateless wire beside the sessions, for a server of the 2026-07-28 revision
+        // (`Era::Auto` probes it; nothing is sent on it otherwise).
+        let stateless = super::StatelessHttpClient::from_base(self.base.clone())
+            .connect()
+            .await?;
         let checked = self.base.check()?;
         let config = Config {
             http: checked.http,
@@ -111,7 +116,7 @@ impl StreamableHttpClient {
             request_timeout: checked.timeouts.request,
             authorizer: checked.authorizer,
         };
-        Ok(HttpClientTransport::new(Shared::new(config)))
+        Ok(HttpClientTransport::new(Shared::new(config), stateless))
     }
 }
 

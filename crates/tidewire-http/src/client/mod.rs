@@ -1,5 +1,6 @@
-//! The client side of Streamable HTTP (MCP 2025-03-26, 2025-06-18, 2025-11-25): a transport
-//! that talks to one MCP endpoint over HTTP, built on reqwest and eventsource-stream.
+//! The client side of Streamable HTTP, in both eras: a transport that talks to one MCP
+//! endpoint over HTTP (sessions of 2025-03-26 … 2025-11-25, and the stateless revision
+//! 2026-07-28), built on reqwest and eventsource-stream.
 //!
 //! ```no_run
 //! use tidewire_client::Client;
@@ -25,8 +26,10 @@
 //! [`StreamableHttpClient`] is the builder (headers, bearer token, a shared `reqwest::Client`,
 //! message-size limit, [`ReconnectPolicy`], whether to open the GET stream, the HTTP timeout);
 //! [`connect`](StreamableHttpClient::connect) returns an [`HttpClientTransport`] for the session
-//! engine. It does no I/O itself: the first request is the `initialize` POST that the engine
-//! sends.
+//! engine. It does no I/O itself: the first request is what the engine sends, the
+//! `server/discover` probe of `Era::Auto` (the default) or `initialize`. A request written in the
+//! stateless era (its `_meta` names its revision) goes out as a POST of its own, as
+//! [`StatelessHttpClient`] sends it; everything else belongs to the session, as below.
 //!
 //! ## What goes over the wire
 //!

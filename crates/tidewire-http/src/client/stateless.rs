@@ -55,6 +55,12 @@ impl StatelessHttpClient {
         }
     }
 
+    /// The stateless half of a [`StreamableHttpClient`](super::StreamableHttpClient), with its
+    /// settings.
+    pub(crate) fn from_base(base: HttpClientBase) -> Self {
+        Self { base }
+    }
+
     /// The transport: `connect().await`, as every client transport of tidewire. No I/O happens
     /// yet: each request is a POST of its own.
     ///

@@ -18,6 +18,7 @@ use super::request;
 use super::session_end;
 use super::shared::{MAX_NOTIFICATION_STREAMS, Shared, Snapshot};
 use super::sse::{Cursor, events, pump};
+use super::stateless::{StatelessHttpTransport, StatelessReceiver, StatelessSender};
 use super::task::catch;
 
 type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
@@ -42,14 +43,20 @@ impl fmt::Debug for HttpClientTransport {
 }
 
 impl HttpClientTransport {
-    pub(crate) fn new((shared, rx): (Shared, Inbound)) -> Self {
+    pub(crate) fn new((shared, rx): (Shared, Inbound), stateless: StatelessHttpTransport) -> Self {
         let shared = Arc::new(shared);
+        let (stateless_sender, stateless_receiver) = stateless;
         Self {
             sender: HttpSender {
                 shared: shared.clone(),
                 closed: false,
+                stateless: stateless_sender,
             },
-            receiver: HttpReceiver { shared, rx },
+            receiver: HttpReceiver {
+                shared,
+                rx,
+                stateless: stateless_receiver,
+            },
         }
     }
 
@@ -135,6 +142,8 @@ impl HttpClientHandle {
 pub struct HttpSender {
     shared: Arc<Shared>,
     closed: bool,
+    /// The stateless wire, for a server of the 2026-07-28 revision.
+    stateless: StatelessSender,
 }
 
 impl fmt::Debug for HttpSender {
@@ -159,6 +168,8 @@ impl Drop for HttpSender {
 pub struct HttpReceiver {
     shared: Arc<Shared>,
     rx: Inbound,
+    /// What the stateless wire's answers carry.
+    stateless: StatelessReceiver,
 }
 
 impl fmt::Debug for HttpReceiver {
@@ -180,21 +191,28 @@ impl TransportReceiver for HttpReceiver {
         tokio::select! {
             biased;
             item = self.rx.recv() => item,
+            item = self.stateless.recv() => item,
             () = self.shared.shutdown.cancelled() => None,
         }
     }
 }
 
 impl TransportSender for HttpSender {
+    /// Both eras: a stateless request carries its routing headers and is cancelled by closing
+    /// its answer; on sessions the engine sends `notifications/cancelled` (it closes only for
+    /// the stateless revision).
     fn profile(&self) -> TransportProfile {
         TransportProfile::MESSAGE_STREAM
-            .sessions_only()
-            .tracking_requests()
+            .routing_by_headers()
+            .cancelling_by_closing()
     }
 
     async fn session_event(&mut self, event: SessionEvent) {
         match event {
             SessionEvent::Opening => self.shared.reset_session(),
+            // The stateless revision has no session for the version header to belong to.
+            SessionEvent::Negotiated { version }
+                if tidewire_core::version::STATELESS_VERSIONS.contains(&version) => {}
             SessionEvent::Negotiated { version } => {
                 self.shared.set_protocol_version(version.as_str());
             }
@@ -211,6 +229,14 @@ impl TransportSender for HttpSender {
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed || self.shared.shutdown.is_cancelled() {
             return Err(TransportError::closed());
+        }
+        // A request written in the stateless era (its `_meta` names its revision: the
+        // `Era::Auto` probe, and every request once the server answered it) is a POST of its
+        // own; everything else belongs to the session.
+        if let Message::Request(request) = &envelope.message
+            && tidewire_core::version::is_stateless_request(request.params.as_ref())
+        {
+            return self.stateless.send(envelope).await;
         }
         let body = self.shared.config.codec.encode(&envelope.message)?;
         match envelope.message {
@@ -241,6 +267,7 @@ impl TransportSender for HttpSender {
         if std::mem::replace(&mut self.closed, true) {
             return Ok(());
         }
+        let _ = self.stateless.close().await;
         let snapshot = self.shared.snapshot();
         self.shared.shutdown.cancel();
         if snapshot.session_id.is_none() {

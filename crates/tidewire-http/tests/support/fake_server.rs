@@ -330,7 +330,9 @@ pub async fn connect(builder: StreamableHttpClient) -> (Client, HttpClientHandle
         .await
         .expect("a valid transport configuration");
     let handle = transport.handle();
+    // The fake speaks the session era only: no `server/discover` probe first.
     let client = Client::builder(Implementation::new("http-test-client", "0.1.0"))
+        .era(tidewire_client::Era::Legacy)
         .connect(transport)
         .await
         .expect("the client connects");

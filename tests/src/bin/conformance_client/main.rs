@@ -76,6 +76,8 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
     ))
     .elicitation_handler(accept_with_defaults)
+    // These scenarios test a client of the session era: no `server/discover` probe first.
+    .era(Era::Legacy)
     .connect(transport)
     .await
     .map_err(|e| format!("initialize failed: {e}"))?;
