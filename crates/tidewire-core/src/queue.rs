@@ -145,6 +145,19 @@ impl<T> BoundedQueue<T> {
         self.room.notify_waiters();
     }
 
+    /// Closes the queue and takes what it still holds, for a reader that will read no more:
+    /// the caller drops the items (outside the queue's lock), so whatever they hold goes now.
+    pub fn close_and_take(&self) -> std::collections::VecDeque<T> {
+        let taken = {
+            let mut inner = self.lock();
+            inner.closed = true;
+            std::mem::take(&mut inner.items)
+        };
+        self.arrived.notify_waiters();
+        self.room.notify_waiters();
+        taken
+    }
+
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.lock().closed

@@ -207,6 +207,58 @@ async fn a_request_id_in_flight_is_refused_on_the_duplicates_own_reply() {
     assert!(rest.is_empty(), "nothing after a cancel: {rest:?}");
 }
 
+/// A receiver that never reads: the engine it feeds sees nothing of what clients POST.
+struct Stalled<R>(R);
+
+impl<R: tidewire_core::transport::TransportReceiver> tidewire_core::transport::TransportReceiver
+    for Stalled<R>
+{
+    async fn recv(
+        &mut self,
+    ) -> Option<Result<tidewire_core::transport::Envelope, tidewire_core::transport::TransportError>>
+    {
+        std::future::pending().await
+    }
+}
+
+/// One reply path: a request's reply slot travels in its envelope, so a session that ends
+/// while a request still waits in its inbox (its engine never read it) must drop that envelope,
+/// or the POST waiting for its JSON reply would wait for ever on a sender the closed inbox
+/// holds. It is answered 404 at once.
+#[tokio::test]
+async fn a_session_that_ends_answers_the_json_posts_its_engine_never_read() {
+    use tidewire_core::session::{NoHandler, Session, SessionOptions};
+    use tidewire_http::server::HttpTransport;
+
+    let config = HttpConfig::default().response_mode(ResponseMode::Json);
+    let mcp = StreamableHttp::new(config, |(sender, receiver): HttpTransport| {
+        Session::new(
+            (sender, Stalled(receiver)),
+            NoHandler,
+            SessionOptions::default(),
+        )
+        .1
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    tokio::spawn(axum::serve(listener, mcp.router("/mcp")).into_future());
+    let raw = Raw::new(&url);
+    let waiting = tokio::spawn(raw.post(&support::raw::init_body(1)).send());
+    assert!(
+        eventually(LIMIT, || mcp.session_count() == 1).await,
+        "the session opened"
+    );
+    mcp.close_all();
+    let answered = timeout(LIMIT, waiting)
+        .await
+        .expect("the waiting POST is answered once its session ends")
+        .expect("task")
+        .expect("post");
+    assert_eq!(answered.status(), 404);
+}
+
 /// Defect 1, JSON replies: the waiting POST learns of the cancellation and is answered 202.
 #[tokio::test]
 async fn a_cancelled_request_in_json_mode_gets_202_and_frees_its_session() {

@@ -240,10 +240,12 @@ impl HttpSession {
     }
 
     /// The session ends (DELETE, expiry, shutdown, or the engine stopped): its inbox closes
-    /// (so POSTs get 404), its streams end (readers wake and finish), and the waiting JSON
-    /// replies are dropped.
+    /// (so POSTs get 404) and what it still holds is dropped — the engine reads no more, and a
+    /// request's reply slot goes with its envelope, so a POST waiting for its JSON reply wakes
+    /// (the others' slots go as the engine drops them); its streams end (readers wake and
+    /// finish).
     pub(crate) fn close(&self) {
-        self.inbox.close();
+        drop(self.inbox.close_and_take());
         self.streams.close_all();
     }
 }
