@@ -756,15 +756,7 @@ fn http_server() {
     let runtime = fuzz::runtime(TARGET);
     let endpoints = runtime.block_on(async { Endpoints::new() });
     fuzz::run(TARGET, http_case(), |case| {
-        let before = fuzz::worker_panics(TARGET);
-        let outcome = within(&runtime, CASE_LIMIT, http_run(&endpoints, &case))
-            .unwrap_or_else(|_| Err(fail(format!("the case took over {CASE_LIMIT:?}"))));
-        prop_assert_eq!(
-            fuzz::worker_panics(TARGET),
-            before,
-            "a server task panicked during this case (its message is on stderr)"
-        );
-        outcome
+        server_case(&runtime, TARGET, http_run(&endpoints, &case))
     });
     for mode in [Mode::Sse, Mode::Json, Mode::Stateless] {
         let router = endpoints.router(mode);

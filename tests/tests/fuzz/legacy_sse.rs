@@ -165,15 +165,7 @@ fn legacy_sse() {
         LegacySse::new(config, tidewire_demo::demo_server()).router("/sse", "/messages")
     });
     fuzz::run_scaled(TARGET, 2, vec(post(), 0..6), |posts| {
-        let before = fuzz::worker_panics(TARGET);
-        let outcome = within(&runtime, CASE_LIMIT, run_case(&router, &posts))
-            .unwrap_or_else(|_| Err(fail(format!("the case took over {CASE_LIMIT:?}"))));
-        prop_assert_eq!(
-            fuzz::worker_panics(TARGET),
-            before,
-            "a server task panicked during this case (its message is on stderr)"
-        );
-        outcome
+        server_case(&runtime, TARGET, run_case(&router, &posts))
     });
     assert_eq!(fuzz::worker_panics(TARGET), 0, "server tasks panicked");
 }

@@ -71,6 +71,25 @@ pub(crate) fn within<F: Future>(
     runtime.block_on(async { timeout(limit, future).await })
 }
 
+/// Runs one case of a networked target on `runtime`: `case` within [`CASE_LIMIT`], and no
+/// server task of `target` may panic meanwhile (a panic there is caught by tokio and would
+/// otherwise pass unseen).
+pub(crate) fn server_case(
+    runtime: &tokio::runtime::Runtime,
+    target: &str,
+    case: impl Future<Output = Result<(), TestCaseError>>,
+) -> Result<(), TestCaseError> {
+    let before = fuzz::worker_panics(target);
+    let outcome = within(runtime, CASE_LIMIT, case)
+        .unwrap_or_else(|_| Err(fail(format!("the case took over {CASE_LIMIT:?}"))));
+    prop_assert_eq!(
+        fuzz::worker_panics(target),
+        before,
+        "a server task panicked during this case (its message is on stderr)"
+    );
+    outcome
+}
+
 /// A compiled regex strategy.
 pub(crate) fn regex(pattern: &str) -> BoxedStrategy<String> {
     proptest::string::string_regex(pattern)

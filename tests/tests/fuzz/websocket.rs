@@ -298,19 +298,11 @@ fn websocket() {
         within(&runtime, WAIT, start_ws(config)).expect("the WebSocket server starts in time");
     // Two connections per case: half the default case count.
     fuzz::run_scaled(TARGET, 2, ws_case(), |case| {
-        let before = fuzz::worker_panics(TARGET);
         let run = async {
             ws_run(&url, &case).await?;
             ws_still_serving(&url).await
         };
-        let outcome = within(&runtime, CASE_LIMIT, run)
-            .unwrap_or_else(|_| Err(fail(format!("the case took over {CASE_LIMIT:?}"))));
-        prop_assert_eq!(
-            fuzz::worker_panics(TARGET),
-            before,
-            "a server task panicked during this case (its message is on stderr)"
-        );
-        outcome
+        server_case(&runtime, TARGET, run)
     });
     assert_eq!(fuzz::worker_panics(TARGET), 0, "server tasks panicked");
 }
