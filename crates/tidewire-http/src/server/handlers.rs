@@ -52,7 +52,7 @@ pub(crate) async fn endpoint(
 
 fn get(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
     if state.config.one_shot {
-        return method_not_allowed("a stateless server has no standalone stream");
+        return method_not_allowed("a server of one-shot sessions has no standalone stream");
     }
     if let Err(r) = check_accept(headers, &["text/event-stream"]) {
         return r;
@@ -110,7 +110,7 @@ fn get(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Re
 
 fn delete(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
     if state.config.one_shot {
-        return method_not_allowed("a stateless server has no sessions to end");
+        return method_not_allowed("a server of one-shot sessions has no sessions to end");
     }
     let Some(id) = checks::session_id(headers) else {
         return error(

@@ -113,7 +113,7 @@ impl Drop for PostReply {
 /// The session state shared by the HTTP handlers and the engine's transport.
 #[derive(Debug)]
 pub(crate) struct HttpSession {
-    /// The `Mcp-Session-Id` (in stateless mode, an internal `stateless-N` never sent out).
+    /// The `Mcp-Session-Id` (of a one-shot session, an internal `stateless-N` never sent out).
     pub(crate) id: Arc<str>,
     /// Messages from the client, to the engine (boxed: small slots).
     pub(crate) inbox: BoundedQueue<Box<Envelope>>,

@@ -27,7 +27,7 @@ pub(crate) struct State {
     /// no ids), so always in this process's memory, whatever store sessions use.
     pub(crate) one_shot_store: Arc<dyn EventStore>,
     pub(crate) sessions: Arc<SessionTable<HttpSession>>,
-    /// Numbers the one-shot sessions of stateless mode (their key in the event store).
+    /// Numbers the one-shot sessions (their key in the event store).
     pub(crate) stateless_seq: AtomicU64,
     /// Stateless (2026-07-28) requests running now.
     pub(crate) stateless_running: AtomicUsize,

@@ -5,7 +5,7 @@ pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorObject, Notification, Request};
-use tidewire_core::session::{Handler, Peer, RequestContext};
+use tidewire_core::session::{Handler, NoHandler, Peer, RequestContext};
 use tokio::sync::mpsc;
 
 /// The client side of a test: answers no request, records what the server sends unprompted.
@@ -16,9 +16,9 @@ impl Handler for Recorder {
     async fn handle_request(
         &self,
         request: Request,
-        _ctx: RequestContext,
+        ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::method_not_found(&request.method))
+        NoHandler.handle_request(request, ctx).await
     }
 
     fn handle_notification(&self, notification: Notification, _peer: &Peer) {
