@@ -59,10 +59,13 @@
 //!   future does ("Cancel safety").
 //! - [`progress`]: progress values and the errors of the monotonic guard.
 //! - [`version`]: the protocol revisions and `initialize` negotiation.
+//! - [`lifecycle`]: whether a server takes new work, its requests in flight (graceful drain,
+//!   readiness).
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod jsonrpc;
+pub mod lifecycle;
 pub mod progress;
 pub mod queue;
 pub mod schema;

@@ -191,8 +191,14 @@ impl Handler for ConnectionHandler {
         request: Request,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
+        let _in_flight = self.server.lifecycle.track();
         let eras = self.connection.eras();
         if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
+            // A draining server takes no new stateless request (over HTTP the transport
+            // answered 503 before this; here the connection is already open).
+            if self.server.lifecycle.is_draining() {
+                return Err(tidewire_core::lifecycle::draining_error());
+            }
             self.connection.set_served_stateless();
             return crate::stateless::serve(&self.server, &self.connection, request, ctx).await;
         }

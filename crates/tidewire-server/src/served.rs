@@ -58,7 +58,9 @@ impl ServeRequest for RequestServer {
         );
         let server = self.server.clone();
         let connection = self.connection.clone();
+        let in_flight = server.lifecycle.track();
         let handler = async move {
+            let _in_flight = in_flight;
             let id = request.id.clone();
             let served = crate::stateless::serve_answered(&server, &connection, request, ctx);
             let outcome = AssertUnwindSafe(served).catch_unwind().await;

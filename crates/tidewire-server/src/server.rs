@@ -4,8 +4,10 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tidewire_core::lifecycle::Lifecycle;
 use tidewire_core::schema::{CallToolResult, Tool};
 use tidewire_core::session::{Driver, Peer, Serve, ServeRequest, Session};
 use tidewire_core::transport::{Transport, TransportSender};
@@ -77,6 +79,24 @@ impl<T: Transport> Serve<T> for Server {
             .modern()
             .then(|| Arc::new(RequestServer::new(self.inner.clone())) as Arc<dyn ServeRequest>)
     }
+
+    /// The transport refuses new sessions and stateless requests while this server drains
+    /// ([`drain`](Server::drain)).
+    fn lifecycle(&self) -> Option<Lifecycle> {
+        Some(self.inner.lifecycle.clone())
+    }
+}
+
+/// What a [`Server::drain`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Drained {
+    /// Requests still in flight at the deadline: their connections were closed, which cancels
+    /// them (a cooperative handler is told and runs to its own return, its answer dropped; any
+    /// other is dropped). Zero when every request finished in time.
+    pub cancelled: usize,
+    /// How long the drain took.
+    pub took: Duration,
 }
 
 impl Server {
@@ -200,6 +220,50 @@ impl Server {
     /// The number of live connections.
     pub fn connection_count(&self) -> usize {
         self.inner.live_peers(|_| true).len()
+    }
+
+    /// Whether this server drains and how many requests it serves now. Its transports got it
+    /// when they were built ([`Serve::lifecycle`]); a readiness check reads it
+    /// (`tidewire_http::server::health`).
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.inner.lifecycle
+    }
+
+    /// Drains the server, for a shutdown that loses no work: from now on its transports refuse
+    /// new sessions and new stateless requests (HTTP 503 with `Retry-After`, a JSON-RPC error
+    /// on a connection already open), every `subscriptions/listen` stream ends with its
+    /// `complete` result, and requests in flight — in the sessions already open too — run to
+    /// their end, for at most `deadline`. Then the connections of what still runs are closed,
+    /// which cancels it ([`Drained::cancelled`]).
+    ///
+    /// It returns when no request is in flight or at the deadline; the sessions stay open (end
+    /// them through their transports, e.g. `StreamableHttp::close_all`, then stop accepting
+    /// connections). Draining cannot be undone. Tasks running in the background
+    /// ([`Context::continue_as_task`](crate::Context::continue_as_task), `task_support`) are
+    /// not waited for: their state stays in the task store.
+    pub async fn drain(&self, deadline: Duration) -> Drained {
+        let started = Instant::now();
+        let lifecycle = &self.inner.lifecycle;
+        lifecycle.start_draining();
+        self.end_subscriptions();
+        let finished = tokio::time::timeout(deadline, lifecycle.idle())
+            .await
+            .is_ok();
+        let cancelled = if finished { 0 } else { lifecycle.in_flight() };
+        if cancelled > 0 {
+            tracing::warn!(
+                cancelled,
+                ?deadline,
+                "the drain's deadline passed: cancelling the requests still in flight"
+            );
+            for peer in self.inner.live_peers(|_| true) {
+                peer.close();
+            }
+        }
+        Drained {
+            cancelled,
+            took: started.elapsed(),
+        }
     }
 }
 

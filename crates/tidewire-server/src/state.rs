@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use serde_json::json;
 use tidewire_core::jsonrpc::Request;
+use tidewire_core::lifecycle::Lifecycle;
 use tidewire_core::schema::{
     ClientNotification, Implementation, LoggingLevel, SKILLS_EXTENSION, ServerCapabilities,
     ServerTaskRequests, ServerTasksCapability, TASKS_EXTENSION, TaskSupport, TaskToolsRequests,
@@ -80,6 +81,8 @@ pub(crate) struct ServerState<C> {
     pub(crate) tool_scopes: HashMap<String, Vec<String>>,
     /// The skills offered (the skills extension), if any.
     pub(crate) skills: Option<Arc<SkillSet>>,
+    /// Whether the server drains, and its requests in flight (every request served counts).
+    pub(crate) lifecycle: Lifecycle,
 }
 
 impl<C> std::fmt::Debug for ServerState<C> {
@@ -129,6 +132,7 @@ impl<C> ServerState<C> {
             deferred_tasks: HashSet::new(),
             tool_scopes: HashMap::new(),
             skills: None,
+            lifecycle: Lifecycle::new(),
         }
     }
 

@@ -16,7 +16,8 @@
 //! - The upgrade is checked first: `Host` (loopback only by default) and `Origin` (this
 //!   server's own origin only by default, plus those allowed; see
 //!   [`tidewire_core::transport::HostPolicy::same_origin`]) → 403; past
-//!   [`WsConfig::max_sessions`] → 503 with `Retry-After`. A request that is no WebSocket
+//!   [`WsConfig::max_sessions`], or while the server drains
+//!   ([`Lifecycle`](tidewire_core::lifecycle::Lifecycle)) → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
 //! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
 //!   a client that offers no subprotocol is served too, one that offers only others is
@@ -32,10 +33,12 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
+use tidewire_core::lifecycle::Lifecycle;
 use tidewire_core::session::Serve;
 use tidewire_core::transport::{
     AccessLease, Codec, HostLayer, HostPolicy, Principal, ServerLimits,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
@@ -115,6 +118,10 @@ struct State {
     config: WsConfig,
     make_driver: Box<MakeDriver>,
     connections: AtomicUsize,
+    /// The server's: while it drains, new connections get 503.
+    lifecycle: Lifecycle,
+    /// Cancelled by [`WebSocketServer::close_all`]: every connection ends.
+    closing: CancellationToken,
 }
 
 impl WebSocketServer {
@@ -122,11 +129,14 @@ impl WebSocketServer {
     /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). Drivers are spawned on the
     /// current tokio runtime.
     pub fn new(config: WsConfig, make_driver: impl Serve<WsTransport>) -> Self {
+        let lifecycle = make_driver.lifecycle().unwrap_or_default();
         Self {
             state: Arc::new(State {
                 config,
                 make_driver: Box::new(make_driver),
                 connections: AtomicUsize::new(0),
+                lifecycle,
+                closing: CancellationToken::new(),
             }),
         }
     }
@@ -142,6 +152,12 @@ impl WebSocketServer {
     /// Connections open now.
     pub fn connection_count(&self) -> usize {
         self.state.connections.load(Ordering::Acquire)
+    }
+
+    /// Ends every connection, those opened later too (their engines stop; for a shutdown,
+    /// after the server drained, so nothing is in flight).
+    pub fn close_all(&self) {
+        self.state.closing.cancel();
     }
 }
 
@@ -190,6 +206,19 @@ async fn upgrade(
                 "Bad Request: this endpoint speaks the WebSocket subprotocol {SUBPROTOCOL:?} only"
             ),
         );
+    }
+    if state.lifecycle.is_draining() || state.closing.is_cancelled() {
+        let mut response = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service Unavailable: the server is shutting down; retry, another server will \
+             answer"
+                .to_owned(),
+        );
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(tidewire_core::lifecycle::DRAINING_RETRY_AFTER_SECS),
+        );
+        return response;
     }
     if state.connections.load(Ordering::Acquire) >= state.config.limits.max_sessions {
         let mut response = refuse(
@@ -250,6 +279,7 @@ async fn serve(
             }
         }
         why = ended => tracing::info!("a WebSocket connection closed: {why}"),
+        () = state.closing.cancelled() => tracing::debug!("a WebSocket connection closed by close_all"),
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{Driver, RequestRun, RequestStream};
 use crate::jsonrpc::Request;
+use crate::lifecycle::Lifecycle;
 use crate::transport::Transport;
 
 /// Starts the engine of each new connection (or HTTP session) a server transport accepts: give
@@ -20,6 +21,14 @@ pub trait Serve<T: Transport>: Send + Sync + 'static {
     /// [`serve_connection`](Self::serve_connection) instead. A `tidewire_server::Server` has
     /// one. Asked once, when the transport is built.
     fn request_server(&self) -> Option<Arc<dyn ServeRequest>> {
+        None
+    }
+
+    /// The server's [`Lifecycle`]: while it drains, the transport refuses new sessions and
+    /// new stateless requests. `None` (the default, and what a closure gives): the transport
+    /// keeps one of its own, which never drains. A `tidewire_server::Server` has one. Asked
+    /// once, when the transport is built.
+    fn lifecycle(&self) -> Option<Lifecycle> {
         None
     }
 }
@@ -70,6 +79,11 @@ impl<T: Transport> BoxedServe<T> {
     /// [`Serve::request_server`]).
     pub fn request_server(&self) -> Option<Arc<dyn ServeRequest>> {
         self.0.request_server()
+    }
+
+    /// The server's lifecycle, or a new one that never drains (see [`Serve::lifecycle`]).
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.0.lifecycle().unwrap_or_default()
     }
 }
 

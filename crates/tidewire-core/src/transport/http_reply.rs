@@ -47,11 +47,27 @@ pub fn sessions_full(max: usize) -> Response<String> {
     response
 }
 
-/// The answer when no session can be opened: [`sessions_full`], or a 500 when no session id
-/// can be drawn.
+/// 503 with `Retry-After`: the server drains and takes no new work
+/// ([`Lifecycle`](crate::lifecycle::Lifecycle)); a load balancer sends the retry elsewhere.
+pub fn draining() -> Response<String> {
+    let mut response = json_rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+        crate::lifecycle::draining_error(),
+    );
+    response.headers_mut().insert(
+        RETRY_AFTER,
+        HeaderValue::from(crate::lifecycle::DRAINING_RETRY_AFTER_SECS),
+    );
+    response
+}
+
+/// The answer when no session can be opened: [`sessions_full`], [`draining`], or a 500 when
+/// no session id can be drawn.
 pub fn no_new_session(refusal: NoNewSession) -> Response<String> {
     match refusal {
         NoNewSession::Full(full) => sessions_full(full.max),
+        NoNewSession::Draining => draining(),
         NoNewSession::NoRandomness => json_rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,

@@ -34,6 +34,8 @@ pub struct SessionTable<S> {
     max: usize,
     idle_timeout: Duration,
     reaper: Once,
+    /// New sessions are refused while it drains.
+    lifecycle: crate::lifecycle::Lifecycle,
 }
 
 impl<S> std::fmt::Debug for SessionTable<S> {
@@ -69,6 +71,9 @@ pub enum NoNewSession {
     /// The system has no randomness to draw a session id from.
     #[error("no randomness to draw a session id from")]
     NoRandomness,
+    /// The server drains ([`Lifecycle`](crate::lifecycle::Lifecycle)): it takes no new session.
+    #[error("the server is shutting down")]
+    Draining,
 }
 
 impl<S: TableEntry> SessionTable<S> {
@@ -79,7 +84,15 @@ impl<S: TableEntry> SessionTable<S> {
             max: max.max(1),
             idle_timeout,
             reaper: Once::new(),
+            lifecycle: crate::lifecycle::Lifecycle::default(),
         }
+    }
+
+    /// The table refuses new sessions while `lifecycle` drains ([`NoNewSession::Draining`]).
+    #[must_use]
+    pub fn with_lifecycle(mut self, lifecycle: crate::lifecycle::Lifecycle) -> Self {
+        self.lifecycle = lifecycle;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<S>>> {
@@ -87,14 +100,17 @@ impl<S: TableEntry> SessionTable<S> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A fresh id for a session about to be opened: refused when the table is full (checked
-    /// again by [`admit`](Self::admit), for two openings racing for the last place) or when no
-    /// id can be drawn ([`new_session_id`]).
+    /// A fresh id for a session about to be opened: refused while the server drains, when the
+    /// table is full (checked again by [`admit`](Self::admit), for two openings racing for the
+    /// last place) or when no id can be drawn ([`new_session_id`]).
     ///
     /// # Errors
     /// [`NoNewSession`], which [`http_reply::no_new_session`](super::http_reply::no_new_session)
     /// answers.
     pub fn fresh_id(&self) -> Result<Arc<str>, NoNewSession> {
+        if self.lifecycle.is_draining() {
+            return Err(NoNewSession::Draining);
+        }
         if self.is_full() {
             return Err(NoNewSession::Full(TableFull { max: self.max }));
         }

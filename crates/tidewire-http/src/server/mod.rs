@@ -24,7 +24,8 @@
 //!   that lost a stream resumes it with GET and `Last-Event-ID`, and gets what came after on
 //!   that stream only. On 2025-11-25 a POST stream starts with a priming event and `retry`.
 //! - **DELETE** ends the session. Idle sessions expire. Unknown or ended sessions get 404,
-//!   requests without a session 400, a full session table 503 with `Retry-After`.
+//!   requests without a session 400, a full session table 503 with `Retry-After`, and so is
+//!   a new session or stateless request while the server drains ([`health`] reports it).
 //! - `Host` and `Origin` are checked (loopback only by default), and so are `Accept`,
 //!   `Content-Type`, `MCP-Protocol-Version` and the body size, each with its status and a
 //!   JSON-RPC error body.
@@ -40,6 +41,7 @@ mod config;
 mod deliver;
 mod event_store;
 mod handlers;
+mod health;
 mod listen;
 mod one_shot;
 mod post;
@@ -62,6 +64,7 @@ pub use admission::Admission;
 pub use axum;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
+pub use health::health;
 pub use listen::{serve, serve_until};
 pub use session::{HttpReceiver, HttpSender, HttpTransport};
 pub use sse_body::replay;
@@ -115,5 +118,12 @@ impl StreamableHttp {
     /// Ends every session (their streams end, their engines stop).
     pub fn close_all(&self) {
         self.state.sessions.end_all();
+    }
+
+    /// The lifecycle of the server behind this endpoint (see
+    /// [`Serve::lifecycle`](tidewire_core::session::Serve::lifecycle)): while it drains, new
+    /// sessions and new stateless requests get 503 with `Retry-After`; [`health`] reports it.
+    pub fn lifecycle(&self) -> &tidewire_core::lifecycle::Lifecycle {
+        &self.state.lifecycle
     }
 }

@@ -27,6 +27,9 @@ pub(crate) async fn post(
         // Nothing in a server of one-shot sessions can be waiting for it.
         return StatusCode::ACCEPTED.into_response();
     };
+    if state.lifecycle.is_draining() {
+        return super::refusals::draining(Some(request.id.clone()));
+    }
     // The same cap as the 2026-07-28 wire's: a place among the requests running at once, held
     // until the one-shot session ends.
     let Some(slot) = StatelessSlot::take(state) else {

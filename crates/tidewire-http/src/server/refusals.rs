@@ -1,5 +1,6 @@
 //! The answers of refused requests that more than one handler gives: an unknown session, a
-//! full session table, too many streams, a duplicate id, a method not served here.
+//! full session table, a draining server, too many streams, a duplicate id, a method not served
+//! here.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -42,6 +43,20 @@ pub(crate) fn too_many_streams(id: RequestId, limit: usize) -> Response {
 pub(crate) fn initialize_refused(request: &tidewire_core::jsonrpc::Request) -> Response {
     let refusal = tidewire_core::stateless::initialize_refused(request.params.as_ref());
     error_for(StatusCode::BAD_REQUEST, Some(request.id.clone()), refusal)
+}
+
+/// 503 with `Retry-After`: the server drains and takes no new session or stateless request.
+pub(crate) fn draining(id: Option<RequestId>) -> Response {
+    let mut response = error_for(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        tidewire_core::lifecycle::draining_error(),
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(tidewire_core::lifecycle::DRAINING_RETRY_AFTER_SECS),
+    );
+    response
 }
 
 pub(crate) fn sessions_full(max: usize) -> Response {

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
+use tidewire_core::lifecycle::Lifecycle;
 use tidewire_core::session::{BoxedServe, ServeRequest};
 use tidewire_core::transport::Codec;
 use tidewire_core::transport::sessions::SessionTable;
@@ -35,6 +36,8 @@ pub(crate) struct State {
     pub(crate) body_budget: BodyBudget,
     /// Refused bodies being read and thrown away now.
     pub(crate) drains: Arc<AtomicUsize>,
+    /// The server's: while it drains, new sessions and stateless requests get 503.
+    pub(crate) lifecycle: Lifecycle,
 }
 
 impl std::fmt::Debug for State {
@@ -66,16 +69,18 @@ impl State {
                 (store.clone(), store)
             }
         };
+        let lifecycle = make_driver.lifecycle();
         Self {
             codec: Codec::new(config.limits.max_message_size),
             requests: make_driver.request_server(),
             make_driver,
             store,
             one_shot_store,
-            sessions: Arc::new(SessionTable::new(
-                config.limits.max_sessions,
-                config.limits.idle_timeout,
-            )),
+            sessions: Arc::new(
+                SessionTable::new(config.limits.max_sessions, config.limits.idle_timeout)
+                    .with_lifecycle(lifecycle.clone()),
+            ),
+            lifecycle,
             stateless_seq: AtomicU64::new(0),
             stateless_running: AtomicUsize::new(0),
             body_budget: BodyBudget::new(config.body_bytes_total),

@@ -73,6 +73,9 @@ pub(crate) async fn post(
     if let Err(error) = check(&headers, &request) {
         return error_for(status_of(error.code), Some(request.id), error);
     }
+    if state.lifecycle.is_draining() {
+        return super::refusals::draining(Some(request.id));
+    }
     deliver(state, headers, principal, request).await
 }
 

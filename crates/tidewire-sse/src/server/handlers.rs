@@ -33,13 +33,12 @@ pub(crate) struct State {
 
 impl State {
     pub(crate) fn new(config: SseConfig, make_driver: BoxedServe<SseTransport>) -> Self {
+        let sessions = SessionTable::new(config.limits.max_sessions, config.limits.idle_timeout)
+            .with_lifecycle(make_driver.lifecycle());
         Self {
             codec: Codec::new(config.limits.max_message_size),
             make_driver,
-            sessions: Arc::new(SessionTable::new(
-                config.limits.max_sessions,
-                config.limits.idle_timeout,
-            )),
+            sessions: Arc::new(sessions),
             config,
         }
     }

@@ -1,0 +1,199 @@
+//! [`Lifecycle`]: whether a server takes new work, and how much work it has in flight — what a
+//! graceful drain waits on and what a readiness check reports.
+//!
+//! A server (`tidewire_server::Server`) owns one and counts every request it serves in it
+//! ([`Lifecycle::track`]); its transports get it through
+//! [`Serve::lifecycle`](crate::session::Serve::lifecycle) when they are built and refuse new
+//! sessions and new stateless requests while it drains (HTTP 503 with `Retry-After`, a
+//! JSON-RPC error on a connection that is already open). Draining never ends: a server that
+//! drained is on its way out.
+//!
+//! ```
+//! use tidewire_core::lifecycle::Lifecycle;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let lifecycle = Lifecycle::new();
+//! let request = lifecycle.track();
+//! assert!(lifecycle.start_draining(), "the first call starts the drain");
+//! assert!(lifecycle.is_draining());
+//! assert_eq!(lifecycle.in_flight(), 1);
+//! drop(request);
+//! lifecycle.idle().await; // no request in flight any more
+//! # }
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use tokio::sync::Notify;
+
+use crate::jsonrpc::{ErrorCode, ErrorObject};
+
+/// Whether a server drains, and its requests in flight. Cheap to clone; clones share the state.
+#[derive(Clone, Default)]
+pub struct Lifecycle {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    draining: AtomicBool,
+    in_flight: AtomicUsize,
+    /// Woken when the count falls to zero and when the drain starts.
+    changed: Notify,
+}
+
+impl std::fmt::Debug for Lifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lifecycle")
+            .field("draining", &self.is_draining())
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+impl Lifecycle {
+    /// A lifecycle taking new work, with nothing in flight.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once the drain has started: new sessions and new stateless requests are refused.
+    pub fn is_draining(&self) -> bool {
+        self.inner.draining.load(Ordering::Acquire)
+    }
+
+    /// Starts the drain; true for the call that started it (later calls change nothing).
+    pub fn start_draining(&self) -> bool {
+        let first = !self.inner.draining.swap(true, Ordering::AcqRel);
+        if first {
+            self.inner.changed.notify_waiters();
+            tracing::info!(
+                in_flight = self.in_flight(),
+                "draining: new sessions and new stateless requests are refused"
+            );
+        }
+        first
+    }
+
+    /// Requests being served now.
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Counts one request in flight until the guard is dropped.
+    pub fn track(&self) -> InFlight {
+        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight {
+            lifecycle: self.clone(),
+        }
+    }
+
+    /// Resolves when no request is in flight (at once if none is).
+    pub async fn idle(&self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.in_flight() == 0 {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Resolves when the drain starts (at once if it has).
+    pub async fn draining(&self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.is_draining() {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+/// One request in flight, counted in its [`Lifecycle`] until dropped.
+#[must_use = "the request counts as in flight only while this guard lives"]
+pub struct InFlight {
+    lifecycle: Lifecycle,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight").finish_non_exhaustive()
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let inner = &self.lifecycle.inner;
+        if inner.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            inner.changed.notify_waiters();
+        }
+    }
+}
+
+/// Seconds a refused client is told to wait (`Retry-After`) before it tries again, by which
+/// time a load balancer has taken a draining server out of its pool.
+pub const DRAINING_RETRY_AFTER_SECS: u64 = 1;
+
+/// The JSON-RPC error for new work refused while a server drains (`-32000`, as a full session
+/// table): over HTTP it goes with 503 and `Retry-After`.
+pub fn draining_error() -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode(-32000),
+        "Service Unavailable: the server is shutting down and takes no new sessions or \
+         stateless requests; retry, another server will answer",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn idle_waits_for_the_last_request_in_flight() {
+        let lifecycle = Lifecycle::new();
+        let first = lifecycle.track();
+        let second = lifecycle.track();
+        assert_eq!(lifecycle.in_flight(), 2);
+        let waiter = tokio::spawn({
+            let lifecycle = lifecycle.clone();
+            async move { lifecycle.idle().await }
+        });
+        drop(first);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "one request is still in flight");
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("idle once the last request ends")
+            .expect("the waiter ran");
+        assert_eq!(lifecycle.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_drain_starts_once_and_wakes_its_waiters() {
+        let lifecycle = Lifecycle::new();
+        assert!(!lifecycle.is_draining());
+        let waiter = tokio::spawn({
+            let lifecycle = lifecycle.clone();
+            async move { lifecycle.draining().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(lifecycle.start_draining());
+        assert!(!lifecycle.start_draining(), "a second call starts nothing");
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("woken by the drain")
+            .expect("the waiter ran");
+        assert!(lifecycle.clone().is_draining(), "clones share the state");
+    }
+}
