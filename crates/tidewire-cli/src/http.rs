@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, StreamableHttp};
+use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, StreamableHttp, health};
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_ws::server::{WebSocketServer, WsConfig};
 
@@ -12,9 +12,12 @@ use tidewire_demo::{DemoStore, MemoryDemoStore};
 use tidewire_server::ServerBuilder;
 
 use crate::duration::Span;
+
+/// How long open connections may take to close once the sessions have ended at shutdown.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 use crate::serve_args::ServeArgs;
 
-/// Serves the demo server until Ctrl-C on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
+/// Serves the demo server until SIGTERM or Ctrl-C (then drains: see `shutdown.rs`) on one port: Streamable HTTP at `/mcp`, legacy HTTP+SSE
 /// at `/sse` (messages POSTed to `/messages`), WebSocket at `/ws`. `build` makes its builder
 /// with the peer tools' state in the store it is given (in Redis with `--redis`).
 pub(crate) fn serve(
@@ -86,7 +89,7 @@ pub(crate) fn serve(
         // HTTP+SSE carries sessions only: the server serves the session era there by itself.
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
-        let ws = WebSocketServer::new(ws_config, server);
+        let ws = WebSocketServer::new(ws_config, server.clone());
         // Both session transports are routed: a request for a session another replica holds
         // is forwarded there.
         let mut sessions = mcp.router("/mcp").merge(sse.router("/sse", "/messages"));
@@ -109,10 +112,15 @@ pub(crate) fn serve(
                 }),
             );
         }
+        // Outside the authentication layer: a load balancer probes without a token.
+        app = app.merge(health(server.lifecycle().clone()));
         // The first stdout line is the URL (scripts and tests read it); a closed stdout is not
         // a reason to stop serving.
         crate::output::out(&format!("http://{local}/mcp"));
-        eprintln!("tidewire serve: the demo server is at http://{local}/mcp (Streamable HTTP); Ctrl-C stops it");
+        eprintln!(
+            "tidewire serve: the demo server is at http://{local}/mcp (Streamable HTTP); Ctrl-C \
+             or SIGTERM drains and stops it (health checks at /healthz and /readyz)"
+        );
         eprintln!("tidewire serve: legacy HTTP+SSE at http://{local}/sse (messages to /messages)");
         eprintln!("tidewire serve: WebSocket (subprotocol mcp) at ws://{local}/ws");
         if args.scale.redis.is_some() {
@@ -121,13 +129,33 @@ pub(crate) fn serve(
                 args.scale.node()
             );
         }
-        tidewire_http::server::serve_until(listener, app, async move {
-            let _ = tokio::signal::ctrl_c().await;
-            // Open legacy SSE streams would hold the graceful shutdown forever.
-            sse.close_all();
-        })
-        .await
-        .map_err(|e| format!("the HTTP server failed: {e}"))
+        // Connections are still accepted while the server drains (a new session gets 503, and
+        // so does /readyz); then every session ends, and the listener closes.
+        let stopped = Arc::new(tokio::sync::Notify::new());
+        let shutdown = {
+            let stopped = stopped.clone();
+            let Span(deadline) = args.drain_timeout;
+            async move {
+                let signal = crate::shutdown::signalled().await;
+                crate::shutdown::drain(&server, signal, deadline).await;
+                // Open streams (GET, legacy SSE, WebSocket) would hold the graceful shutdown
+                // forever.
+                mcp.close_all();
+                sse.close_all();
+                ws.close_all();
+                stopped.notify_one();
+            }
+        };
+        let serving = tidewire_http::server::serve_until(listener, app, shutdown);
+        tokio::select! {
+            served = serving => served.map_err(|e| format!("the HTTP server failed: {e}")),
+            // Connections still open a moment after the sessions ended (a client that keeps
+            // an idle keep-alive connection, a request past the deadline) are not waited for.
+            () = async {
+                stopped.notified().await;
+                tokio::time::sleep(CLOSE_GRACE).await;
+            } => Ok(()),
+        }
     });
     runtime.shutdown_background();
     match result {

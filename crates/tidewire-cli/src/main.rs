@@ -25,6 +25,7 @@ mod serve;
 mod serve_args;
 mod serve_auth;
 mod serve_redis;
+mod shutdown;
 mod target;
 mod ui;
 
@@ -154,7 +155,7 @@ enum Command {
                   on stdout once it listens (with port 0, the port it got), names every \
                   endpoint on stderr, and stops on Ctrl-C.\n\n\
                   Try it: `tidewire call -- tidewire serve --stdio echo '{\"text\":\"hi\"}'`.")]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run the crawl-and-cancel walkthrough on every transport in this build.
     #[command(
         long_about = "Run the crawl-and-cancel walkthrough on every transport in this \

@@ -102,6 +102,7 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
     }
     let codec = Codec::new(args.max_message_size);
     let grace = Duration::from_millis(args.eof_grace_ms);
+    let drain_timeout = args.drain_timeout;
     let builder = match demo_builder(args, Arc::new(MemoryDemoStore::new())) {
         Ok(builder) => builder,
         Err(message) => {
@@ -119,7 +120,17 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
             max_message_size = codec.max_message_size(),
             "serving the tidewire demo server over stdio"
         );
-        driver.await
+        let mut driver = std::pin::pin!(driver);
+        let signal = tokio::select! {
+            ended = &mut driver => return ended,
+            signal = crate::shutdown::signalled() => signal,
+        };
+        // The driver carries the answers of the requests the drain waits for: keep it running.
+        let Span(deadline) = drain_timeout;
+        tokio::select! {
+            _ = crate::shutdown::drain(&server, signal, deadline) => Ok(()),
+            ended = &mut driver => ended,
+        }
     });
     // Normally stdin has ended by now. If the session ended another way (say stdout was
     // closed), Tokio's blocking stdin read cannot be interrupted: do not wait for it.

@@ -121,6 +121,18 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) skills: Option<std::path::PathBuf>,
 
+    /// At SIGTERM or SIGINT the server drains: new sessions and stateless requests get 503
+    /// with Retry-After (and /readyz turns 503), requests in flight run to their end for up
+    /// to this long, then what still runs is cancelled and the process exits 0. Seconds, or
+    /// a number with a unit: 500ms, 10s, 2m.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        value_parser = duration::parse,
+    )]
+    pub(crate) drain_timeout: Span,
+
     #[command(flatten)]
     pub(crate) auth: crate::serve_auth::AuthArgs,
 

@@ -191,7 +191,6 @@ impl Handler for ConnectionHandler {
         request: Request,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
-        let _in_flight = self.server.lifecycle.track();
         let eras = self.connection.eras();
         if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
             // A draining server takes no new stateless request (over HTTP the transport

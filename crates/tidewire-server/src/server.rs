@@ -87,6 +87,9 @@ impl<T: Transport> Serve<T> for Server {
     }
 }
 
+/// How long [`Server::drain`] waits for its connections to write what is queued and close.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 /// What a [`Server::drain`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -110,10 +113,16 @@ impl Server {
     /// HTTP+SSE transport, for one, carries sessions only: `Eras::Legacy`).
     pub fn serve_eras<T: Transport>(&self, transport: T, eras: Eras) -> (Peer, Driver) {
         let connection = Arc::new(self.inner.connection(eras));
+        // Every request counts in the server's lifecycle until its answer is queued.
+        let options = self
+            .inner
+            .session_options
+            .clone()
+            .track_in(self.inner.lifecycle.clone());
         let (peer, driver) = Session::new(
             transport,
             ConnectionHandler::new(self.inner.clone(), connection.clone()),
-            self.inner.session_options.clone(),
+            options,
         );
         connection.set_peer(peer.clone());
         self.inner.register(&connection);
@@ -233,12 +242,13 @@ impl Server {
     /// new sessions and new stateless requests (HTTP 503 with `Retry-After`, a JSON-RPC error
     /// on a connection already open), every `subscriptions/listen` stream ends with its
     /// `complete` result, and requests in flight — in the sessions already open too — run to
-    /// their end, for at most `deadline`. Then the connections of what still runs are closed,
-    /// which cancels it ([`Drained::cancelled`]).
+    /// their end, for at most `deadline`. A request counts until its answer is queued for its
+    /// transport. Then every connection closes, its queued messages written first (the engine
+    /// ends its session on the transport: an HTTP session's streams end cleanly); closing
+    /// cancels what still runs past the deadline ([`Drained::cancelled`]).
     ///
-    /// It returns when no request is in flight or at the deadline; the sessions stay open (end
-    /// them through their transports, e.g. `StreamableHttp::close_all`, then stop accepting
-    /// connections). Draining cannot be undone. Tasks running in the background
+    /// It returns once the connections have closed (a few seconds at most after the deadline);
+    /// then stop accepting connections. Draining cannot be undone. Tasks running in the background
     /// ([`Context::continue_as_task`](crate::Context::continue_as_task), `task_support`) are
     /// not waited for: their state stays in the task store.
     pub async fn drain(&self, deadline: Duration) -> Drained {
@@ -256,9 +266,15 @@ impl Server {
                 ?deadline,
                 "the drain's deadline passed: cancelling the requests still in flight"
             );
-            for peer in self.inner.live_peers(|_| true) {
-                peer.close();
-            }
+        }
+        // Every connection closes: what is queued for it (the last answers) is written first.
+        let peers = self.inner.live_peers(|_| true);
+        for peer in &peers {
+            peer.close();
+        }
+        let closed = futures::future::join_all(peers.iter().map(Peer::closed));
+        if tokio::time::timeout(CLOSE_WAIT, closed).await.is_err() {
+            tracing::warn!("a connection did not close within {CLOSE_WAIT:?} of the drain");
         }
         Drained {
             cancelled,

@@ -486,6 +486,7 @@ fn start_request<H: Handler>(
     );
     // Made here, not in the task: a task aborted before its first poll still frees its slot.
     let slot = Slot {
+        _in_flight: routed.shared.options.lifecycle.as_ref().map(|l| l.track()),
         peer: routed,
         id: id.clone(),
         generation,
@@ -529,6 +530,8 @@ struct Slot {
     peer: Peer,
     id: RequestId,
     generation: u64,
+    /// The request's count in the server's lifecycle; dropped after `drop` below has run.
+    _in_flight: Option<crate::lifecycle::InFlight>,
 }
 
 impl Drop for Slot {

@@ -36,6 +36,7 @@ pub struct SessionOptions {
     pub(crate) cancel_policy: CancelPolicy,
     pub(crate) answer_ping: bool,
     pub(crate) drain_timeout: Duration,
+    pub(crate) lifecycle: Option<crate::lifecycle::Lifecycle>,
 }
 
 impl Default for SessionOptions {
@@ -49,6 +50,7 @@ impl Default for SessionOptions {
             cancel_policy: CancelPolicy::Abort,
             answer_ping: true,
             drain_timeout: Duration::from_secs(5),
+            lifecycle: None,
         }
     }
 }
@@ -60,6 +62,16 @@ impl SessionOptions {
     #[must_use]
     pub fn max_inflight_inbound(mut self, limit: usize) -> Self {
         self.max_inflight_inbound = limit.max(1);
+        self
+    }
+
+    /// Counts each inbound request in `lifecycle` from its arrival until its answer is queued
+    /// (or its handler has stopped, when cancelled): a server's graceful drain waits on that
+    /// count, and never closes a connection ahead of an answer. A `tidewire_server::Server`
+    /// sets its own.
+    #[must_use]
+    pub fn track_in(mut self, lifecycle: crate::lifecycle::Lifecycle) -> Self {
+        self.lifecycle = Some(lifecycle);
         self
     }
 

@@ -107,6 +107,9 @@ pub(crate) struct Streams {
     patience: Duration,
     /// The most POST streams held at once (in flight or kept for resumption).
     max_streams: usize,
+    /// The session has ended ([`close_all`](Self::close_all)): a stream leaves the table as
+    /// its reader finishes it.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Streams {
@@ -135,6 +138,7 @@ impl Streams {
             window: u64::try_from(window.max(1)).unwrap_or(u64::MAX),
             patience,
             max_streams: max_streams.max(1),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -334,6 +338,14 @@ impl Streams {
     /// at most [`FINISHED_KEPT`] of them per session; older ones are forgotten here and, without
     /// a task of their own, in the store.
     pub(crate) async fn finish(&self, stream: StreamId) {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            // The session has ended: its last reader took what was left.
+            let removed = self.lock().remove(&stream).is_some();
+            if removed {
+                self.store.forget(&self.session, Some(stream)).await;
+            }
+            return;
+        }
         let expired = {
             let mut streams = self.lock();
             let Some(s) = streams.get_mut(&stream) else {
@@ -482,15 +494,35 @@ impl Streams {
         self.lock().values().any(|s| s.attached)
     }
 
-    /// Ends every stream: readers see the end, writers see no stream; the store forgets them.
+    /// Ends every stream: readers see the end once they have taken what is stored, writers
+    /// see no stream; the store forgets them.
     pub(crate) fn close_all(&self) {
         let mut streams = self.lock();
-        for s in streams.values() {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        let mut gone = Vec::new();
+        streams.retain(|id, s| {
             s.changed.notify_waiters();
-        }
-        streams.clear();
+            // A reader that has not yet taken everything stored (the session's last answers,
+            // written just before the engine closed it) takes it, then ends the stream, which
+            // leaves the table then ([`finish`](Self::finish)). Nothing more is added.
+            let unread = s.attached && s.stored > s.delivered;
+            if unread {
+                s.last = Some(s.stored);
+            } else {
+                gone.push(*id);
+            }
+            unread
+        });
+        let all_gone = streams.is_empty();
         drop(streams);
-        self.forget_later(None);
+        if all_gone {
+            self.forget_later(None);
+        } else {
+            for stream in gone {
+                self.forget_later(Some(stream));
+            }
+        }
     }
 }
 
