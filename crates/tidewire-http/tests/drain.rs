@@ -1,11 +1,18 @@
 //! A draining server over Streamable HTTP: new sessions and stateless requests get 503 with
 //! `Retry-After` at once, the request in flight runs to its end, and past the deadline what
-//! still runs is cancelled with its session.
+//! still runs is cancelled with its session. And the stateless client sends a request refused
+//! that way again.
 
 mod support;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use axum::response::IntoResponse;
+use tidewire_client::{Client, Era};
+use tidewire_http::client::StatelessHttpClient;
+use tidewire_http::server::StreamableHttp;
 
 use serde_json::{Value, json};
 use support::raw::{LIMIT, Raw, init_body, json_of, start_with, tool_call};
@@ -152,6 +159,89 @@ async fn past_the_deadline_what_still_runs_is_cancelled_with_its_session() {
         timeout(LIMIT, server.lifecycle().idle())
             .await
             .expect("the cancelled handler is gone");
+    })
+    .await
+    .expect("the test ends in time");
+}
+
+/// Serves `server` at `/mcp`, with the first `refusals` `tools/call` POSTs answered 503 with
+/// `Retry-After: 0` (as a draining server answers); returns the URL and the count of
+/// `tools/call` POSTs that arrived.
+async fn refusing(server: Server, refusals: usize) -> (String, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let mcp = StreamableHttp::new(HttpConfig::default(), server);
+    let app = mcp.router("/mcp").layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let seen = seen.clone();
+            async move {
+                let is_call = request
+                    .headers()
+                    .get("mcp-method")
+                    .is_some_and(|m| m == "tools/call");
+                if is_call && seen.fetch_add(1, Ordering::AcqRel) < refusals {
+                    let body = json!({"jsonrpc": "2.0", "id": null, "error": {
+                        "code": -32000, "message": "Service Unavailable: shutting down"}});
+                    return (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        [("retry-after", "0"), ("content-type", "application/json")],
+                        body.to_string(),
+                    )
+                        .into_response();
+                }
+                next.run(request).await
+            }
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{address}/mcp"), calls)
+}
+
+async fn stateless_client(url: &str) -> Client {
+    let transport = StatelessHttpClient::new(url)
+        .connect()
+        .await
+        .expect("transport");
+    Client::builder(Implementation::new("drain-test", "1"))
+        .era(Era::Modern)
+        .connect(transport)
+        .await
+        .expect("connected")
+}
+
+#[tokio::test]
+async fn a_stateless_client_sends_a_request_refused_with_503_and_retry_after_again() {
+    timeout(Duration::from_secs(60), async {
+        let (url, calls) = refusing(tidewire_demo::demo_builder().build(), 2).await;
+        let client = stateless_client(&url).await;
+        let result = timeout(LIMIT, client.call_tool("echo", json!({"text": "again"})))
+            .await
+            .expect("in time")
+            .expect("answered on the third POST");
+        assert_eq!(result.content[0].as_text(), Some("again"));
+        assert_eq!(
+            calls.load(Ordering::Acquire),
+            3,
+            "two refusals, then served"
+        );
+
+        // Refused every time: three retries, then the refusal is the call's error.
+        let (url, calls) = refusing(tidewire_demo::demo_builder().build(), usize::MAX).await;
+        let client = stateless_client(&url).await;
+        let error = timeout(LIMIT, client.call_tool("echo", json!({"text": "never"})))
+            .await
+            .expect("in time")
+            .expect_err("refused for good");
+        assert!(error.to_string().contains("Service Unavailable"), "{error}");
+        assert_eq!(
+            calls.load(Ordering::Acquire),
+            4,
+            "one POST and three retries"
+        );
     })
     .await
     .expect("the test ends in time");

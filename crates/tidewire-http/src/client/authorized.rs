@@ -31,12 +31,13 @@ fn with_header(
 
 /// Sends the request `build` makes of `body`, with credentials the authorizer renewed if they
 /// were about to expire; after a 401 or 403, when the authorizer got new credentials, sends it
-/// once more with them. Without an authorizer the body is not copied.
+/// once more with them. Without an authorizer the body is not copied (and with one, a
+/// `bytes::Bytes` body is shared, not copied).
 #[doc(hidden)]
-pub async fn send(
+pub async fn send<B: Clone>(
     auth: &AuthorizerSlot,
-    body: Vec<u8>,
-    build: impl Fn(Vec<u8>) -> reqwest::RequestBuilder,
+    body: B,
+    build: impl Fn(B) -> reqwest::RequestBuilder,
 ) -> reqwest::Result<reqwest::Response> {
     let Some(authorizer) = &auth.0 else {
         return build(body).send().await;

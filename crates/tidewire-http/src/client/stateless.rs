@@ -3,6 +3,9 @@
 //! notifications and then its response) is read into the engine; closing that answer is how a
 //! request is cancelled.
 //!
+//! A request refused with 503 and a `Retry-After` of at most 5 s (a server that drains, or has
+//! no room) is sent again after that wait, up to three times.
+//!
 //! It keeps no state of its own beyond the connection pool. The engine attaches to each request
 //! its [`Exchange`] (the request ends when it is over: that is the cancel) and the client its
 //! routing headers ([`HttpHeaders`], from `tidewire_core::stateless::request_headers`, with the
@@ -230,8 +233,36 @@ impl TransportSender for StatelessSender {
     }
 }
 
+/// How many times a request refused with 503 and `Retry-After` is sent again.
+const UNAVAILABLE_RETRIES: u32 = 3;
+/// The longest `Retry-After` honoured; a server asking for more is not retried.
+const UNAVAILABLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The wait before sending a request again that `response` refused: a 503 with `Retry-After`
+/// in seconds (at most [`UNAVAILABLE_WAIT_MAX`]), fewer than [`UNAVAILABLE_RETRIES`] times so
+/// far. A 503 says the server did not act on the request, so sending it again is safe.
+fn retry_after_unavailable(
+    response: &reqwest::Response,
+    refused: u32,
+) -> Option<std::time::Duration> {
+    if response.status() != http::StatusCode::SERVICE_UNAVAILABLE || refused >= UNAVAILABLE_RETRIES
+    {
+        return None;
+    }
+    let seconds: u64 = response
+        .headers()
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let wait = std::time::Duration::from_secs(seconds);
+    (wait <= UNAVAILABLE_WAIT_MAX).then_some(wait)
+}
+
 impl Shared {
-    fn post(&self, headers: HeaderMap, body: Vec<u8>) -> reqwest::RequestBuilder {
+    fn post<B: Into<reqwest::Body>>(&self, headers: HeaderMap, body: B) -> reqwest::RequestBuilder {
         self.http
             .post(self.url.clone())
             .header(http::header::CONTENT_TYPE, "application/json")
@@ -242,14 +273,29 @@ impl Shared {
     }
 
     async fn exchange(&self, exchange: &Exchange, headers: HeaderMap, body: Vec<u8>) {
-        let sent = super::authorized::send(&self.authorizer, body, |body| {
-            self.post(headers.clone(), body)
-        });
-        let response = match sent.await {
-            Ok(response) => response,
-            Err(error) => {
-                exchange.fail(failure(format!("the POST failed: {}", chain(&error))));
-                return;
+        let body = bytes::Bytes::from(body);
+        let mut refused = 0;
+        let response = loop {
+            let sent = super::authorized::send(&self.authorizer, body.clone(), |body| {
+                self.post(headers.clone(), body)
+            });
+            let response = match sent.await {
+                Ok(response) => response,
+                Err(error) => {
+                    exchange.fail(failure(format!("the POST failed: {}", chain(&error))));
+                    return;
+                }
+            };
+            // A server that drains, or has no room, refused the request before acting on it:
+            // it is sent again after the wait it asked for (a balancer sends it elsewhere).
+            match retry_after_unavailable(&response, refused) {
+                Some(wait) => {
+                    refused += 1;
+                    tracing::debug!(?wait, refused, "HTTP 503 with Retry-After: sending again");
+                    drop(response);
+                    tokio::time::sleep(wait).await;
+                }
+                None => break response,
             }
         };
         let status = response.status();
