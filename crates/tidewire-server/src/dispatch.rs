@@ -191,6 +191,49 @@ impl Handler for ConnectionHandler {
         request: Request,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
+        #[cfg(feature = "otel")]
+        {
+            let version = ctx.peer().and_then(Peer::protocol_version);
+            let operation = crate::telemetry::request(
+                &request.method,
+                request.params.as_ref(),
+                &request.id.to_string(),
+                &ctx,
+                version.as_ref().map(|v| v.as_str()),
+            );
+            let method = request.method.clone();
+            let span = operation.span().clone();
+            let answer =
+                tracing::Instrument::instrument(self.dispatch(request, ctx), span).await;
+            operation.finish(crate::telemetry::outcome(&method, &answer));
+            answer
+        }
+        #[cfg(not(feature = "otel"))]
+        self.dispatch(request, ctx).await
+    }
+
+    fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
+        self.server.cancel_policy_of(request)
+    }
+
+    fn handle_notification(&self, notification: Notification, peer: &Peer) {
+        #[cfg(feature = "otel")]
+        let operation = crate::telemetry::notification(
+            &notification.method,
+            notification.params.as_ref(),
+            peer.protocol_version().as_ref().map(|v| v.as_str()),
+        );
+        #[cfg(feature = "otel")]
+        let _entered = operation.span().clone().entered();
+        self.notified(notification, peer);
+        #[cfg(feature = "otel")]
+        operation.finish(tidewire_otel::Outcome::Ok);
+    }
+}
+
+impl ConnectionHandler {
+    /// Serves one request in the era it is of.
+    async fn dispatch(&self, request: Request, ctx: RequestContext) -> Result<Value, ErrorObject> {
         let eras = self.connection.eras();
         if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
             // A draining server takes no new stateless request (over HTTP the transport
@@ -207,11 +250,8 @@ impl Handler for ConnectionHandler {
         self.serve_session(request, ctx).await
     }
 
-    fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
-        self.server.cancel_policy_of(request)
-    }
-
-    fn handle_notification(&self, notification: Notification, peer: &Peer) {
+    /// Handles one notification.
+    fn notified(&self, notification: Notification, peer: &Peer) {
         if notification.method == "notifications/initialized" {
             self.connection.set_initialized();
         }

@@ -64,6 +64,8 @@ mod served;
 mod server;
 mod skills;
 mod state;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod stateless;
 pub mod tasks;
 mod uri_template;

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::connection::Connection;
 use crate::context::Shared;
+use crate::stateless::Served;
 
 /// A server's stateless requests, served without a session.
 pub(crate) struct RequestServer {
@@ -41,6 +42,28 @@ impl ServeRequest for RequestServer {
             .server
             .cancel_policy_of(&request)
             .unwrap_or(self.server.session_options.default_cancel_policy());
+        #[cfg(feature = "otel")]
+        let operation = {
+            // Before `_meta` leaves the params: its trace context is the span's parent.
+            let http = extensions.get::<tidewire_core::transport::HttpRequestInfo>();
+            let version = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(tidewire_core::schema::meta_keys::PROTOCOL_VERSION))
+                .and_then(serde_json::Value::as_str);
+            tidewire_otel::Operation::start(
+                tidewire_otel::Side::Server,
+                tidewire_otel::Message {
+                    method: &request.method,
+                    params: request.params.as_ref(),
+                    request_id: Some(&request.id.to_string()),
+                    session_id: None,
+                    protocol_version: version,
+                    network: http.map(|_| tidewire_otel::Network::Http),
+                },
+            )
+        };
         let cancel = CancellationToken::new();
         // `_meta` moves into the context (the dispatcher reads it there), not copied.
         let meta = match &mut request.params {
@@ -62,11 +85,28 @@ impl ServeRequest for RequestServer {
         let handler = async move {
             let _in_flight = in_flight;
             let id = request.id.clone();
+            #[cfg(feature = "otel")]
+            let method = request.method.clone();
             let served = crate::stateless::serve_answered(&server, &connection, request, ctx);
+            #[cfg(feature = "otel")]
+            let served = tracing::Instrument::instrument(served, operation.span().clone());
             let outcome = AssertUnwindSafe(served).catch_unwind().await;
+            #[cfg(feature = "otel")]
+            operation.finish(match &outcome {
+                Ok(Ok(Served::Wire { tool_error, .. })) => {
+                    if *tool_error {
+                        tidewire_otel::Outcome::ToolError
+                    } else {
+                        tidewire_otel::Outcome::Ok
+                    }
+                }
+                Ok(Ok(Served::Tree(result))) => tidewire_otel::Outcome::of_result(&method, result),
+                Ok(Err(error)) => tidewire_otel::Outcome::Error(error.code),
+                Err(_) => tidewire_otel::Outcome::Error(ErrorObject::internal("").code),
+            });
             Some(match outcome {
-                Ok(Ok(Ok(encoded))) => Answered::Result(encoded),
-                Ok(Ok(Err(result))) => Response::result(id, result).into(),
+                Ok(Ok(Served::Wire { encoded, .. })) => Answered::Result(encoded),
+                Ok(Ok(Served::Tree(result))) => Response::result(id, result).into(),
                 Ok(Err(error)) => Response::error(Some(id), error).into(),
                 Err(_) => {
                     tracing::error!(id = %excerpt(&id.to_string()), "a stateless request's handler panicked");

@@ -56,13 +56,30 @@ pub(crate) async fn serve_answered(
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
-) -> Result<Result<EncodedResult, Value>, ErrorObject> {
+) -> Result<Served, ErrorObject> {
     match answer(server, connection, request, ctx).await? {
         Answer::Tool(result) if result.meta.is_none() && result.extra.is_empty() => {
-            encode_tool_result(&result, server.result_tail()).map(Ok)
+            Ok(Served::Wire {
+                encoded: encode_tool_result(&result, server.result_tail())?,
+                tool_error: result.is_error == Some(true),
+            })
         }
-        other => other.into_value(server).map(Err),
+        other => other.into_value(server).map(Served::Tree),
     }
+}
+
+/// A stateless request's result, as [`serve_answered`] made it.
+pub(crate) enum Served {
+    /// A tool's result, written once from its type.
+    Wire {
+        /// The result, in wire form.
+        encoded: EncodedResult,
+        /// The tool said `isError`.
+        #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+        tool_error: bool,
+    },
+    /// Any other result, as a tree.
+    Tree(Value),
 }
 
 /// What a stateless request answers, before the members every result carries are added.

@@ -1,0 +1,304 @@
+//! [`Operation`]: one MCP request or notification, sent or received, as a span and a duration
+//! in the MCP conventions.
+
+use std::time::Instant;
+
+use opentelemetry::KeyValue;
+use serde_json::Value;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use crate::semconv as sc;
+
+/// Which side of a message the operation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Serving a message the peer sent (span kind `SERVER`, `mcp.server.operation.duration`).
+    Server,
+    /// Sending a message and waiting for its answer (span kind `CLIENT`,
+    /// `mcp.client.operation.duration`).
+    Client,
+}
+
+/// The transport a message travels, as the conventions' `network.*` attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Network {
+    /// stdio: `network.transport = pipe`.
+    Pipe,
+    /// HTTP (Streamable HTTP, legacy HTTP+SSE): `tcp`, `http`.
+    Http,
+    /// WebSocket: `tcp`, `websocket`.
+    WebSocket,
+}
+
+impl Network {
+    fn transport(self) -> &'static str {
+        match self {
+            Self::Pipe => "pipe",
+            Self::Http | Self::WebSocket => "tcp",
+        }
+    }
+
+    fn protocol(self) -> Option<&'static str> {
+        match self {
+            Self::Pipe => None,
+            Self::Http => Some("http"),
+            Self::WebSocket => Some("websocket"),
+        }
+    }
+}
+
+/// What is known of a message when its operation starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Message<'a> {
+    /// Its method.
+    pub method: &'a str,
+    /// Its params (the target — tool, prompt, resource — and `_meta` are read from them).
+    pub params: Option<&'a Value>,
+    /// Its JSON-RPC id, for a request.
+    pub request_id: Option<&'a str>,
+    /// The session it belongs to.
+    pub session_id: Option<&'a str>,
+    /// The protocol revision spoken.
+    pub protocol_version: Option<&'a str>,
+    /// The transport.
+    pub network: Option<Network>,
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Answered with a result (or, for a notification, handled).
+    Ok,
+    /// A tool's result with `isError: true`.
+    ToolError,
+    /// Answered with a JSON-RPC error of this code.
+    Error(i64),
+    /// Cancelled before it was answered.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The outcome of a `tools/call` result or any other: `ToolError` when `result` says
+    /// `isError`.
+    pub fn of_result(method: &str, result: &Value) -> Self {
+        if method == "tools/call" && result.get("isError") == Some(&Value::Bool(true)) {
+            Self::ToolError
+        } else {
+            Self::Ok
+        }
+    }
+}
+
+/// One MCP operation: a [`tracing`] span named and attributed as the conventions say
+/// (`{mcp.method.name} {target}`), a child of the trace context in the message's `_meta` on
+/// the server side, and its duration, recorded when it [`finish`](Self::finish)es — or, when
+/// it is dropped unfinished (a handler dropped on a cancel), as [`Outcome::Cancelled`].
+///
+/// Text a peer chose (a tool name, a URI) is recorded as a string field, which a terminal
+/// subscriber prints escaped; it reaches the duration metric only for known methods and for
+/// targets that answered (a tool that ran), so a peer cannot make unbounded series.
+#[derive(Debug)]
+pub struct Operation {
+    span: tracing::Span,
+    started: Instant,
+    side: Side,
+    method: String,
+    target: Option<(&'static str, String)>,
+    protocol_version: Option<String>,
+    network: Option<Network>,
+    finished: bool,
+}
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.record(Outcome::Cancelled);
+        }
+    }
+}
+
+impl Operation {
+    /// Starts the operation of `message` on `side`.
+    pub fn start(side: Side, message: Message<'_>) -> Self {
+        let target = target(message.method, message.params);
+        let name = match &target {
+            Some((key, value)) if *key != sc::MCP_RESOURCE_URI => {
+                format!("{} {value}", message.method)
+            }
+            _ => message.method.to_owned(),
+        };
+        let span = match side {
+            Side::Server => tracing::info_span!(
+                target: "tidewire_otel",
+                "mcp.server",
+                otel.name = name.as_str(),
+                otel.kind = "server",
+                otel.status_code = Empty,
+                otel.status_description = Empty,
+                mcp.method.name = message.method,
+                mcp.session.id = Empty,
+                mcp.protocol.version = Empty,
+                mcp.resource.uri = Empty,
+                jsonrpc.request.id = Empty,
+                gen_ai.tool.name = Empty,
+                gen_ai.prompt.name = Empty,
+                gen_ai.operation.name = Empty,
+                error.type = Empty,
+                rpc.response.status_code = Empty,
+                network.transport = Empty,
+                network.protocol.name = Empty,
+            ),
+            Side::Client => tracing::info_span!(
+                target: "tidewire_otel",
+                "mcp.client",
+                otel.name = name.as_str(),
+                otel.kind = "client",
+                otel.status_code = Empty,
+                otel.status_description = Empty,
+                mcp.method.name = message.method,
+                mcp.session.id = Empty,
+                mcp.protocol.version = Empty,
+                mcp.resource.uri = Empty,
+                jsonrpc.request.id = Empty,
+                gen_ai.tool.name = Empty,
+                gen_ai.prompt.name = Empty,
+                gen_ai.operation.name = Empty,
+                error.type = Empty,
+                rpc.response.status_code = Empty,
+                network.transport = Empty,
+                network.protocol.name = Empty,
+            ),
+        };
+        if side == Side::Server {
+            // The remote parent, before the span is first entered.
+            let meta = message.params.and_then(|p| p.get("_meta"));
+            let parent = crate::propagation::extract(meta);
+            use opentelemetry::trace::TraceContextExt as _;
+            if parent.span().span_context().is_valid() {
+                let _ = span.set_parent(parent);
+            }
+        }
+        if let Some((key, value)) = &target {
+            span.record(*key, value.as_str());
+            if *key == sc::GEN_AI_TOOL_NAME {
+                span.record(sc::GEN_AI_OPERATION_NAME, sc::EXECUTE_TOOL);
+            }
+        }
+        if let Some(id) = message.request_id {
+            span.record(sc::JSONRPC_REQUEST_ID, id);
+        }
+        if let Some(session) = message.session_id {
+            span.record(sc::MCP_SESSION_ID, session);
+        }
+        if let Some(version) = message.protocol_version {
+            span.record(sc::MCP_PROTOCOL_VERSION, version);
+        }
+        if let Some(network) = message.network {
+            span.record(sc::NETWORK_TRANSPORT, network.transport());
+            if let Some(protocol) = network.protocol() {
+                span.record(sc::NETWORK_PROTOCOL_NAME, protocol);
+            }
+        }
+        Self {
+            span,
+            started: Instant::now(),
+            side,
+            method: message.method.to_owned(),
+            target,
+            protocol_version: message.protocol_version.map(str::to_owned),
+            network: message.network,
+            finished: false,
+        }
+    }
+
+    /// The span, to run the handler in (`tracing::Instrument`) or to take its context from
+    /// ([`propagation::inject`](crate::propagation::inject)).
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The trace context of this operation's span, for a message it sends.
+    pub fn context(&self) -> opentelemetry::Context {
+        self.span.context()
+    }
+
+    /// Ends the operation: the outcome on the span (an error sets its status and
+    /// `error.type`), and its duration in the side's histogram.
+    pub fn finish(mut self, outcome: Outcome) {
+        self.finished = true;
+        self.record(outcome);
+    }
+
+    fn record(&self, outcome: Outcome) {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let error_type = match outcome {
+            Outcome::Ok => None,
+            Outcome::ToolError => Some(sc::TOOL_ERROR.to_owned()),
+            Outcome::Error(code) => Some(code.to_string()),
+            Outcome::Cancelled => Some("cancelled".to_owned()),
+        };
+        if let Some(error_type) = &error_type {
+            self.span.record(sc::ERROR_TYPE, error_type.as_str());
+            self.span.record("otel.status_code", "error");
+            if let Outcome::Error(code) = outcome {
+                self.span.record(sc::RPC_RESPONSE_STATUS_CODE, code.to_string().as_str());
+            }
+        }
+        let mut attributes = Vec::with_capacity(6);
+        // A method the server does not know is not a series of its own.
+        let known = !matches!(outcome, Outcome::Error(-32601));
+        attributes.push(KeyValue::new(
+            sc::MCP_METHOD_NAME,
+            if known {
+                self.method.clone()
+            } else {
+                "_OTHER".to_owned()
+            },
+        ));
+        // A target reaches the metric only when it answered (a tool that ran, a prompt that
+        // was found): an unknown name is refused with an error first.
+        if let Some((key, value)) = &self.target
+            && *key != sc::MCP_RESOURCE_URI
+            && matches!(outcome, Outcome::Ok | Outcome::ToolError)
+        {
+            if *key == sc::GEN_AI_TOOL_NAME {
+                attributes.push(KeyValue::new(sc::GEN_AI_OPERATION_NAME, sc::EXECUTE_TOOL));
+            }
+            attributes.push(KeyValue::new(*key, value.clone()));
+        }
+        if let Some(error_type) = error_type {
+            attributes.push(KeyValue::new(sc::ERROR_TYPE, error_type));
+        }
+        if let Some(version) = &self.protocol_version {
+            attributes.push(KeyValue::new(sc::MCP_PROTOCOL_VERSION, version.clone()));
+        }
+        if let Some(network) = self.network {
+            attributes.push(KeyValue::new(sc::NETWORK_TRANSPORT, network.transport()));
+            if let Some(protocol) = network.protocol() {
+                attributes.push(KeyValue::new(sc::NETWORK_PROTOCOL_NAME, protocol));
+            }
+        }
+        let histogram = match self.side {
+            Side::Server => crate::metrics::server_operation_duration(),
+            Side::Client => crate::metrics::client_operation_duration(),
+        };
+        histogram.record(elapsed, &attributes);
+    }
+}
+
+/// The target of a method, as the attribute that names it: the tool, the prompt, the resource.
+fn target(method: &str, params: Option<&Value>) -> Option<(&'static str, String)> {
+    let params = params?;
+    let (key, member) = match method {
+        "tools/call" => (sc::GEN_AI_TOOL_NAME, "name"),
+        "prompts/get" => (sc::GEN_AI_PROMPT_NAME, "name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            (sc::MCP_RESOURCE_URI, "uri")
+        }
+        _ => return None,
+    };
+    let value = params.get(member)?.as_str()?;
+    Some((key, tidewire_core::transport::text::excerpt(value)))
+}

@@ -1,0 +1,57 @@
+//! Feature `otel`: each message served is an [`Operation`] of `tidewire-otel` (a span in the
+//! MCP conventions, a child of the trace context in its `_meta`, and its duration).
+
+use serde_json::Value;
+use tidewire_core::jsonrpc::ErrorObject;
+use tidewire_core::schema::meta_keys;
+use tidewire_core::session::RequestContext;
+use tidewire_core::transport::HttpRequestInfo;
+use tidewire_otel::{Message, Network, Operation, Outcome, Side};
+
+/// The operation of a request about to be served. `version` is the session's revision, when
+/// it has one; a stateless request names its own in `_meta`.
+pub(crate) fn request(
+    method: &str,
+    params: Option<&Value>,
+    id: &str,
+    ctx: &RequestContext,
+    version: Option<&str>,
+) -> Operation {
+    let http = ctx.extensions().get::<HttpRequestInfo>();
+    let stateless_version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    Operation::start(
+        Side::Server,
+        Message {
+            method,
+            params,
+            request_id: Some(id),
+            session_id: http.and_then(|h| h.session_id.as_deref()),
+            protocol_version: stateless_version.or(version),
+            network: http.map(|_| Network::Http),
+        },
+    )
+}
+
+/// The operation of a notification about to be handled.
+pub(crate) fn notification(method: &str, params: Option<&Value>, version: Option<&str>) -> Operation {
+    Operation::start(
+        Side::Server,
+        Message {
+            method,
+            params,
+            protocol_version: version,
+            ..Message::default()
+        },
+    )
+}
+
+/// The outcome of a request's answer.
+pub(crate) fn outcome(method: &str, answer: &Result<Value, ErrorObject>) -> Outcome {
+    match answer {
+        Ok(result) => Outcome::of_result(method, result),
+        Err(error) => Outcome::Error(error.code),
+    }
+}

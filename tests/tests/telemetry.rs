@@ -1,0 +1,120 @@
+//! The server's spans (feature `otel` of `tidewire-server`), exported in-process: a request
+//! carrying `_meta.traceparent` with trace id T yields a server span with trace id T, the
+//! sender's span as its parent, named and attributed as OpenTelemetry's MCP conventions say —
+//! on Streamable HTTP in both eras, legacy HTTP+SSE, WebSocket in both eras and in memory. An
+//! error sets the span's status and `error.type`. (Over stdio, the server is another process:
+//! `crates/tidewire-cli/tests/telemetry.rs` exports its spans over OTLP.)
+//!
+//! One test in its own binary: the `tracing` subscriber it installs is the process's.
+
+use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
+use opentelemetry::{KeyValue, Value as OtelValue};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use serde_json::json;
+use tidewire_tests::LIMIT;
+use tidewire_tests::harness::{Counters, HttpMode, TransportUnderTest, connect_with, peer_client};
+use tokio::time::timeout;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a OtelValue> {
+    span.attributes
+        .iter()
+        .find(|KeyValue { key: k, .. }| k.as_str() == key)
+        .map(|kv| &kv.value)
+}
+
+fn text(span: &SpanData, key: &str) -> Option<String> {
+    attribute(span, key).map(|v| v.as_str().into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transport() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("telemetry-test")));
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    tidewire_otel::propagation::install();
+
+    let transports = [
+        TransportUnderTest::Memory,
+        TransportUnderTest::Http(HttpMode::Sse),
+        TransportUnderTest::Stateless(Box::new(TransportUnderTest::Http(HttpMode::Sse))),
+        TransportUnderTest::LegacySse,
+        TransportUnderTest::WebSocket,
+        TransportUnderTest::Stateless(Box::new(TransportUnderTest::WebSocket)),
+    ];
+    for (n, transport) in transports.iter().enumerate() {
+        let name = transport.name();
+        let counters = std::sync::Arc::new(Counters::default());
+        let builder = match transport {
+            TransportUnderTest::Stateless(_) => {
+                peer_client(&counters).era(tidewire_client::Era::Modern)
+            }
+            _ => peer_client(&counters),
+        };
+        let h = timeout(LIMIT, connect_with(transport, builder, counters))
+            .await
+            .expect("connected in time");
+        let trace = format!("4bf92f3577b34da6a3ce929d0e0e47{n:02x}");
+        let parent = "00f067aa0ba902b7";
+        let traceparent = format!("00-{trace}-{parent}-01");
+        let answer = timeout(
+            LIMIT,
+            h.client.request_raw(
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "traced"},
+                       "_meta": {"traceparent": traceparent}}),
+            ),
+        )
+        .await
+        .expect("in time")
+        .expect("answered");
+        assert_eq!(answer["content"][0]["text"], "traced", "{name}");
+        let refused = timeout(
+            LIMIT,
+            h.client.request_raw(
+                "tools/call",
+                json!({"name": "no-such-tool", "arguments": {},
+                       "_meta": {"traceparent": traceparent}}),
+            ),
+        )
+        .await
+        .expect("in time");
+        assert!(refused.is_err(), "{name}: an unknown tool is an error");
+
+        let spans = exporter.get_finished_spans().expect("spans");
+        let ours: Vec<&SpanData> = spans
+            .iter()
+            .filter(|s| s.span_context.trace_id().to_string() == trace)
+            .collect();
+        let echo = ours
+            .iter()
+            .find(|s| s.name == "tools/call echo")
+            .unwrap_or_else(|| panic!("{name}: no `tools/call echo` span in {ours:#?}"));
+        assert_eq!(echo.span_kind, SpanKind::Server, "{name}");
+        assert_eq!(echo.parent_span_id.to_string(), parent, "{name}");
+        assert_eq!(text(echo, "mcp.method.name").as_deref(), Some("tools/call"));
+        assert_eq!(text(echo, "gen_ai.tool.name").as_deref(), Some("echo"));
+        assert_eq!(text(echo, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
+        assert!(text(echo, "jsonrpc.request.id").is_some(), "{name}");
+        assert!(text(echo, "mcp.protocol.version").is_some(), "{name}");
+        assert_eq!(echo.status, Status::Unset, "{name}");
+        assert!(text(echo, "error.type").is_none(), "{name}");
+        if name.contains("HTTP") {
+            assert_eq!(text(echo, "network.protocol.name").as_deref(), Some("http"));
+        }
+
+        let failed = ours
+            .iter()
+            .find(|s| s.name == "tools/call no-such-tool")
+            .unwrap_or_else(|| panic!("{name}: no span of the failed call in {ours:#?}"));
+        assert!(matches!(failed.status, Status::Error { .. }), "{name}");
+        let code = text(failed, "error.type").expect("error.type");
+        assert!(code.starts_with('-'), "{name}: a JSON-RPC code, not {code:?}");
+        assert_eq!(text(failed, "rpc.response.status_code"), Some(code));
+        println!("{name}: the server's spans continue the trace {trace}");
+    }
+}
