@@ -58,6 +58,23 @@ fn path_var(name: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Debian's `prometheus` program named by `TIDEWIRE_PROMETHEUS`, or `None` after printing why
+/// the test skips.
+///
+/// # Panics
+/// When it is required and missing.
+pub fn prometheus() -> Option<PathBuf> {
+    let Some(program) = path_var("TIDEWIRE_PROMETHEUS") else {
+        skip("TIDEWIRE_PROMETHEUS is not set (see .ci/run)");
+        return None;
+    };
+    if !program.exists() {
+        skip(&format!("no Prometheus at {}", program.display()));
+        return None;
+    }
+    Some(program)
+}
+
 /// The Python peers, or `None` after printing why the test skips.
 ///
 /// # Panics

@@ -98,7 +98,10 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
         assert_eq!(echo.parent_span_id.to_string(), parent, "{name}");
         assert_eq!(text(echo, "mcp.method.name").as_deref(), Some("tools/call"));
         assert_eq!(text(echo, "gen_ai.tool.name").as_deref(), Some("echo"));
-        assert_eq!(text(echo, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
+        assert_eq!(
+            text(echo, "gen_ai.operation.name").as_deref(),
+            Some("execute_tool")
+        );
         assert!(text(echo, "jsonrpc.request.id").is_some(), "{name}");
         assert!(text(echo, "mcp.protocol.version").is_some(), "{name}");
         assert_eq!(echo.status, Status::Unset, "{name}");
@@ -113,7 +116,10 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
             .unwrap_or_else(|| panic!("{name}: no span of the failed call in {ours:#?}"));
         assert!(matches!(failed.status, Status::Error { .. }), "{name}");
         let code = text(failed, "error.type").expect("error.type");
-        assert!(code.starts_with('-'), "{name}: a JSON-RPC code, not {code:?}");
+        assert!(
+            code.starts_with('-'),
+            "{name}: a JSON-RPC code, not {code:?}"
+        );
         assert_eq!(text(failed, "rpc.response.status_code"), Some(code));
         println!("{name}: the server's spans continue the trace {trace}");
     }

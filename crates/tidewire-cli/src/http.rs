@@ -23,6 +23,7 @@ use crate::serve_args::ServeArgs;
 pub(crate) fn serve(
     address: &str,
     args: &ServeArgs,
+    telemetry: Option<&tidewire_otel::Telemetry>,
     build: impl FnOnce(Arc<dyn DemoStore>) -> Result<ServerBuilder, String>,
 ) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -57,6 +58,18 @@ pub(crate) fn serve(
     let ws_config = WsConfig::default()
         .max_message_size(args.max_message_size)
         .max_sessions(args.max_sessions);
+    let metrics_listener = match args
+        .metrics_bind
+        .as_deref()
+        .map(crate::telemetry::bind_metrics)
+    {
+        None => None,
+        Some(Ok(listener)) => Some(listener),
+        Some(Err(message)) => {
+            eprintln!("tidewire serve: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = runtime.block_on(async move {
         let limits = EventStoreLimits::default().total_bytes(args.event_store_bytes);
         let shared = args.scale.connect(idle, limits).await?;
@@ -90,6 +103,16 @@ pub(crate) fn serve(
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
         let ws = WebSocketServer::new(ws_config, server.clone());
+        if telemetry.is_some() {
+            crate::telemetry::observe(&server);
+            crate::telemetry::observe_transports(&mcp, &sse, &ws);
+        }
+        if let (Some(listener), Some(metrics)) = (
+            metrics_listener,
+            telemetry.and_then(tidewire_otel::Telemetry::prometheus),
+        ) {
+            crate::telemetry::serve_metrics(listener, metrics);
+        }
         // Both session transports are routed: a request for a session another replica holds
         // is forwarded there.
         let mut sessions = mcp.router("/mcp").merge(sse.router("/sse", "/messages"));

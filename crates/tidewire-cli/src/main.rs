@@ -27,6 +27,7 @@ mod serve_auth;
 mod serve_redis;
 mod shutdown;
 mod target;
+mod telemetry;
 mod ui;
 
 use std::io::IsTerminal;
@@ -178,7 +179,10 @@ fn main() -> ExitCode {
         Err(error) if error.kind() == ErrorKind::ValueValidation => return bad_value(&error),
         Err(error) => error.exit(),
     };
-    init_logging();
+    // `serve` sets up its own (its log format, its telemetry).
+    if !matches!(cli.command, Command::Serve(_)) {
+        init_logging();
+    }
     match cli.command {
         Command::Serve(args) => serve::serve(&args),
         Command::Call(args) => {

@@ -40,8 +40,24 @@ pub(crate) fn demo_builder(
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
+    let telemetry = match crate::telemetry::init(args) {
+        Ok(telemetry) => telemetry,
+        Err(message) => {
+            eprintln!("tidewire serve: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let status = serve_with(args, telemetry.as_ref());
+    // What is batched is exported before the process exits.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    status
+}
+
+fn serve_with(args: &ServeArgs, telemetry: Option<&tidewire_otel::Telemetry>) -> ExitCode {
     if let Some(address) = &args.bind {
-        return http::serve(address, args, |store| demo_builder(args, store));
+        return http::serve(address, args, telemetry, |store| demo_builder(args, store));
     }
     if args.scale.redis.is_some() {
         eprintln!("tidewire serve: --redis shares an HTTP server's state: use it with --bind ADDR");
@@ -79,10 +95,10 @@ pub(crate) fn serve(args: &ServeArgs) -> ExitCode {
         );
         return ExitCode::from(USAGE_ERROR);
     }
-    serve_stdio(args)
+    serve_stdio(args, telemetry)
 }
 
-fn serve_stdio(args: &ServeArgs) -> ExitCode {
+fn serve_stdio(args: &ServeArgs, telemetry: Option<&tidewire_otel::Telemetry>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -110,11 +126,32 @@ fn serve_stdio(args: &ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let metrics_listener = match args
+        .metrics_bind
+        .as_deref()
+        .map(crate::telemetry::bind_metrics)
+    {
+        None => None,
+        Some(Ok(listener)) => Some(listener),
+        Some(Err(message)) => {
+            eprintln!("tidewire serve: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = runtime.block_on(async move {
         // When stdin ends, requests still running get `grace` to finish and answer.
         let server = builder
             .session_options(SessionOptions::default().drain_timeout(grace))
             .build();
+        if telemetry.is_some() {
+            crate::telemetry::observe(&server);
+        }
+        if let (Some(listener), Some(metrics)) = (
+            metrics_listener,
+            telemetry.and_then(tidewire_otel::Telemetry::prometheus),
+        ) {
+            crate::telemetry::serve_metrics(listener, metrics);
+        }
         let (_peer, driver) = server.serve(tidewire_stdio::server::transport_with(codec));
         tracing::info!(
             max_message_size = codec.max_message_size(),

@@ -133,6 +133,22 @@ pub(crate) struct ServeArgs {
     )]
     pub(crate) drain_timeout: Span,
 
+    /// Export traces and metrics over OTLP/HTTP (JSON) to the collector at this URL, e.g.
+    /// http://127.0.0.1:4318 (/v1/traces and /v1/metrics are appended): a span per MCP
+    /// request and notification, in OpenTelemetry's MCP conventions, child of the trace
+    /// context in its _meta.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
+
+    /// Serve the metrics in the Prometheus text format at /metrics on this address (its own
+    /// listener, e.g. 127.0.0.1:9464; port 0 picks a free one, named on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_bind: Option<String>,
+
+    /// How log lines look on stderr: `text` (the default) or `json` (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub(crate) log_format: String,
+
     #[command(flatten)]
     pub(crate) auth: crate::serve_auth::AuthArgs,
 

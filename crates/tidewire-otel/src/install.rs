@@ -144,9 +144,8 @@ impl TelemetryBuilder {
                 .with_endpoint(format!("{base}/v1/metrics"))
                 .build()
                 .map_err(|e| TelemetryError(e.to_string()))?;
-            meters = meters.with_reader(
-                opentelemetry_sdk::metrics::PeriodicReader::builder(metrics).build(),
-            );
+            meters = meters
+                .with_reader(opentelemetry_sdk::metrics::PeriodicReader::builder(metrics).build());
         }
         #[cfg(feature = "prometheus")]
         let prometheus = if self.prometheus {

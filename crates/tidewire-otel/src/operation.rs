@@ -243,7 +243,8 @@ impl Operation {
             self.span.record(sc::ERROR_TYPE, error_type.as_str());
             self.span.record("otel.status_code", "error");
             if let Outcome::Error(code) = outcome {
-                self.span.record(sc::RPC_RESPONSE_STATUS_CODE, code.to_string().as_str());
+                self.span
+                    .record(sc::RPC_RESPONSE_STATUS_CODE, code.to_string().as_str());
             }
         }
         let mut attributes = Vec::with_capacity(6);

@@ -34,10 +34,7 @@ impl BlockingClient {
             answer = answer.header(name, value);
         }
         let mut body = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(response, MAX_ANSWER),
-            &mut body,
-        )?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(response, MAX_ANSWER), &mut body)?;
         Ok(answer.body(Bytes::from(body))?)
     }
 }

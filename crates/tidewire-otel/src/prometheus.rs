@@ -35,10 +35,7 @@ impl PrometheusMetrics {
                 let metrics = metrics.clone();
                 async move {
                     (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            prometheus::TEXT_FORMAT,
-                        )],
+                        [(axum::http::header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
                         metrics.render(),
                     )
                 }

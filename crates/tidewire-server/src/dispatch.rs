@@ -203,8 +203,7 @@ impl Handler for ConnectionHandler {
             );
             let method = request.method.clone();
             let span = operation.span().clone();
-            let answer =
-                tracing::Instrument::instrument(self.dispatch(request, ctx), span).await;
+            let answer = tracing::Instrument::instrument(self.dispatch(request, ctx), span).await;
             operation.finish(crate::telemetry::outcome(&method, &answer));
             answer
         }

@@ -64,10 +64,10 @@ mod served;
 mod server;
 mod skills;
 mod state;
-#[cfg(feature = "otel")]
-mod telemetry;
 mod stateless;
 pub mod tasks;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod uri_template;
 
 pub use builder::{NoArgs, ServerBuilder, schema_for};

@@ -36,7 +36,11 @@ pub(crate) fn request(
 }
 
 /// The operation of a notification about to be handled.
-pub(crate) fn notification(method: &str, params: Option<&Value>, version: Option<&str>) -> Operation {
+pub(crate) fn notification(
+    method: &str,
+    params: Option<&Value>,
+    version: Option<&str>,
+) -> Operation {
     Operation::start(
         Side::Server,
         Message {

@@ -1,0 +1,165 @@
+//! `tidewire serve`'s logs and telemetry: log lines on stderr (text or JSON, filtered by
+//! `RUST_LOG`), spans and metrics exported over OTLP (`--otlp-endpoint`), metrics for a
+//! Prometheus scraper (`--metrics-bind`), and the gauges of what the server holds.
+
+use std::io::IsTerminal;
+
+use tidewire_otel::Telemetry;
+use tidewire_otel::metrics::{counter, gauge};
+use tidewire_server::Server;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{Layer as _, Registry};
+
+use crate::serve_args::ServeArgs;
+
+/// Sets up logging and, when asked, telemetry; call it before the async runtime starts (the
+/// OTLP exporter's HTTP client runs threads of its own).
+pub(crate) fn init(args: &ServeArgs) -> Result<Option<Telemetry>, String> {
+    let telemetry = if args.otlp_endpoint.is_some() || args.metrics_bind.is_some() {
+        let mut builder = Telemetry::builder("tidewire-demo");
+        if let Some(endpoint) = &args.otlp_endpoint {
+            builder = builder.otlp(endpoint.clone());
+        }
+        if args.metrics_bind.is_some() {
+            builder = builder.prometheus();
+        }
+        Some(builder.install().map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let logs = if args.log_format == "json" {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_filter(filter())
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter())
+            .boxed()
+    };
+    // tidewire's MCP spans go to the exporter whatever RUST_LOG says of the log lines.
+    let spans = telemetry.as_ref().and_then(Telemetry::layer).map(|layer| {
+        layer.with_filter(
+            Targets::new()
+                .with_target("tidewire_otel", LevelFilter::INFO)
+                .with_default(LevelFilter::OFF),
+        )
+    });
+    let _ = Registry::default().with(logs).with(spans).try_init();
+    Ok(telemetry)
+}
+
+/// Reports what `server` holds as gauges and counters (read at every collection).
+pub(crate) fn observe(server: &Server) {
+    let lifecycle = server.lifecycle().clone();
+    gauge(
+        "tidewire.server.requests.in_flight",
+        "Requests being served now",
+        "{request}",
+        move || lifecycle.in_flight() as u64,
+    );
+    let held = server.clone();
+    gauge(
+        "tidewire.server.connections",
+        "Live connections (session-era sessions and connection transports)",
+        "{connection}",
+        move || held.connection_count() as u64,
+    );
+    let held = server.clone();
+    gauge(
+        "tidewire.server.listeners",
+        "Open subscriptions/listen streams",
+        "{stream}",
+        move || held.listener_count() as u64,
+    );
+    let held = server.clone();
+    counter(
+        "tidewire.server.notifications.dropped",
+        "Broadcast notifications that found a client's outbound queue full",
+        "{notification}",
+        move || held.dropped_notifications(),
+    );
+    let held = server.clone();
+    gauge(
+        "tidewire.server.draining",
+        "1 while the server drains, else 0",
+        "1",
+        move || u64::from(held.lifecycle().is_draining()),
+    );
+}
+
+/// Reports the sessions each HTTP transport holds.
+pub(crate) fn observe_transports(
+    mcp: &tidewire_http::server::StreamableHttp,
+    sse: &tidewire_sse::server::LegacySse,
+    ws: &tidewire_ws::server::WebSocketServer,
+) {
+    let held = mcp.clone();
+    gauge(
+        "tidewire.http.sessions",
+        "Streamable HTTP sessions open",
+        "{session}",
+        move || held.session_count() as u64,
+    );
+    let held = mcp.clone();
+    gauge(
+        "tidewire.http.body_bytes_reading",
+        "Bytes of POST bodies being read now (as the body budget counts them)",
+        "By",
+        move || held.body_bytes_reading() as u64,
+    );
+    let held = sse.clone();
+    gauge(
+        "tidewire.sse.sessions",
+        "Legacy HTTP+SSE sessions (streams) open",
+        "{session}",
+        move || held.session_count() as u64,
+    );
+    let held = ws.clone();
+    gauge(
+        "tidewire.ws.connections",
+        "WebSocket connections open",
+        "{connection}",
+        move || held.connection_count() as u64,
+    );
+}
+
+/// Binds the metrics' own listener at `address` (before the runtime starts, so a bad address
+/// stops the program before it serves anything).
+pub(crate) fn bind_metrics(address: &str) -> Result<std::net::TcpListener, String> {
+    let listener = std::net::TcpListener::bind(address)
+        .map_err(|e| format!("cannot listen on {address} for the metrics: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot set up the metrics listener: {e}"))?;
+    Ok(listener)
+}
+
+/// Serves `/metrics` on `listener`, naming it on stderr. Call it in the runtime.
+pub(crate) fn serve_metrics(
+    listener: std::net::TcpListener,
+    metrics: &tidewire_otel::prometheus::PrometheusMetrics,
+) {
+    let app = metrics.router();
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::error!(%error, "the metrics listener cannot be served");
+            return;
+        }
+    };
+    if let Ok(local) = listener.local_addr() {
+        eprintln!("tidewire serve: metrics (Prometheus text format) at http://{local}/metrics");
+    }
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the metrics listener failed");
+        }
+    });
+}
