@@ -1,6 +1,6 @@
-//! The server's spans (feature `otel` of `tidewire-server`), exported in-process: a request
-//! carrying `_meta.traceparent` with trace id T yields a server span with trace id T, the
-//! sender's span as its parent, named and attributed as OpenTelemetry's MCP conventions say —
+//! The server's and the client's spans (feature `otel` of both), exported in-process: a request
+//! whose caller wrote `_meta.traceparent` with trace id T yields a client span, child of it,
+//! and a server span with trace id T, the client's span as its parent, named and attributed as OpenTelemetry's MCP conventions say —
 //! on Streamable HTTP in both eras, legacy HTTP+SSE, WebSocket in both eras and in memory. An
 //! error sets the span's status and `error.type`. (Over stdio, the server is another process:
 //! `crates/tidewire-cli/tests/telemetry.rs` exports its spans over OTLP.)
@@ -92,10 +92,16 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
             .collect();
         let echo = ours
             .iter()
-            .find(|s| s.name == "tools/call echo")
-            .unwrap_or_else(|| panic!("{name}: no `tools/call echo` span in {ours:#?}"));
-        assert_eq!(echo.span_kind, SpanKind::Server, "{name}");
-        assert_eq!(echo.parent_span_id.to_string(), parent, "{name}");
+            .find(|s| s.name == "tools/call echo" && s.span_kind == SpanKind::Server)
+            .unwrap_or_else(|| panic!("{name}: no server `tools/call echo` span in {ours:#?}"));
+        // The client's span (feature `otel` of the client) is the child of the traceparent
+        // the caller wrote, and the parent of the server's: the trace crosses the wire.
+        let sent = ours
+            .iter()
+            .find(|s| s.name == "tools/call echo" && s.span_kind == SpanKind::Client)
+            .unwrap_or_else(|| panic!("{name}: no client `tools/call echo` span in {ours:#?}"));
+        assert_eq!(sent.parent_span_id.to_string(), parent, "{name}");
+        assert_eq!(echo.parent_span_id, sent.span_context.span_id(), "{name}");
         assert_eq!(text(echo, "mcp.method.name").as_deref(), Some("tools/call"));
         assert_eq!(text(echo, "gen_ai.tool.name").as_deref(), Some("echo"));
         assert_eq!(
@@ -112,7 +118,7 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
 
         let failed = ours
             .iter()
-            .find(|s| s.name == "tools/call no-such-tool")
+            .find(|s| s.name == "tools/call no-such-tool" && s.span_kind == SpanKind::Server)
             .unwrap_or_else(|| panic!("{name}: no span of the failed call in {ours:#?}"));
         assert!(matches!(failed.status, Status::Error { .. }), "{name}");
         let code = text(failed, "error.type").expect("error.type");
@@ -121,6 +127,33 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
             "{name}: a JSON-RPC code, not {code:?}"
         );
         assert_eq!(text(failed, "rpc.response.status_code"), Some(code));
+
+        // Without a traceparent of the caller's, the client's span starts the trace and the
+        // server's continues it.
+        let before = exporter.get_finished_spans().expect("spans").len();
+        timeout(
+            LIMIT,
+            h.client.call_tool("echo", json!({"text": "untraced"})),
+        )
+        .await
+        .expect("in time")
+        .expect("answered");
+        let spans = exporter.get_finished_spans().expect("spans");
+        let new = &spans[before..];
+        let sent = new
+            .iter()
+            .find(|s| s.name == "tools/call echo" && s.span_kind == SpanKind::Client)
+            .unwrap_or_else(|| panic!("{name}: no client span in {new:#?}"));
+        let served = new
+            .iter()
+            .find(|s| s.name == "tools/call echo" && s.span_kind == SpanKind::Server)
+            .unwrap_or_else(|| panic!("{name}: no server span in {new:#?}"));
+        assert_eq!(
+            served.span_context.trace_id(),
+            sent.span_context.trace_id(),
+            "{name}"
+        );
+        assert_eq!(served.parent_span_id, sent.span_context.span_id(), "{name}");
         println!("{name}: the server's spans continue the trace {trace}");
     }
 }

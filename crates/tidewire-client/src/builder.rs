@@ -331,7 +331,13 @@ impl ClientBuilder {
             callback: self.callback,
             notifications: tx,
         };
-        let (peer, driver) = Session::new(transport, dispatcher, self.options);
+        #[cfg(feature = "otel")]
+        let options = self
+            .options
+            .observe_requests(std::sync::Arc::new(tidewire_otel::TracingObserver));
+        #[cfg(not(feature = "otel"))]
+        let options = self.options;
+        let (peer, driver) = Session::new(transport, dispatcher, options);
         // A transport built around sessions cannot carry a stateless probe: Auto speaks the
         // session era over it, and Modern is told so when it tries.
         let session_only = !peer.transport_profile().carries_stateless;

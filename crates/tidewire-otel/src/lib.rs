@@ -31,6 +31,7 @@
 
 mod install;
 pub mod metrics;
+mod observer;
 pub mod operation;
 #[cfg(feature = "otlp")]
 mod otlp;
@@ -40,4 +41,5 @@ pub mod propagation;
 pub mod semconv;
 
 pub use install::{Telemetry, TelemetryBuilder, TelemetryError};
+pub use observer::TracingObserver;
 pub use operation::{Message, Network, Operation, Outcome, Side};

@@ -77,6 +77,8 @@ pub enum Outcome {
     Error(i64),
     /// Cancelled before it was answered.
     Cancelled,
+    /// Failed without an answer: `timeout`, `closed`, `transport`, `invalid_result`, …
+    Failed(&'static str),
 }
 
 impl Outcome {
@@ -171,10 +173,12 @@ impl Operation {
                 network.protocol.name = Empty,
             ),
         };
-        if side == Side::Server {
-            // The remote parent, before the span is first entered.
-            let meta = message.params.and_then(|p| p.get("_meta"));
-            let parent = crate::propagation::extract(meta);
+        // The trace context in `_meta` is the parent, before the span is first entered: on the
+        // server the sender's; on the client one its caller wrote (else the span is a child of
+        // the caller's current span, as any `tracing` span).
+        let meta = message.params.and_then(|p| p.get("_meta"));
+        let parent = crate::propagation::extract(meta);
+        {
             use opentelemetry::trace::TraceContextExt as _;
             if parent.span().span_context().is_valid() {
                 let _ = span.set_parent(parent);
@@ -238,6 +242,7 @@ impl Operation {
             Outcome::ToolError => Some(sc::TOOL_ERROR.to_owned()),
             Outcome::Error(code) => Some(code.to_string()),
             Outcome::Cancelled => Some("cancelled".to_owned()),
+            Outcome::Failed(kind) => Some(kind.to_owned()),
         };
         if let Some(error_type) = &error_type {
             self.span.record(sc::ERROR_TYPE, error_type.as_str());

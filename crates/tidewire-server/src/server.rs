@@ -119,6 +119,9 @@ impl Server {
             .session_options
             .clone()
             .track_in(self.inner.lifecycle.clone());
+        // Its questions to the client (sampling, elicitation, roots) carry the trace along.
+        #[cfg(feature = "otel")]
+        let options = options.observe_requests(Arc::new(tidewire_otel::TracingObserver));
         let (peer, driver) = Session::new(
             transport,
             ConnectionHandler::new(self.inner.clone(), connection.clone()),

@@ -31,6 +31,7 @@ mod context;
 mod driver;
 mod error;
 mod handler;
+mod observe;
 mod options;
 mod peer;
 mod request;
@@ -44,6 +45,7 @@ pub use context::{OnCancel, ProgressTracker, RequestContext};
 pub use driver::Driver;
 pub use error::{Cancelled, SessionError};
 pub use handler::{Handler, NoHandler};
+pub use observe::{ObservedRequest, RequestObserver};
 pub use options::{CancelPolicy, SessionOptions};
 pub use peer::Peer;
 pub use request::{

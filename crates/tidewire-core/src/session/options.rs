@@ -37,6 +37,7 @@ pub struct SessionOptions {
     pub(crate) answer_ping: bool,
     pub(crate) drain_timeout: Duration,
     pub(crate) lifecycle: Option<crate::lifecycle::Lifecycle>,
+    pub(crate) observer: super::observe::ObserverSlot,
 }
 
 impl Default for SessionOptions {
@@ -51,6 +52,7 @@ impl Default for SessionOptions {
             answer_ping: true,
             drain_timeout: Duration::from_secs(5),
             lifecycle: None,
+            observer: super::observe::ObserverSlot::default(),
         }
     }
 }
@@ -72,6 +74,17 @@ impl SessionOptions {
     #[must_use]
     pub fn track_in(mut self, lifecycle: crate::lifecycle::Lifecycle) -> Self {
         self.lifecycle = Some(lifecycle);
+        self
+    }
+
+    /// Tells `observer` of every request this session sends, and how each ended (see
+    /// [`RequestObserver`](super::RequestObserver)).
+    #[must_use]
+    pub fn observe_requests(
+        mut self,
+        observer: std::sync::Arc<dyn super::RequestObserver>,
+    ) -> Self {
+        self.observer = super::observe::ObserverSlot(Some(observer));
         self
     }
 

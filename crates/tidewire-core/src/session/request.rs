@@ -380,6 +380,12 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             set_progress_token(&mut params, &id);
         }
         peer.adapt_params(&self.method, &mut params);
+        let observed = shared
+            .options
+            .observer
+            .0
+            .as_ref()
+            .and_then(|observer| observer.sending(&self.method, &id, &mut params));
         let (responder, response) = oneshot::channel();
         let (over, exchange) = if shared.profile.tracks_requests {
             let token = CancellationToken::new();
@@ -442,9 +448,8 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
                 }
             })
         });
-        let wait = wait_for_response::<T>(
+        let value = wait_for_value(
             guard,
-            method.clone(),
             response,
             started,
             timeout,
@@ -452,6 +457,17 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             activity,
             reporter,
         );
+        let wait = async move {
+            let value = value.await;
+            if let Some(observed) = observed {
+                observed.ended(value.as_ref());
+            }
+            serde_json::from_value(value?).map_err(|e| SessionError::InvalidResult {
+                method: method.into_owned(),
+                // serde quotes what it could not read, and the peer wrote that.
+                reason: excerpt(&e.to_string()),
+            })
+        };
         Ok(InFlight {
             cancel,
             id,
@@ -529,16 +545,15 @@ fn first_deadline(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn wait_for_response<T: DeserializeOwned>(
+async fn wait_for_value(
     mut guard: CancelGuard,
-    method: Cow<'static, str>,
     mut response: oneshot::Receiver<Result<Value, SessionError>>,
     started: Instant,
     timeout: Option<Duration>,
     reset_max: Option<Duration>,
     activity: Option<Arc<Notify>>,
     reporter: Option<tokio::task::JoinHandle<()>>,
-) -> Result<T, SessionError> {
+) -> Result<Value, SessionError> {
     // `started` is when the request was made, before it waited for room in the queue: the
     // timeout covers the whole call.
     let hard_deadline = reset_max.and_then(|m| started.checked_add(m));
@@ -584,22 +599,16 @@ async fn wait_for_response<T: DeserializeOwned>(
     {
         tracing::warn!("a progress callback panicked");
     }
-    let value = match outcome {
-        Ok(Ok(value)) => value,
-        Ok(Err(e)) => return Err(e),
+    match outcome {
+        Ok(outcome) => outcome,
         Err(_) => {
             let reason = guard
                 .shared
                 .upgrade()
                 .map_or_else(|| "the session ended".to_owned(), |s| s.close_reason());
-            return Err(SessionError::Closed(reason));
+            Err(SessionError::Closed(reason))
         }
-    };
-    serde_json::from_value(value).map_err(|e| SessionError::InvalidResult {
-        method: method.into_owned(),
-        // serde quotes what it could not read, and the peer wrote that.
-        reason: excerpt(&e.to_string()),
-    })
+    }
 }
 
 /// Cancels the request when dropped while armed.
