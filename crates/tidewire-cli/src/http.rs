@@ -82,6 +82,7 @@ pub(crate) fn serve(
             builder = shared.attach(builder);
         }
         let replica = shared.map(|shared| shared.replica);
+        let routing = replica.as_ref().map(|replica| replica.routing.clone());
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|e| format!("cannot listen on {address}: {e}"))?;
@@ -160,7 +161,15 @@ pub(crate) fn serve(
             let Span(deadline) = args.drain_timeout;
             async move {
                 let signal = crate::shutdown::signalled().await;
+                // Other replicas answer this one's sessions 404 from now on (their clients
+                // start new sessions there), instead of forwarding them here.
+                if let Some(routing) = &routing {
+                    routing.leave().await;
+                }
                 crate::shutdown::drain(&server, signal, deadline).await;
+                if let Some(routing) = &routing {
+                    routing.stop().await;
+                }
                 // Open streams (GET, legacy SSE, WebSocket) would hold the graceful shutdown
                 // forever.
                 mcp.close_all();

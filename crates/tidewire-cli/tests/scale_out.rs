@@ -1250,3 +1250,138 @@ async fn a_forwarded_request_passes_the_same_checks_first() {
     .await
     .expect("within the limit: B answered at once, without waiting for a body");
 }
+
+/// A replica named `name` on `redis`, started here so its stderr can be read (a drain says when
+/// it starts there): the process, its `/mcp` URL and its stderr's lines.
+async fn replica_watched(
+    redis: &RedisServer,
+    name: &str,
+) -> (
+    tokio::process::Child,
+    String,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+) {
+    use tokio::io::AsyncBufReadExt as _;
+    let url = redis.url();
+    let mut child = tokio::process::Command::new(support::BIN)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--redis",
+            &url,
+            "--node-id",
+            name,
+        ])
+        .args(["--drain-timeout", "10"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start a replica");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mcp = tokio::time::timeout(support::LIMIT, stdout.next_line())
+        .await
+        .expect("the URL in time")
+        .expect("stdout")
+        .expect("a first line");
+    let stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    (child, mcp, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_replica_gives_up_its_sessions_so_another_answers_them_404_at_once() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let (mut a, on_a, mut a_says) = replica_watched(&redis, "drain-a").await;
+        let b = replica(&redis, "drain-b");
+        let http = support::http_client();
+        let initialize = raw::initialize_request();
+        let opened = raw::post(&http, &on_a, None, None, initialize.to_string())
+            .send()
+            .await
+            .expect("initialize on A");
+        assert_eq!(opened.status(), 200);
+        let session = raw::session_id(&opened);
+        drop(opened.text().await);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let ack = raw::post(&http, &on_a, None, Some(&session), initialized.to_string())
+            .send()
+            .await
+            .expect("initialized");
+        assert_eq!(ack.status(), 202);
+        // Through B, the session's requests are forwarded to A.
+        let ping = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+        let through_b = raw::post(&http, &b.url, None, Some(&session), ping(1))
+            .send()
+            .await
+            .expect("ping through B");
+        assert_eq!(through_b.status(), 200, "forwarded to A");
+        drop(through_b.text().await);
+
+        // A crawl of 3 s keeps A draining a while.
+        let urls: Vec<String> = (1..=6)
+            .map(|i| format!("https://example.com/{i}"))
+            .collect();
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "crawl", "arguments": {"urls": urls, "delay_ms": 500}}});
+        let crawl = tokio::spawn({
+            let (http, on_a, session) = (http.clone(), on_a.clone(), session.clone());
+            async move {
+                let response = raw::post(&http, &on_a, None, Some(&session), call.to_string())
+                    .send()
+                    .await
+                    .expect("crawl on A");
+                response.text().await.unwrap_or_default()
+            }
+        });
+        // Its first progress need not be awaited: the drain waits for the crawl either way.
+        let pid = a.id().expect("A runs");
+        let signalled = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .await
+            .expect("kill");
+        assert!(signalled.success());
+        loop {
+            let line = tokio::time::timeout(support::LIMIT, a_says.next_line())
+                .await
+                .expect("A's stderr in time")
+                .expect("stderr")
+                .expect("A says it drains");
+            if line.contains("draining") {
+                break;
+            }
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = a_says.next_line().await {} });
+
+        // A has given up the session: B answers 404 at once, while A still drains.
+        let started = std::time::Instant::now();
+        let through_b = raw::post(&http, &b.url, None, Some(&session), ping(3))
+            .send()
+            .await
+            .expect("ping through B");
+        assert_eq!(through_b.status(), 404, "A gave up its session's place");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(!crawl.is_finished(), "A still serves the crawl");
+
+        let crawl = tokio::time::timeout(support::LIMIT, crawl)
+            .await
+            .expect("the crawl ends")
+            .expect("ran");
+        assert!(
+            crawl.contains("Crawled 6 URLs"),
+            "the crawl completes on A: {crawl}"
+        );
+        let status = tokio::time::timeout(Duration::from_secs(10), a.wait())
+            .await
+            .expect("A exits within its drain timeout")
+            .expect("wait");
+        assert!(status.success(), "{status}");
+    })
+    .await
+    .expect("the test ends in time");
+}

@@ -36,15 +36,19 @@ impl RequestObserver for TracingObserver {
                 ..Message::default()
             },
         );
-        let context = operation.context();
-        // Into `_meta` (made when absent); params that are not an object carry none.
-        let object = params.get_or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(object) = object {
+        // Into `_meta` (made when absent), when there is a context to carry (no propagator
+        // installed, or no exporting subscriber: nothing, and the params are left as they
+        // were); params that are not an object carry none.
+        let mut carried = Map::new();
+        crate::propagation::inject(&operation.context(), &mut carried);
+        if !carried.is_empty()
+            && let Value::Object(object) = params.get_or_insert_with(|| Value::Object(Map::new()))
+        {
             let meta = object
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(meta) = meta {
-                crate::propagation::inject(&context, meta);
+                meta.extend(carried);
             }
         }
         Some(Box::new(Sent {

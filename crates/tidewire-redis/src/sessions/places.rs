@@ -22,6 +22,9 @@ impl Shared {
 
     /// Notes that the session `id`, opened here for `subject`, was just used.
     pub(super) fn opened(&self, id: &str, subject: Option<String>) {
+        if self.is_leaving() {
+            return;
+        }
         let mut places = self.places();
         if places.len() >= MAX_PLACES && !places.contains_key(id) {
             let oldest = places
@@ -61,6 +64,9 @@ impl Shared {
     /// Writes the place of every session used here within its ttl (each for what is left of
     /// it), and forgets the others.
     pub(super) async fn keep_places(&self) {
+        if self.is_leaving() {
+            return;
+        }
         let now = std::time::Instant::now();
         let live: Vec<(String, Place, Duration)> = {
             let mut places = self.places();

@@ -48,6 +48,11 @@ pub(super) async fn route(
         else {
             return response;
         };
+        // A replica that gave up its sessions makes no new one known (a draining server
+        // opens none: this is the race of one opened as the drain began).
+        if shared.is_leaving() {
+            return response;
+        }
         shared.opened(&opened, subject.clone());
         let mut pipe = redis::pipe();
         shared.write_place(&mut pipe, &opened, subject.as_deref(), shared.session_ttl);

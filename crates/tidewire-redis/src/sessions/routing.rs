@@ -16,6 +16,17 @@ use crate::{Redis, RedisError};
 
 /// How often a replica says it is alive.
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// Deletes each of `KEYS` (session places) whose owner is `ARGV[1]` (this replica): a place
+/// another replica took over since is left alone. Returns how many went.
+const GIVE_UP: &str = "local n = 0 \
+    for _, key in ipairs(KEYS) do \
+        if redis.call('HGET', key, 'owner') == ARGV[1] then \
+            n = n + redis.call('DEL', key) \
+        end \
+    end \
+    return n";
+/// Places given up in one script call.
+const GIVE_UP_AT_ONCE: usize = 512;
 /// How often a replica writes the places of its sessions again (so they are back within this
 /// long after Redis restarts, and kept while the sessions are used).
 const KEEP_EVERY: Duration = Duration::from_secs(5);
@@ -151,6 +162,8 @@ impl SessionRouting {
             admission: OnceLock::new(),
             places: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
+            heart: Mutex::new(Vec::new()),
+            leaving: std::sync::atomic::AtomicBool::new(false),
         });
         let inbox = shared.inbox();
         let (tx, mut forwarded) = pieces(RELAY_QUEUE, INBOX_BYTES);
@@ -268,14 +281,70 @@ impl SessionRouting {
             .tasks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend([
-                reader.abort_handle(),
-                server.abort_handle(),
-                heart.abort_handle(),
-                keeper.abort_handle(),
-            ]);
+            .extend([reader.abort_handle(), server.abort_handle()]);
+        shared
+            .heart
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([heart.abort_handle(), keeper.abort_handle()]);
         // Alive from the start (the claim above), not a heartbeat later.
         Ok(Self { shared })
+    }
+
+    /// Gives up this replica's sessions, for a drain: their places leave Redis (those that
+    /// still name this replica), so a request for one that reaches another replica is answered
+    /// 404 at once and its client starts a new session there, instead of being forwarded here
+    /// until this replica's heartbeat runs out. This replica writes no place from now on; its
+    /// heartbeat goes on, so what it still serves or relays is followed until
+    /// [`stop`](Self::stop). Returns how many places were given up.
+    pub async fn leave(&self) -> usize {
+        let shared = &self.shared;
+        shared
+            .leaving
+            .store(true, std::sync::atomic::Ordering::Release);
+        let ids: Vec<String> = shared.places().drain().map(|(id, _)| id).collect();
+        let mut given_up = 0;
+        let script = redis::Script::new(GIVE_UP);
+        for chunk in ids.chunks(GIVE_UP_AT_ONCE) {
+            let mut invocation = script.prepare_invoke();
+            for id in chunk {
+                invocation.key(shared.session_key(id));
+            }
+            invocation.arg(&shared.node);
+            match invocation
+                .invoke_async::<usize>(&mut shared.redis.connection())
+                .await
+            {
+                Ok(removed) => given_up += removed,
+                Err(error) => {
+                    tracing::warn!(%error, "this replica's sessions' places could not be given up");
+                }
+            }
+        }
+        tracing::info!(given_up, "this replica gave up its sessions' places");
+        given_up
+    }
+
+    /// Stops this replica's heartbeat and says it is gone, so the streams it relayed are
+    /// replayed through another replica at once: the last step of a drain, when it serves
+    /// nothing any more.
+    pub async fn stop(&self) {
+        let shared = &self.shared;
+        for task in shared
+            .heart
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            task.abort();
+        }
+        let gone: Result<(), _> = redis::cmd("DEL")
+            .arg(shared.alive_key(&shared.node))
+            .query_async(&mut shared.redis.connection())
+            .await;
+        if let Err(error) = gone {
+            tracing::warn!(%error, "cannot tell Redis this replica is gone");
+        }
     }
 
     /// `router` (the Streamable HTTP endpoint, and the legacy HTTP+SSE one merged into it) with

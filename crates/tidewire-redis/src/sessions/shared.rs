@@ -54,18 +54,26 @@ pub(super) struct Shared {
     pub(super) places: Mutex<HashMap<String, Place>>,
     /// The background tasks, stopped when the last handle goes.
     pub(super) tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// The heartbeat and the keeper of places, stopped early by `SessionRouting::stop`.
+    pub(super) heart: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// Set by `SessionRouting::leave`: this replica writes no place any more.
+    pub(super) leaving: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        for task in self
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
-            task.abort();
+        for tasks in [&self.tasks, &self.heart] {
+            for task in tasks.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+                task.abort();
+            }
         }
+    }
+}
+
+impl Shared {
+    /// True once this replica gives up its sessions (`SessionRouting::leave`).
+    pub(super) fn is_leaving(&self) -> bool {
+        self.leaving.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
