@@ -54,6 +54,20 @@ impl Drop for TempDir {
 /// HAProxy round robin over `backends` (`http://127.0.0.1:PORT/mcp` each), every request
 /// balanced on its own (the server side closes after each response), streams passed through.
 async fn balancer(program: &std::path::Path, backends: &[&HttpServer]) -> Balancer {
+    let addresses: Vec<String> = backends
+        .iter()
+        .map(|b| b.base().trim_start_matches("http://").to_owned())
+        .collect();
+    balancer_for(program, &addresses, "").await
+}
+
+/// HAProxy as [`balancer`], over the backends at `addresses` (`127.0.0.1:PORT`), each server
+/// line ending with `server_options` (say, `check` for health checks).
+async fn balancer_for(
+    program: &std::path::Path,
+    addresses: &[String],
+    server_options: &str,
+) -> Balancer {
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("tidewire-haproxy-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -64,9 +78,17 @@ async fn balancer(program: &std::path::Path, backends: &[&HttpServer]) -> Balanc
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
          backend replicas\n  balance roundrobin\n"
     );
-    for (i, backend) in backends.iter().enumerate() {
-        let address = backend.base().trim_start_matches("http://");
-        config.push_str(&format!("  server r{i} {address}\n"));
+    if server_options.contains("check") {
+        // A replica is out of the pool while /readyz is not 200 (it drains, or is down): one
+        // failed check takes it out, one passed check puts it back. A request that cannot
+        // connect (the replica just exited) is sent to another.
+        config.push_str(
+            "  option httpchk GET /readyz\n  http-check expect status 200\n  \
+             default-server inter 100ms fall 1 rise 1\n  retries 3\n  option redispatch\n",
+        );
+    }
+    for (i, address) in addresses.iter().enumerate() {
+        config.push_str(&format!("  server r{i} {address} {server_options}\n"));
     }
     let file = dir.join("haproxy.cfg");
     std::fs::write(&file, config).expect("config");
@@ -1256,6 +1278,7 @@ async fn a_forwarded_request_passes_the_same_checks_first() {
 async fn replica_watched(
     redis: &RedisServer,
     name: &str,
+    bind: &str,
 ) -> (
     tokio::process::Child,
     String,
@@ -1264,15 +1287,7 @@ async fn replica_watched(
     use tokio::io::AsyncBufReadExt as _;
     let url = redis.url();
     let mut child = tokio::process::Command::new(support::BIN)
-        .args([
-            "serve",
-            "--bind",
-            "127.0.0.1:0",
-            "--redis",
-            &url,
-            "--node-id",
-            name,
-        ])
+        .args(["serve", "--bind", bind, "--redis", &url, "--node-id", name])
         .args(["--drain-timeout", "10"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -1296,7 +1311,7 @@ async fn a_draining_replica_gives_up_its_sessions_so_another_answers_them_404_at
         return;
     };
     tokio::time::timeout(Duration::from_secs(120), async {
-        let (mut a, on_a, mut a_says) = replica_watched(&redis, "drain-a").await;
+        let (mut a, on_a, mut a_says) = replica_watched(&redis, "drain-a", "127.0.0.1:0").await;
         let b = replica(&redis, "drain-b");
         let http = support::http_client();
         let initialize = raw::initialize_request();
@@ -1381,6 +1396,158 @@ async fn a_draining_replica_gives_up_its_sessions_so_another_answers_them_404_at
             .expect("A exits within its drain timeout")
             .expect("wait");
         assert!(status.success(), "{status}");
+    })
+    .await
+    .expect("the test ends in time");
+}
+
+/// Sends `child` SIGTERM and waits for it to exit, within its drain timeout; its exit status.
+async fn terminate(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+    let pid = child.id().expect("running");
+    let signalled = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await
+        .expect("kill");
+    assert!(signalled.success());
+    tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("exits within its drain timeout")
+        .expect("wait")
+}
+
+/// Waits until `base`'s `/readyz` answers 200.
+async fn until_ready(http: &reqwest::Client, base: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(answer) = http.get(format!("{base}/readyz")).send().await
+            && answer.status() == 200
+        {
+            return;
+        }
+        assert!(
+            started.elapsed() < support::LIMIT,
+            "{base} not ready in time"
+        );
+        // Nothing announces readiness but the endpoint itself; poll it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    made: std::sync::atomic::AtomicUsize,
+    completed: std::sync::atomic::AtomicUsize,
+    failed: std::sync::atomic::AtomicUsize,
+    progress: std::sync::atomic::AtomicUsize,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_behind_a_checking_balancer_loses_no_call() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let Some(haproxy) = std::env::var_os("TIDEWIRE_HAPROXY").filter(|v| !v.is_empty()) else {
+        skip("TIDEWIRE_HAPROXY is not set (see .ci/run)");
+        return;
+    };
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let addresses: Vec<String> = (0..2)
+            .map(|_| format!("127.0.0.1:{}", free_port()))
+            .collect();
+        let mut replicas = Vec::new();
+        for (i, address) in addresses.iter().enumerate() {
+            let (child, _, says) = replica_watched(&redis, &format!("roll-{i}"), address).await;
+            tokio::spawn(async move {
+                let mut says = says;
+                while let Ok(Some(_)) = says.next_line().await {}
+            });
+            replicas.push(child);
+        }
+        let front = balancer_for(std::path::Path::new(&haproxy), &addresses, "check").await;
+        let http = support::http_client();
+
+        // Four clients on the stateless revision, each calling a crawl with progress
+        // (4 URLs × 100 ms) through the balancer, one call after another, until told to stop.
+        let tally = Arc::new(Tally::default());
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut clients = Vec::new();
+        for _ in 0..4 {
+            let client = modern(&front.url).await;
+            let (tally, stopping) = (tally.clone(), stopping.clone());
+            clients.push(tokio::spawn(async move {
+                let urls: Vec<String> = (1..=4)
+                    .map(|i| format!("https://example.com/{i}"))
+                    .collect();
+                while !stopping.load(Relaxed) {
+                    tally.made.fetch_add(1, Relaxed);
+                    let counted = tally.clone();
+                    let call = client
+                        .call_tool("crawl", json!({ "urls": urls, "delay_ms": 100 }))
+                        .on_progress(move |_| {
+                            counted.progress.fetch_add(1, Relaxed);
+                        })
+                        .await;
+                    match call {
+                        Ok(result)
+                            if result.content.first().and_then(|c| c.as_text())
+                                == Some("Crawled 4 URLs") =>
+                        {
+                            tally.completed.fetch_add(1, Relaxed);
+                        }
+                        other => {
+                            eprintln!("a call failed: {other:?}");
+                            tally.failed.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            }));
+        }
+        // Restart each replica in turn, while the clients call: SIGTERM, its exit, start it
+        // again on the same address and name, and wait until it is ready.
+        for (i, address) in addresses.iter().enumerate() {
+            let before = tally.completed.load(Relaxed);
+            while tally.completed.load(Relaxed) < before + 4 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let status = terminate(&mut replicas[i]).await;
+            assert!(
+                status.success(),
+                "replica {i} exits 0 after its drain: {status}"
+            );
+            let (child, _, says) = replica_watched(&redis, &format!("roll-{i}"), address).await;
+            tokio::spawn(async move {
+                let mut says = says;
+                while let Ok(Some(_)) = says.next_line().await {}
+            });
+            replicas[i] = child;
+            until_ready(&http, &format!("http://{address}")).await;
+        }
+        let before = tally.completed.load(Relaxed);
+        while tally.completed.load(Relaxed) < before + 4 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stopping.store(true, Relaxed);
+        for client in clients {
+            tokio::time::timeout(support::LIMIT, client)
+                .await
+                .expect("the clients stop")
+                .expect("ran");
+        }
+        let (made, completed, failed, progress) = (
+            tally.made.load(Relaxed),
+            tally.completed.load(Relaxed),
+            tally.failed.load(Relaxed),
+            tally.progress.load(Relaxed),
+        );
+        println!(
+            "rolling restart of 2 replicas: {made} calls made, {completed} completed, \
+             {failed} failed, {progress} progress notifications"
+        );
+        assert_eq!(failed, 0, "no call failed");
+        assert_eq!(completed, made, "every call completed");
+        assert!(progress >= completed * 4, "every call had its progress");
     })
     .await
     .expect("the test ends in time");
