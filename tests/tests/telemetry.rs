@@ -1,8 +1,9 @@
 //! The server's and the client's spans (feature `otel` of both), exported in-process: a request
 //! whose caller wrote `_meta.traceparent` with trace id T yields a client span, child of it,
-//! and a server span with trace id T, the client's span as its parent, named and attributed as OpenTelemetry's MCP conventions say —
-//! on Streamable HTTP in both eras, legacy HTTP+SSE, WebSocket in both eras and in memory. An
-//! error sets the span's status and `error.type`. (Over stdio, the server is another process:
+//! and a server span with trace id T, the client's span as its parent, named and attributed as
+//! OpenTelemetry's MCP conventions say — on Streamable HTTP in both eras, legacy HTTP+SSE,
+//! WebSocket in both eras and in memory. An error sets the span's status and `error.type`;
+//! progress reports are events of the span. (Over stdio, the server is another process:
 //! `crates/tidewire-cli/tests/telemetry.rs` exports its spans over OTLP.)
 //!
 //! One test in its own binary: the `tracing` subscriber it installs is the process's.
@@ -154,6 +155,29 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
             "{name}"
         );
         assert_eq!(served.parent_span_id, sent.span_context.span_id(), "{name}");
+
+        // Progress reports are events of the server's span.
+        let before = exporter.get_finished_spans().expect("spans").len();
+        timeout(
+            LIMIT,
+            h.client
+                .call_tool("crawl", json!({"urls": ["a", "b", "c"], "delay_ms": 1}))
+                .on_progress(|_| {}),
+        )
+        .await
+        .expect("in time")
+        .expect("answered");
+        let spans = exporter.get_finished_spans().expect("spans");
+        let crawl = spans[before..]
+            .iter()
+            .find(|s| s.name == "tools/call crawl" && s.span_kind == SpanKind::Server)
+            .unwrap_or_else(|| panic!("{name}: no server span of the crawl"));
+        let reports = crawl
+            .events
+            .iter()
+            .filter(|e| e.name == "notifications/progress")
+            .count();
+        assert_eq!(reports, 3, "{name}: {:?}", crawl.events);
         println!("{name}: the server's spans continue the trace {trace}");
     }
 }

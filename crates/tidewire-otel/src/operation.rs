@@ -244,6 +244,10 @@ impl Operation {
             Outcome::Cancelled => Some("cancelled".to_owned()),
             Outcome::Failed(kind) => Some(kind.to_owned()),
         };
+        if outcome == Outcome::Cancelled {
+            let _entered = self.span.enter();
+            tracing::info!(target: "tidewire_otel", "notifications/cancelled");
+        }
         if let Some(error_type) = &error_type {
             self.span.record(sc::ERROR_TYPE, error_type.as_str());
             self.span.record("otel.status_code", "error");

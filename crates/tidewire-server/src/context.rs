@@ -240,6 +240,14 @@ impl Context {
         total: Option<f64>,
         message: Option<String>,
     ) -> Result<(), ProgressError> {
+        // An event of the request's span (feature `otel`), as the report leaves.
+        #[cfg(feature = "otel")]
+        tracing::info!(
+            target: "tidewire_otel",
+            progress,
+            total,
+            "notifications/progress"
+        );
         if let (Some(task), Some(live)) = (&self.task, self.running_task()) {
             return task
                 .tasks
