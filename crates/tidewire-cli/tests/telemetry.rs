@@ -3,7 +3,8 @@
 //!   T (in both eras) reaches an OTLP/HTTP receiver in the test as a server span of trace T,
 //!   named `tools/call echo`;
 //! - `--metrics-bind`: `/metrics` holds `mcp_server_operation_duration_seconds` by
-//!   `mcp_method_name`, and the in-flight and session gauges; Debian's Prometheus
+//!   `mcp_method_name`, `mcp_server_session_duration_seconds` once a session ended, and the
+//!   in-flight and session gauges; Debian's Prometheus
 //!   (`TIDEWIRE_PROMETHEUS`) scrapes it and answers a query for the series.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -196,7 +197,45 @@ async fn metrics_are_served_for_prometheus_and_scraped() {
         assert_eq!(answer.status(), 200);
         drop(answer.text().await);
 
-        let exposition = text(&http, &metrics).await;
+        // A session that begins and ends (DELETE): its duration.
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "metrics-test", "version": "1"}}});
+        let opened = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string())
+            .send()
+            .await
+            .expect("initialize");
+        let session = opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        drop(opened.text().await);
+        let deleted = http
+            .delete(&url)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .expect("delete");
+        assert_eq!(deleted.status(), 200);
+        // The session's engine stops a moment after the DELETE is answered.
+        let started = Instant::now();
+        let exposition = loop {
+            let exposition = text(&http, &metrics).await;
+            if exposition.contains("mcp_server_session_duration_seconds_count") {
+                break exposition;
+            }
+            assert!(
+                started.elapsed() < LIMIT,
+                "no session duration in:\n{exposition}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(exposition.contains("mcp_protocol_version=\"2025-11-25\""));
         for expected in [
             "mcp_server_operation_duration_seconds_bucket{",
             "mcp_method_name=\"tools/call\"",

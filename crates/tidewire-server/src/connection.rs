@@ -34,6 +34,34 @@ pub(crate) struct Connection {
     eras: Eras,
     /// It carried a stateless request.
     served_stateless: AtomicBool,
+    /// When it was made, for `mcp.server.session.duration` (feature `otel`).
+    #[cfg(feature = "otel")]
+    opened: std::time::Instant,
+}
+
+/// A session (a connection that ran `initialize`) ends: its duration, with its revision, in
+/// `mcp.server.session.duration`.
+#[cfg(feature = "otel")]
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let initialized = self
+            .client
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
+        if !initialized {
+            return;
+        }
+        let mut attributes = Vec::new();
+        if let Some(version) = self.peer.get().and_then(Peer::protocol_version) {
+            attributes.push(opentelemetry::KeyValue::new(
+                tidewire_otel::semconv::MCP_PROTOCOL_VERSION,
+                version.as_str(),
+            ));
+        }
+        tidewire_otel::metrics::server_session_duration()
+            .record(self.opened.elapsed().as_secs_f64(), &attributes);
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -63,6 +91,8 @@ impl Connection {
             owed: Arc::default(),
             eras,
             served_stateless: AtomicBool::new(false),
+            #[cfg(feature = "otel")]
+            opened: std::time::Instant::now(),
         }
     }
 
