@@ -28,16 +28,26 @@ fn text(span: &SpanData, key: &str) -> Option<String> {
     attribute(span, key).map(|v| v.as_str().into_owned())
 }
 
+/// The exporter every span of this test binary goes to (the subscriber, installed once, is the
+/// process's); each test picks its own spans out by their trace ids.
+fn exporter() -> &'static InMemorySpanExporter {
+    static EXPORTER: std::sync::OnceLock<InMemorySpanExporter> = std::sync::OnceLock::new();
+    EXPORTER.get_or_init(|| {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("telemetry-test")));
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+        tidewire_otel::propagation::install();
+        exporter
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transport() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("telemetry-test")));
-    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
-    tidewire_otel::propagation::install();
+    let exporter = exporter();
 
     let transports = [
         TransportUnderTest::Memory,
@@ -180,4 +190,46 @@ async fn a_traceparent_in_meta_is_the_parent_of_the_servers_span_on_every_transp
         assert_eq!(reports, 3, "{name}: {:?}", crawl.events);
         println!("{name}: the server's spans continue the trace {trace}");
     }
+}
+
+/// A tidewire client's trace reaches a handler of the official Python SDK's server: the
+/// `trace_id` tool of `tests/py/otel_peer.py` answers the trace id its handler runs in (the SDK
+/// extracts the context from `_meta`), which is the client span's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tidewire_clients_trace_reaches_a_python_servers_handler() {
+    let exporter = exporter();
+    let Some(peers) = tidewire_tests::external::python_peers() else {
+        return;
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/py/otel_peer.py");
+    let child = tidewire_stdio::client::StdioClient::command(&peers.python)
+        .args([script, "server"])
+        .stderr(tidewire_stdio::client::StderrMode::Inherit)
+        .spawn()
+        .expect("spawn the Python server");
+    let client = timeout(
+        LIMIT,
+        tidewire_client::Client::builder(tidewire_core::schema::Implementation::new(
+            "otel-interop",
+            "1",
+        ))
+        .era(tidewire_client::Era::Legacy)
+        .connect(child),
+    )
+    .await
+    .expect("in time")
+    .expect("connected");
+    let answer = timeout(LIMIT, client.call_tool("trace_id", json!({})))
+        .await
+        .expect("in time")
+        .expect("answered");
+    let seen = answer.content[0].as_text().expect("text").to_owned();
+    let spans = exporter.get_finished_spans().expect("spans");
+    let sent = spans
+        .iter()
+        .find(|s| s.name == "tools/call trace_id" && s.span_kind == SpanKind::Client)
+        .unwrap_or_else(|| panic!("no client span in {spans:#?}"));
+    assert_eq!(seen, sent.span_context.trace_id().to_string());
+    assert_ne!(seen, "0".repeat(32), "the handler ran in a trace");
+    println!("the Python server's handler ran in trace {seen}, the tidewire client's");
 }

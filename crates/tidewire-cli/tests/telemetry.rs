@@ -5,7 +5,9 @@
 //! - `--metrics-bind`: `/metrics` holds `mcp_server_operation_duration_seconds` by
 //!   `mcp_method_name`, `mcp_server_session_duration_seconds` once a session ended, and the
 //!   in-flight and session gauges; Debian's Prometheus
-//!   (`TIDEWIRE_PROMETHEUS`) scrapes it and answers a query for the series.
+//!   (`TIDEWIRE_PROMETHEUS`) scrapes it and answers a query for the series;
+//! - interop: a trace started in the official Python SDK's client (`tests/py/otel_peer.py`)
+//!   continues in the server's span.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -307,6 +309,63 @@ async fn metrics_are_served_for_prometheus_and_scraped() {
         let _ = scraper.kill().await;
         let _ = child.kill().await;
         let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await
+    .expect("the test ends in time");
+}
+
+/// A trace started in the official Python SDK's client continues in tidewire's server span:
+/// `tests/py/otel_peer.py client` calls `echo` over stdio inside a parent span context (the SDK
+/// writes it into `_meta`), and the server's span reaches the OTLP receiver as its child.
+#[tokio::test]
+async fn a_trace_started_in_the_python_sdks_client_continues_in_the_servers_span() {
+    let Some(peers) = tidewire_tests::external::python_peers() else {
+        return;
+    };
+    timeout(Duration::from_secs(120), async {
+        let (endpoint, traces) = receiver().await;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/py/otel_peer.py");
+        let (trace, parent) = ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174");
+        let output = timeout(
+            LIMIT,
+            Command::new(&peers.python)
+                .args([
+                    script, "client", trace, parent, "--", BIN, "serve", "--stdio",
+                ])
+                .args(["--otlp-endpoint", &endpoint])
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the Python client ends in time")
+        .expect("run the Python client");
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && said.contains("traced from Python"),
+            "{}\n{said}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // The server exported its spans as it exited, when the client closed its stdin.
+        let started = Instant::now();
+        let span = loop {
+            let exported = spans(&traces.lock().unwrap());
+            if let Some(span) = exported
+                .iter()
+                .find(|s| s["traceId"] == trace && s["name"] == "tools/call echo")
+            {
+                break span.clone();
+            }
+            assert!(
+                started.elapsed() < LIMIT,
+                "no span of trace {trace} in {exported:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        // The SDK's own span is non-recording with only the OpenTelemetry API installed: it
+        // carries its parent's context, so the server's parent is the span the test set.
+        assert_eq!(span["parentSpanId"], parent, "{span}");
     })
     .await
     .expect("the test ends in time");
