@@ -136,6 +136,9 @@ pub(crate) fn serve(
                 }),
             );
         }
+        if telemetry.is_some() {
+            app = crate::telemetry::count_refusals(app);
+        }
         // Outside the authentication layer: a load balancer probes without a token.
         app = app.merge(health(server.lifecycle().clone()));
         // The first stdout line is the URL (scripts and tests read it); a closed stdout is not

@@ -163,3 +163,32 @@ pub(crate) fn serve_metrics(
         }
     });
 }
+
+/// `app`, counting every answer it refuses (status 400 and above) in `tidewire.http.refusals`
+/// by `http.response.status_code`: 503 (draining, a full table, no room), 413, 429, 408,
+/// 401/403 (the authentication layer, when `app` holds it), 404 (an unknown session), 400.
+pub(crate) fn count_refusals(app: axum::Router) -> axum::Router {
+    let refusals = opentelemetry::global::meter("tidewire")
+        .u64_counter("tidewire.http.refusals")
+        .with_description("HTTP requests refused, by status")
+        .with_unit("{request}")
+        .build();
+    app.layer(axum::middleware::map_response(
+        move |response: axum::response::Response| {
+            let refusals = refusals.clone();
+            async move {
+                let status = response.status().as_u16();
+                if status >= 400 {
+                    refusals.add(
+                        1,
+                        &[opentelemetry::KeyValue::new(
+                            "http.response.status_code",
+                            i64::from(status),
+                        )],
+                    );
+                }
+                response
+            }
+        },
+    ))
+}

@@ -238,6 +238,23 @@ async fn metrics_are_served_for_prometheus_and_scraped() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         assert!(exposition.contains("mcp_protocol_version=\"2025-11-25\""));
+        // A refused request (no session id on a session-era call): counted by its status.
+        let refused = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string())
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(refused.status(), 400);
+        drop(refused.text().await);
+        let exposition = text(&http, &metrics).await;
+        assert!(
+            exposition.contains("tidewire_http_refusals_total{http_response_status_code=\"400\""),
+            "{exposition}"
+        );
         for expected in [
             "mcp_server_operation_duration_seconds_bucket{",
             "mcp_method_name=\"tools/call\"",
