@@ -49,6 +49,8 @@ mod tasks;
 pub use bus::RedisBus;
 pub use events::RedisEventStore;
 pub use keys::shared_key_ring;
+#[doc(hidden)]
+pub use sessions::fuzz_forwarded as __fuzz_forwarded;
 pub use sessions::{RoutingLimits, SessionRouting};
 pub use tasks::RedisTaskStore;
 

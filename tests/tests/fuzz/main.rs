@@ -17,7 +17,11 @@
 //!   case count: each case opens two connections;
 //! - `peer_documents`: `WWW-Authenticate` challenges (any text; what tidewire writes reads
 //!   back), protected-resource metadata, `SKILL.md` frontmatter, and the duplicate-member check
-//!   (refused exactly when an object names a member twice, else read as serde_json reads it).
+//!   (refused exactly when an object names a member twice, else read as serde_json reads it);
+//! - `replica_documents`: the envelope replicas forward through Redis (read as an owner reads
+//!   its inbox: a request it rebuilds never carries credentials; and as a relay reads a piece),
+//!   authorization-server metadata (accepted only with `https` or loopback `http` endpoints),
+//!   and trace context in `_meta` (any `traceparent`, never a panic).
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -116,6 +120,7 @@ mod generators;
 mod http_server;
 mod legacy_sse;
 mod peer_documents;
+mod replica_documents;
 mod sse;
 mod uri_template;
 mod websocket;

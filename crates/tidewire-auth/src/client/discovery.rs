@@ -150,6 +150,18 @@ impl ServerMetadata {
     }
 }
 
+/// For the fuzz target of authorization-server metadata, not a stable API: reads `bytes` as the
+/// client reads such a document (a peer's) and applies its endpoint rule; the endpoints it would
+/// use (authorization, token, registration), when it accepts the document.
+#[doc(hidden)]
+pub fn fuzz_server_metadata(bytes: &[u8]) -> Option<Vec<String>> {
+    let metadata: ServerMetadata = serde_json::from_slice(bytes).ok()?;
+    metadata.check_endpoints().ok()?;
+    let mut endpoints = vec![metadata.authorization_endpoint, metadata.token_endpoint];
+    endpoints.extend(metadata.registration_endpoint);
+    Some(endpoints)
+}
+
 /// Whether the resource identifier `resource` names the endpoint `url`: the same origin, and a
 /// path that is the endpoint's or a parent of it on a segment boundary.
 pub(crate) fn names(resource: &str, url: &str) -> bool {

@@ -51,6 +51,8 @@ mod token;
 
 #[cfg(feature = "jwt")]
 pub use assertion::ClientKey;
+#[doc(hidden)]
+pub use discovery::fuzz_server_metadata as __fuzz_server_metadata;
 pub use error::AuthError;
 pub use flow::{FrontChannel, HeadlessRedirect};
 pub use grants::{GrantFlow, IdentityProvider, WorkloadAssertion};

@@ -420,6 +420,17 @@ fn text_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
+/// For the fuzz target of the envelope replicas forward through Redis, not a stable API: reads
+/// `payload` as an owner reads its inbox and rebuilds the request it describes, as it would
+/// serve it (`None` when it would refuse it); and reads it as a relay reads a piece of an answer
+/// (`true` when it is one).
+#[doc(hidden)]
+pub fn fuzz_forwarded(payload: &[u8]) -> (Option<Request>, bool) {
+    let request = Forwarded::parse(payload).and_then(rebuild);
+    let piece = serde_json::from_slice::<Piece>(payload).is_ok();
+    (request, piece)
+}
+
 fn rebuild(forwarded: Forwarded) -> Option<Request> {
     let body = STANDARD.decode(forwarded.body).ok()?;
     let mut request = Request::builder()

@@ -29,4 +29,6 @@ mod route;
 mod routing;
 mod shared;
 
+#[doc(hidden)]
+pub use forward::fuzz_forwarded;
 pub use routing::{RoutingLimits, SessionRouting};
