@@ -58,14 +58,9 @@ pub(crate) fn serve(
     let ws_config = WsConfig::default()
         .max_message_size(args.max_message_size)
         .max_sessions(args.max_sessions);
-    let metrics_listener = match args
-        .metrics_bind
-        .as_deref()
-        .map(crate::telemetry::bind_metrics)
-    {
-        None => None,
-        Some(Ok(listener)) => Some(listener),
-        Some(Err(message)) => {
+    let metrics_listener = match crate::telemetry::metrics_listener(args) {
+        Ok(listener) => listener,
+        Err(message) => {
             eprintln!("tidewire serve: {message}");
             return ExitCode::FAILURE;
         }

@@ -126,14 +126,9 @@ fn serve_stdio(args: &ServeArgs, telemetry: Option<&tidewire_otel::Telemetry>) -
             return ExitCode::FAILURE;
         }
     };
-    let metrics_listener = match args
-        .metrics_bind
-        .as_deref()
-        .map(crate::telemetry::bind_metrics)
-    {
-        None => None,
-        Some(Ok(listener)) => Some(listener),
-        Some(Err(message)) => {
+    let metrics_listener = match crate::telemetry::metrics_listener(args) {
+        Ok(listener) => listener,
+        Err(message) => {
             eprintln!("tidewire serve: {message}");
             return ExitCode::FAILURE;
         }

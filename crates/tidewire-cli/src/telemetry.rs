@@ -55,42 +55,60 @@ pub(crate) fn init(args: &ServeArgs) -> Result<Option<Telemetry>, String> {
     Ok(telemetry)
 }
 
+/// A gauge: its name, description and unit, and how to read it.
+type Gauge = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Box<dyn Fn() -> u64 + Send + Sync>,
+);
+
+fn register(gauges: Vec<Gauge>) {
+    for (name, description, unit, read) in gauges {
+        gauge(name, description, unit, read);
+    }
+}
+
 /// Reports what `server` holds as gauges and counters (read at every collection).
 pub(crate) fn observe(server: &Server) {
-    let lifecycle = server.lifecycle().clone();
-    gauge(
-        "tidewire.server.requests.in_flight",
-        "Requests being served now",
-        "{request}",
-        move || lifecycle.in_flight() as u64,
+    let (s1, s2, s3, s4) = (
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
     );
-    let held = server.clone();
-    gauge(
-        "tidewire.server.connections",
-        "Live connections (session-era sessions and connection transports)",
-        "{connection}",
-        move || held.connection_count() as u64,
-    );
-    let held = server.clone();
-    gauge(
-        "tidewire.server.listeners",
-        "Open subscriptions/listen streams",
-        "{stream}",
-        move || held.listener_count() as u64,
-    );
+    register(vec![
+        (
+            "tidewire.server.requests.in_flight",
+            "Requests being served now",
+            "{request}",
+            Box::new(move || s1.lifecycle().in_flight() as u64),
+        ),
+        (
+            "tidewire.server.connections",
+            "Live connections (session-era sessions and connection transports)",
+            "{connection}",
+            Box::new(move || s2.connection_count() as u64),
+        ),
+        (
+            "tidewire.server.listeners",
+            "Open subscriptions/listen streams",
+            "{stream}",
+            Box::new(move || s3.listener_count() as u64),
+        ),
+        (
+            "tidewire.server.draining",
+            "1 while the server drains, else 0",
+            "1",
+            Box::new(move || u64::from(s4.lifecycle().is_draining())),
+        ),
+    ]);
     let held = server.clone();
     counter(
         "tidewire.server.notifications.dropped",
         "Broadcast notifications that found a client's outbound queue full",
         "{notification}",
         move || held.dropped_notifications(),
-    );
-    let held = server.clone();
-    gauge(
-        "tidewire.server.draining",
-        "1 while the server drains, else 0",
-        "1",
-        move || u64::from(held.lifecycle().is_draining()),
     );
 }
 
@@ -100,39 +118,42 @@ pub(crate) fn observe_transports(
     sse: &tidewire_sse::server::LegacySse,
     ws: &tidewire_ws::server::WebSocketServer,
 ) {
-    let held = mcp.clone();
-    gauge(
-        "tidewire.http.sessions",
-        "Streamable HTTP sessions open",
-        "{session}",
-        move || held.session_count() as u64,
-    );
-    let held = mcp.clone();
-    gauge(
-        "tidewire.http.body_bytes_reading",
-        "Bytes of POST bodies being read now (as the body budget counts them)",
-        "By",
-        move || held.body_bytes_reading() as u64,
-    );
-    let held = sse.clone();
-    gauge(
-        "tidewire.sse.sessions",
-        "Legacy HTTP+SSE sessions (streams) open",
-        "{session}",
-        move || held.session_count() as u64,
-    );
-    let held = ws.clone();
-    gauge(
-        "tidewire.ws.connections",
-        "WebSocket connections open",
-        "{connection}",
-        move || held.connection_count() as u64,
-    );
+    let (m1, m2, sse, ws) = (mcp.clone(), mcp.clone(), sse.clone(), ws.clone());
+    register(vec![
+        (
+            "tidewire.http.sessions",
+            "Streamable HTTP sessions open",
+            "{session}",
+            Box::new(move || m1.session_count() as u64),
+        ),
+        (
+            "tidewire.http.body_bytes_reading",
+            "Bytes of POST bodies being read now (as the body budget counts them)",
+            "By",
+            Box::new(move || m2.body_bytes_reading() as u64),
+        ),
+        (
+            "tidewire.sse.sessions",
+            "Legacy HTTP+SSE sessions (streams) open",
+            "{session}",
+            Box::new(move || sse.session_count() as u64),
+        ),
+        (
+            "tidewire.ws.connections",
+            "WebSocket connections open",
+            "{connection}",
+            Box::new(move || ws.connection_count() as u64),
+        ),
+    ]);
 }
 
-/// Binds the metrics' own listener at `address` (before the runtime starts, so a bad address
-/// stops the program before it serves anything).
-pub(crate) fn bind_metrics(address: &str) -> Result<std::net::TcpListener, String> {
+/// The metrics' own listener, when `--metrics-bind` asks for one, bound before the runtime
+/// starts (so a bad address stops the program before it serves anything).
+pub(crate) fn metrics_listener(args: &ServeArgs) -> Result<Option<std::net::TcpListener>, String> {
+    args.metrics_bind.as_deref().map(bind_metrics).transpose()
+}
+
+fn bind_metrics(address: &str) -> Result<std::net::TcpListener, String> {
     let listener = std::net::TcpListener::bind(address)
         .map_err(|e| format!("cannot listen on {address} for the metrics: {e}"))?;
     listener

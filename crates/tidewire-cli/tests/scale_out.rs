@@ -177,6 +177,16 @@ async fn sessions_known(redis: &RedisServer) -> usize {
     keys.len()
 }
 
+/// A `redis-server` started and the HAProxy program, or `None` after saying why the test skips.
+fn redis_and_haproxy() -> Option<(RedisServer, std::ffi::OsString)> {
+    let redis = RedisServer::start()?;
+    let Some(haproxy) = std::env::var_os("TIDEWIRE_HAPROXY").filter(|v| !v.is_empty()) else {
+        skip("TIDEWIRE_HAPROXY is not set (see .ci/run)");
+        return None;
+    };
+    Some((redis, haproxy))
+}
+
 fn replica(redis: &RedisServer, name: &str) -> HttpServer {
     replica_with(redis, name, &[])
 }
@@ -191,11 +201,7 @@ fn replica_with(redis: &RedisServer, name: &str, extra: &[&str]) -> HttpServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let Some(haproxy) = std::env::var_os("TIDEWIRE_HAPROXY").filter(|v| !v.is_empty()) else {
-        skip("TIDEWIRE_HAPROXY is not set (see .ci/run)");
+    let Some((redis, haproxy)) = redis_and_haproxy() else {
         return;
     };
     tokio::time::timeout(support::LIMIT * 2, async {
@@ -1354,13 +1360,7 @@ async fn a_draining_replica_gives_up_its_sessions_so_another_answers_them_404_at
             }
         });
         // Its first progress need not be awaited: the drain waits for the crawl either way.
-        let pid = a.id().expect("A runs");
-        let signalled = tokio::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .await
-            .expect("kill");
-        assert!(signalled.success());
+        sigterm(&a).await;
         loop {
             let line = tokio::time::timeout(support::LIMIT, a_says.next_line())
                 .await
@@ -1401,8 +1401,8 @@ async fn a_draining_replica_gives_up_its_sessions_so_another_answers_them_404_at
     .expect("the test ends in time");
 }
 
-/// Sends `child` SIGTERM and waits for it to exit, within its drain timeout; its exit status.
-async fn terminate(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+/// Sends `child` SIGTERM.
+async fn sigterm(child: &tokio::process::Child) {
     let pid = child.id().expect("running");
     let signalled = tokio::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
@@ -1410,6 +1410,11 @@ async fn terminate(child: &mut tokio::process::Child) -> std::process::ExitStatu
         .await
         .expect("kill");
     assert!(signalled.success());
+}
+
+/// Sends `child` SIGTERM and waits for it to exit, within its drain timeout; its exit status.
+async fn terminate(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+    sigterm(child).await;
     tokio::time::timeout(Duration::from_secs(15), child.wait())
         .await
         .expect("exits within its drain timeout")
@@ -1445,11 +1450,7 @@ struct Tally {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_behind_a_checking_balancer_loses_no_call() {
     use std::sync::atomic::Ordering::Relaxed;
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let Some(haproxy) = std::env::var_os("TIDEWIRE_HAPROXY").filter(|v| !v.is_empty()) else {
-        skip("TIDEWIRE_HAPROXY is not set (see .ci/run)");
+    let Some((redis, haproxy)) = redis_and_haproxy() else {
         return;
     };
     tokio::time::timeout(Duration::from_secs(240), async {

@@ -132,46 +132,8 @@ impl Operation {
             _ => message.method.to_owned(),
         };
         let span = match side {
-            Side::Server => tracing::info_span!(
-                target: "tidewire_otel",
-                "mcp.server",
-                otel.name = name.as_str(),
-                otel.kind = "server",
-                otel.status_code = Empty,
-                otel.status_description = Empty,
-                mcp.method.name = message.method,
-                mcp.session.id = Empty,
-                mcp.protocol.version = Empty,
-                mcp.resource.uri = Empty,
-                jsonrpc.request.id = Empty,
-                gen_ai.tool.name = Empty,
-                gen_ai.prompt.name = Empty,
-                gen_ai.operation.name = Empty,
-                error.type = Empty,
-                rpc.response.status_code = Empty,
-                network.transport = Empty,
-                network.protocol.name = Empty,
-            ),
-            Side::Client => tracing::info_span!(
-                target: "tidewire_otel",
-                "mcp.client",
-                otel.name = name.as_str(),
-                otel.kind = "client",
-                otel.status_code = Empty,
-                otel.status_description = Empty,
-                mcp.method.name = message.method,
-                mcp.session.id = Empty,
-                mcp.protocol.version = Empty,
-                mcp.resource.uri = Empty,
-                jsonrpc.request.id = Empty,
-                gen_ai.tool.name = Empty,
-                gen_ai.prompt.name = Empty,
-                gen_ai.operation.name = Empty,
-                error.type = Empty,
-                rpc.response.status_code = Empty,
-                network.transport = Empty,
-                network.protocol.name = Empty,
-            ),
+            Side::Server => mcp_span!("mcp.server", "server", name, message.method),
+            Side::Client => mcp_span!("mcp.client", "client", name, message.method),
         };
         // The trace context in `_meta` is the parent, before the span is first entered: on the
         // server the sender's; on the client one its caller wrote (else the span is a child of
@@ -297,6 +259,34 @@ impl Operation {
         histogram.record(elapsed, &attributes);
     }
 }
+
+/// A span of tidewire's MCP operations, with every attribute of the conventions declared (most
+/// recorded later): `tracing` takes a span's name and fields as literals.
+macro_rules! mcp_span {
+    ($span:literal, $kind:literal, $name:expr, $method:expr) => {
+        tracing::info_span!(
+            target: "tidewire_otel",
+            $span,
+            otel.name = $name.as_str(),
+            otel.kind = $kind,
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+            mcp.method.name = $method,
+            mcp.session.id = Empty,
+            mcp.protocol.version = Empty,
+            mcp.resource.uri = Empty,
+            jsonrpc.request.id = Empty,
+            gen_ai.tool.name = Empty,
+            gen_ai.prompt.name = Empty,
+            gen_ai.operation.name = Empty,
+            error.type = Empty,
+            rpc.response.status_code = Empty,
+            network.transport = Empty,
+            network.protocol.name = Empty,
+        )
+    };
+}
+use mcp_span;
 
 /// The target of a method, as the attribute that names it: the tool, the prompt, the resource.
 fn target(method: &str, params: Option<&Value>) -> Option<(&'static str, String)> {
