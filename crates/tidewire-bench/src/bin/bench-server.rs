@@ -22,6 +22,12 @@
 //!   Without `--counts` nothing is counted and no route is added; without the feature no
 //!   allocator is installed.
 //!
+//! - `--otel` (with a build of the feature `otel`): serves with telemetry on — a `tracing`
+//!   subscriber whose OpenTelemetry layer exports every MCP span in batches to an exporter
+//!   that keeps nothing (the benchmark has no collector), and a meter provider recording the
+//!   duration histograms — to measure what telemetry costs. A build without the feature
+//!   refuses the flag.
+//!
 //! Tools: `echo({"text"})` and `progress({"n"})` (see `tidewire_bench::peers`).
 
 use std::sync::Arc;
@@ -46,6 +52,11 @@ fn main() -> anyhow::Result<()> {
     let counting = args.iter().any(|a| a == "--counts");
     // Lives as long as `main`: allocations are counted while it runs.
     let _profiler = start_counting(counting);
+    let _telemetry = if args.iter().any(|a| a == "--otel") {
+        Some(telemetry::start()?)
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -203,4 +214,67 @@ async fn serve(
     };
     axum::serve(listener, router).await?;
     Ok(())
+}
+
+/// `--otel`: telemetry on, as a production server would have it, exporting to nowhere.
+#[cfg(feature = "otel")]
+mod telemetry {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    /// Takes every batch of spans and keeps nothing.
+    #[derive(Debug)]
+    struct Discard;
+
+    impl SpanExporter for Discard {
+        fn export(
+            &self,
+            batch: Vec<SpanData>,
+        ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+            drop(batch);
+            std::future::ready(Ok(()))
+        }
+    }
+
+    /// The providers, kept for the life of the server.
+    pub(crate) struct Telemetry {
+        _tracer: SdkTracerProvider,
+        _meters: tidewire_otel::Telemetry,
+    }
+
+    pub(crate) fn start() -> anyhow::Result<Telemetry> {
+        let tracer = SdkTracerProvider::builder()
+            .with_batch_exporter(Discard)
+            .build();
+        // Metrics kept for a Prometheus scraper (none scrapes here): the histograms recorded.
+        let meters = tidewire_otel::Telemetry::builder("bench-server")
+            .prometheus()
+            .install()?;
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(tracer.tracer("bench-server"))
+            .with_filter(
+                Targets::new()
+                    .with_target("tidewire_otel", LevelFilter::INFO)
+                    .with_default(LevelFilter::OFF),
+            );
+        tracing_subscriber::registry().with(layer).try_init()?;
+        Ok(Telemetry {
+            _tracer: tracer,
+            _meters: meters,
+        })
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+mod telemetry {
+    pub(crate) struct Telemetry;
+
+    pub(crate) fn start() -> anyhow::Result<Telemetry> {
+        anyhow::bail!("--otel needs a build with the feature `otel` (see docs/performance.md)")
+    }
 }

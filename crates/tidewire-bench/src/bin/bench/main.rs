@@ -70,6 +70,8 @@ struct Options {
     counts: bool,
     /// Requests per counted cell.
     count_requests: usize,
+    /// tidewire's server serves with telemetry on (`bench-server --otel`).
+    otel: bool,
 }
 
 impl Options {
@@ -98,6 +100,7 @@ impl Options {
             haproxy: None,
             counts: false,
             count_requests: if quick { 1_000 } else { 5_000 },
+            otel: false,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -108,6 +111,7 @@ impl Options {
                 "--no-pin" => options.no_pin = true,
                 "--scale-out" => options.scale_out = true,
                 "--counts" => options.counts = true,
+                "--otel" => options.otel = true,
                 "--count-requests" => options.count_requests = value()?.parse()?,
                 "--redis-server" => options.redis_server = Some(value()?.into()),
                 "--haproxy" => options.haproxy = Some(value()?.into()),
@@ -142,7 +146,7 @@ impl Options {
                          [--only sse,json,progress,modern,shared,stdio,memory] [--sessions 1000,10000] [--no-pin] \
                          [--protocol VERSION] [--peers tidewire,rmcp,ceiling] \
                          [--scale-out [--redis-server PATH] [--haproxy PATH]] \
-                         [--counts [--count-requests N]]"
+                         [--counts [--count-requests N]] [--otel]"
                     );
                     std::process::exit(0);
                 }
@@ -582,8 +586,12 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let options = Options::parse(&args)?;
     // Pin before the runtime starts its threads, so they all inherit core 1.
-    let placement = Placement::detect(options.no_pin)?;
+    let mut placement = Placement::detect(options.no_pin)?;
     placement.check()?;
+    if options.otel {
+        // tidewire's server with telemetry on: its build must have the feature `otel`.
+        placement.tidewire_flags.push("--otel".to_owned());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -612,6 +620,7 @@ fn main() -> anyhow::Result<()> {
         "protocol_version": http::protocol_version(),
         "modern_protocol_version": http::MODERN_VERSION,
         "progress_n": PROGRESS_N,
+        "tidewire_otel": options.otel,
     });
     if options.json {
         println!(
@@ -620,8 +629,13 @@ fn main() -> anyhow::Result<()> {
         );
     } else {
         println!(
-            "{} mode, {} rounds, {:.1} s per cell, {} (load average {} before, {} after), {:.0} s\n",
+            "{} mode{}, {} rounds, {:.1} s per cell, {} (load average {} before, {} after), {:.0} s\n",
             if options.quick { "quick" } else { "full" },
+            if options.otel {
+                ", tidewire with telemetry on (--otel)"
+            } else {
+                ""
+            },
             options.rounds,
             options.window.as_secs_f64(),
             if placement.pinned {

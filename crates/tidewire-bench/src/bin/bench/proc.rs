@@ -21,6 +21,8 @@ pub struct Placement {
     pub pinned: bool,
     /// Where the server binaries are (beside this one).
     pub dir: PathBuf,
+    /// Flags every tidewire server gets (`--otel`).
+    pub tidewire_flags: Vec<String>,
 }
 
 impl Placement {
@@ -42,7 +44,11 @@ impl Placement {
                 .status();
             pinned = matches!(status, Ok(s) if s.success());
         }
-        Ok(Self { pinned, dir })
+        Ok(Self {
+            pinned,
+            dir,
+            tidewire_flags: Vec::new(),
+        })
     }
 
     fn binary(&self, peer: Peer) -> PathBuf {
@@ -52,6 +58,14 @@ impl Placement {
             Peer::Ceiling => "ceiling-server",
         };
         self.dir.join(name)
+    }
+
+    /// The flags `peer`'s server gets besides its transport's.
+    fn flags(&self, peer: Peer) -> &[String] {
+        match peer {
+            Peer::Tidewire => &self.tidewire_flags,
+            _ => &[],
+        }
     }
 
     /// Checks that every server binary is there.
@@ -95,6 +109,7 @@ impl Placement {
         let mut child = self
             .command(&self.binary(peer))
             .args(args)
+            .args(self.flags(peer))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -111,7 +126,7 @@ impl Placement {
     /// Starts `peer` over stdio.
     pub fn start_stdio(&self, peer: Peer) -> anyhow::Result<Child> {
         let mut command = self.command(&self.binary(peer));
-        command.arg("--stdio");
+        command.arg("--stdio").args(self.flags(peer));
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
