@@ -41,6 +41,8 @@ fn exporter() -> &'static InMemorySpanExporter {
             .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("telemetry-test")));
         tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
         tidewire_otel::propagation::install();
+        // Providers of the test's own, so telemetry is turned on by hand.
+        tidewire_otel::activate();
         exporter
     })
 }

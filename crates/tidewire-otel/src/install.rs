@@ -165,6 +165,7 @@ impl TelemetryBuilder {
             opentelemetry::global::set_tracer_provider(provider.clone());
         }
         crate::propagation::install();
+        crate::activate();
         Ok(Telemetry {
             tracer_provider,
             #[cfg(feature = "prometheus")]

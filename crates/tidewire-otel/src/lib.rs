@@ -41,5 +41,24 @@ pub mod propagation;
 pub mod semconv;
 
 pub use install::{Telemetry, TelemetryBuilder, TelemetryError};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether telemetry is on: off until [`activate`] (which [`TelemetryBuilder::install`] calls),
+/// so a build with the feature `otel` whose program sets up no telemetry pays one atomic load
+/// per message and nothing more.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Turns telemetry on: from now on every message is an [`Operation`] (a span, a duration).
+/// [`TelemetryBuilder::install`] calls it; a program that installs its own providers and
+/// `tracing-opentelemetry` layer calls it itself.
+pub fn activate() {
+    ACTIVE.store(true, Ordering::Release);
+}
+
+/// True once [`activate`] ran.
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::Acquire)
+}
 pub use observer::TracingObserver;
 pub use operation::{Message, Network, Operation, Outcome, Side};

@@ -20,6 +20,9 @@ impl RequestObserver for TracingObserver {
         id: &RequestId,
         params: &mut Option<Value>,
     ) -> Option<Box<dyn ObservedRequest>> {
+        if !crate::is_active() {
+            return None;
+        }
         let version = params
             .as_ref()
             .and_then(|p| p.get("_meta"))
@@ -31,7 +34,7 @@ impl RequestObserver for TracingObserver {
             Message {
                 method,
                 params: params.as_ref(),
-                request_id: Some(&id.to_string()),
+                request_id: Some(id),
                 protocol_version: version.as_deref(),
                 ..Message::default()
             },

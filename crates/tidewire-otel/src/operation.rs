@@ -1,6 +1,7 @@
 //! [`Operation`]: one MCP request or notification, sent or received, as a span and a duration
 //! in the MCP conventions.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
@@ -57,7 +58,7 @@ pub struct Message<'a> {
     /// Its params (the target — tool, prompt, resource — and `_meta` are read from them).
     pub params: Option<&'a Value>,
     /// Its JSON-RPC id, for a request.
-    pub request_id: Option<&'a str>,
+    pub request_id: Option<&'a tidewire_core::jsonrpc::RequestId>,
     /// The session it belongs to.
     pub session_id: Option<&'a str>,
     /// The protocol revision spoken.
@@ -102,18 +103,22 @@ impl Outcome {
 /// subscriber prints escaped; it reaches the duration metric only for known methods and for
 /// targets that answered (a tool that ran), so a peer cannot make unbounded series.
 #[derive(Debug)]
-pub struct Operation {
+pub struct Operation(Option<Live>);
+
+/// An operation while telemetry is on ([`crate::is_active`]).
+#[derive(Debug)]
+struct Live {
     span: tracing::Span,
     started: Instant,
     side: Side,
-    method: String,
+    method: Cow<'static, str>,
     target: Option<(&'static str, String)>,
-    protocol_version: Option<String>,
+    protocol_version: Option<Cow<'static, str>>,
     network: Option<Network>,
     finished: bool,
 }
 
-impl Drop for Operation {
+impl Drop for Live {
     fn drop(&mut self) {
         if !self.finished {
             self.record(Outcome::Cancelled);
@@ -121,9 +126,42 @@ impl Drop for Operation {
     }
 }
 
+/// The span of an operation while telemetry is off.
+static NO_SPAN: tracing::Span = tracing::Span::none();
+
 impl Operation {
-    /// Starts the operation of `message` on `side`.
+    /// Starts the operation of `message` on `side`: nothing at all (no span, no allocation)
+    /// until telemetry is on ([`crate::activate`], which `Telemetry::install` calls).
     pub fn start(side: Side, message: Message<'_>) -> Self {
+        Self(crate::is_active().then(|| Live::start(side, message)))
+    }
+
+    /// The span, to run the handler in (`tracing::Instrument`); a disabled one while
+    /// telemetry is off.
+    pub fn span(&self) -> &tracing::Span {
+        self.0.as_ref().map_or(&NO_SPAN, |live| &live.span)
+    }
+
+    /// The trace context of this operation's span, for a message it sends (empty while
+    /// telemetry is off).
+    pub fn context(&self) -> opentelemetry::Context {
+        self.0
+            .as_ref()
+            .map_or_else(opentelemetry::Context::new, |live| live.span.context())
+    }
+
+    /// Ends the operation: the outcome on the span (an error sets its status and
+    /// `error.type`), and its duration in the side's histogram.
+    pub fn finish(self, outcome: Outcome) {
+        if let Some(mut live) = self.0 {
+            live.finished = true;
+            live.record(outcome);
+        }
+    }
+}
+
+impl Live {
+    fn start(side: Side, message: Message<'_>) -> Self {
         let target = target(message.method, message.params);
         let name = match &target {
             Some((key, value)) if *key != sc::MCP_RESOURCE_URI => {
@@ -131,9 +169,28 @@ impl Operation {
             }
             _ => message.method.to_owned(),
         };
+        // Every attribute known now is given as the span is made (one call into the
+        // subscriber, not one per attribute); the outcome's are recorded at the end.
+        let of = |key: &str| {
+            target
+                .as_ref()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let attributes = Attributes {
+            tool: of(sc::GEN_AI_TOOL_NAME),
+            operation: of(sc::GEN_AI_TOOL_NAME).map(|_| sc::EXECUTE_TOOL),
+            prompt: of(sc::GEN_AI_PROMPT_NAME),
+            uri: of(sc::MCP_RESOURCE_URI),
+            id: message.request_id.map(ToString::to_string),
+            session: message.session_id,
+            version: message.protocol_version,
+            transport: message.network.map(Network::transport),
+            protocol: message.network.and_then(Network::protocol),
+        };
         let span = match side {
-            Side::Server => mcp_span!("mcp.server", "server", name, message.method),
-            Side::Client => mcp_span!("mcp.client", "client", name, message.method),
+            Side::Server => mcp_span!("mcp.server", "server", name, message.method, attributes),
+            Side::Client => mcp_span!("mcp.client", "client", name, message.method, attributes),
         };
         // The trace context in `_meta` is the parent, before the span is first entered: on the
         // server the sender's; on the client one its caller wrote (else the span is a child of
@@ -146,55 +203,16 @@ impl Operation {
                 let _ = span.set_parent(parent);
             }
         }
-        if let Some((key, value)) = &target {
-            span.record(*key, value.as_str());
-            if *key == sc::GEN_AI_TOOL_NAME {
-                span.record(sc::GEN_AI_OPERATION_NAME, sc::EXECUTE_TOOL);
-            }
-        }
-        if let Some(id) = message.request_id {
-            span.record(sc::JSONRPC_REQUEST_ID, id);
-        }
-        if let Some(session) = message.session_id {
-            span.record(sc::MCP_SESSION_ID, session);
-        }
-        if let Some(version) = message.protocol_version {
-            span.record(sc::MCP_PROTOCOL_VERSION, version);
-        }
-        if let Some(network) = message.network {
-            span.record(sc::NETWORK_TRANSPORT, network.transport());
-            if let Some(protocol) = network.protocol() {
-                span.record(sc::NETWORK_PROTOCOL_NAME, protocol);
-            }
-        }
         Self {
             span,
             started: Instant::now(),
             side,
-            method: message.method.to_owned(),
+            method: interned(message.method, sc::METHODS),
             target,
-            protocol_version: message.protocol_version.map(str::to_owned),
+            protocol_version: message.protocol_version.map(|v| interned(v, sc::VERSIONS)),
             network: message.network,
             finished: false,
         }
-    }
-
-    /// The span, to run the handler in (`tracing::Instrument`) or to take its context from
-    /// ([`propagation::inject`](crate::propagation::inject)).
-    pub fn span(&self) -> &tracing::Span {
-        &self.span
-    }
-
-    /// The trace context of this operation's span, for a message it sends.
-    pub fn context(&self) -> opentelemetry::Context {
-        self.span.context()
-    }
-
-    /// Ends the operation: the outcome on the span (an error sets its status and
-    /// `error.type`), and its duration in the side's histogram.
-    pub fn finish(mut self, outcome: Outcome) {
-        self.finished = true;
-        self.record(outcome);
     }
 
     fn record(&self, outcome: Outcome) {
@@ -226,7 +244,7 @@ impl Operation {
             if known {
                 self.method.clone()
             } else {
-                "_OTHER".to_owned()
+                Cow::Borrowed("_OTHER")
             },
         ));
         // A target reaches the metric only when it answered (a tool that ran, a prompt that
@@ -260,10 +278,11 @@ impl Operation {
     }
 }
 
-/// A span of tidewire's MCP operations, with every attribute of the conventions declared (most
-/// recorded later): `tracing` takes a span's name and fields as literals.
+/// A span of tidewire's MCP operations, with every attribute of the conventions: those known
+/// from `$a` ([`Attributes`]; `None` records nothing), the outcome's `Empty` until it ends.
+/// `tracing` takes a span's name and fields as literals.
 macro_rules! mcp_span {
-    ($span:literal, $kind:literal, $name:expr, $method:expr) => {
+    ($span:literal, $kind:literal, $name:expr, $method:expr, $a:expr) => {
         tracing::info_span!(
             target: "tidewire_otel",
             $span,
@@ -272,21 +291,42 @@ macro_rules! mcp_span {
             otel.status_code = Empty,
             otel.status_description = Empty,
             mcp.method.name = $method,
-            mcp.session.id = Empty,
-            mcp.protocol.version = Empty,
-            mcp.resource.uri = Empty,
-            jsonrpc.request.id = Empty,
-            gen_ai.tool.name = Empty,
-            gen_ai.prompt.name = Empty,
-            gen_ai.operation.name = Empty,
+            mcp.session.id = $a.session,
+            mcp.protocol.version = $a.version,
+            mcp.resource.uri = $a.uri,
+            jsonrpc.request.id = $a.id.as_deref(),
+            gen_ai.tool.name = $a.tool,
+            gen_ai.prompt.name = $a.prompt,
+            gen_ai.operation.name = $a.operation,
             error.type = Empty,
             rpc.response.status_code = Empty,
-            network.transport = Empty,
-            network.protocol.name = Empty,
+            network.transport = $a.transport,
+            network.protocol.name = $a.protocol,
         )
     };
 }
 use mcp_span;
+
+/// `text` as one of the `known` names (no allocation), or a copy of it.
+fn interned(text: &str, known: &[&'static str]) -> Cow<'static, str> {
+    known
+        .iter()
+        .find(|k| **k == text)
+        .map_or_else(|| Cow::Owned(text.to_owned()), |k| Cow::Borrowed(*k))
+}
+
+/// The attributes of a span known when it starts (`None`: not this message's).
+struct Attributes<'a> {
+    tool: Option<&'a str>,
+    operation: Option<&'static str>,
+    prompt: Option<&'a str>,
+    uri: Option<&'a str>,
+    id: Option<String>,
+    session: Option<&'a str>,
+    version: Option<&'a str>,
+    transport: Option<&'static str>,
+    protocol: Option<&'static str>,
+}
 
 /// The target of a method, as the attribute that names it: the tool, the prompt, the resource.
 fn target(method: &str, params: Option<&Value>) -> Option<(&'static str, String)> {

@@ -197,7 +197,7 @@ impl Handler for ConnectionHandler {
             let operation = crate::telemetry::request(
                 &request.method,
                 request.params.as_ref(),
-                &request.id.to_string(),
+                &request.id,
                 &ctx,
                 version.as_ref().map(|v| v.as_str()),
             );

@@ -57,7 +57,7 @@ impl ServeRequest for RequestServer {
                 tidewire_otel::Message {
                     method: &request.method,
                     params: request.params.as_ref(),
-                    request_id: Some(&request.id.to_string()),
+                    request_id: Some(&request.id),
                     session_id: None,
                     protocol_version: version,
                     network: http.map(|_| tidewire_otel::Network::Http),

@@ -13,7 +13,7 @@ use tidewire_otel::{Message, Network, Operation, Outcome, Side};
 pub(crate) fn request(
     method: &str,
     params: Option<&Value>,
-    id: &str,
+    id: &tidewire_core::jsonrpc::RequestId,
     ctx: &RequestContext,
     version: Option<&str>,
 ) -> Operation {
