@@ -8,7 +8,7 @@
 //! `otlp`).
 //!
 //! The spans are [`tracing`] spans: with a `tracing-opentelemetry` layer in the application's
-//! subscriber (what [`otlp`] sets up) they become OpenTelemetry spans, and any other `tracing`
+//! subscriber (what [`Telemetry::layer`] gives) they become OpenTelemetry spans, and any other `tracing`
 //! subscriber sees the same spans. The server and client crates call this crate only with their
 //! feature `otel` on; without it, nothing of it is on their hot path.
 //!

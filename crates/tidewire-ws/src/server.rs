@@ -17,7 +17,7 @@
 //!   server's own origin only by default, plus those allowed; see
 //!   [`tidewire_core::transport::HostPolicy::same_origin`]) → 403; past
 //!   [`WsConfig::max_sessions`], or while the server drains
-//!   ([`Lifecycle`](tidewire_core::lifecycle::Lifecycle)) → 503 with `Retry-After`. A request that is no WebSocket
+//!   ([`Lifecycle`]) → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
 //! - The subprotocol `mcp` is chosen when the client offers it (browsers require the echo);
 //!   a client that offers no subprotocol is served too, one that offers only others is

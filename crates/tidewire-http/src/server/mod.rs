@@ -120,9 +120,9 @@ impl StreamableHttp {
         self.state.sessions.end_all();
     }
 
-    /// The lifecycle of the server behind this endpoint (see
-    /// [`Serve::lifecycle`](tidewire_core::session::Serve::lifecycle)): while it drains, new
-    /// sessions and new stateless requests get 503 with `Retry-After`; [`health`] reports it.
+    /// The lifecycle of the server behind this endpoint (see [`Serve::lifecycle`]): while it
+    /// drains, new sessions and new stateless requests get 503 with `Retry-After`; [`health`]
+    /// reports it.
     pub fn lifecycle(&self) -> &tidewire_core::lifecycle::Lifecycle {
         &self.state.lifecycle
     }
