@@ -23,19 +23,12 @@ impl RequestObserver for TracingObserver {
         if !crate::is_active() {
             return None;
         }
-        let version = params
-            .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(tidewire_core::schema::meta_keys::PROTOCOL_VERSION))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
         let operation = Operation::start(
             Side::Client,
             Message {
                 method,
                 params: params.as_ref(),
                 request_id: Some(id),
-                protocol_version: version.as_deref(),
                 ..Message::default()
             },
         );

@@ -61,7 +61,8 @@ pub struct Message<'a> {
     pub request_id: Option<&'a tidewire_core::jsonrpc::RequestId>,
     /// The session it belongs to.
     pub session_id: Option<&'a str>,
-    /// The protocol revision spoken.
+    /// The protocol revision spoken (a session's); a stateless request's own, named in its
+    /// `_meta`, is read from `params` and comes first.
     pub protocol_version: Option<&'a str>,
     /// The transport.
     pub network: Option<Network>,
@@ -161,7 +162,13 @@ impl Operation {
 }
 
 impl Live {
-    fn start(side: Side, message: Message<'_>) -> Self {
+    fn start(side: Side, mut message: Message<'_>) -> Self {
+        let stateless = message
+            .params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(tidewire_core::schema::meta_keys::PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        message.protocol_version = stateless.or(message.protocol_version);
         let target = target(message.method, message.params);
         let name = match &target {
             Some((key, value)) if *key != sc::MCP_RESOURCE_URI => {

@@ -198,7 +198,7 @@ impl Handler for ConnectionHandler {
                 &request.method,
                 request.params.as_ref(),
                 &request.id,
-                &ctx,
+                ctx.extensions().get(),
                 version.as_ref().map(|v| v.as_str()),
             );
             let method = request.method.clone();

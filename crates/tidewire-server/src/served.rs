@@ -43,27 +43,13 @@ impl ServeRequest for RequestServer {
             .cancel_policy_of(&request)
             .unwrap_or(self.server.session_options.default_cancel_policy());
         #[cfg(feature = "otel")]
-        let operation = {
-            // Before `_meta` leaves the params: its trace context is the span's parent.
-            let http = extensions.get::<tidewire_core::transport::HttpRequestInfo>();
-            let version = request
-                .params
-                .as_ref()
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(tidewire_core::schema::meta_keys::PROTOCOL_VERSION))
-                .and_then(serde_json::Value::as_str);
-            tidewire_otel::Operation::start(
-                tidewire_otel::Side::Server,
-                tidewire_otel::Message {
-                    method: &request.method,
-                    params: request.params.as_ref(),
-                    request_id: Some(&request.id),
-                    session_id: None,
-                    protocol_version: version,
-                    network: http.map(|_| tidewire_otel::Network::Http),
-                },
-            )
-        };
+        let operation = crate::telemetry::request(
+            &request.method,
+            request.params.as_ref(),
+            &request.id,
+            extensions.get(),
+            None,
+        );
         let cancel = CancellationToken::new();
         // `_meta` moves into the context (the dispatcher reads it there), not copied.
         let meta = match &mut request.params {
@@ -102,7 +88,9 @@ impl ServeRequest for RequestServer {
                 }
                 Ok(Ok(Served::Tree(result))) => tidewire_otel::Outcome::of_result(&method, result),
                 Ok(Err(error)) => tidewire_otel::Outcome::Error(error.code),
-                Err(_) => tidewire_otel::Outcome::Error(ErrorObject::internal("").code),
+                Err(_) => tidewire_otel::Outcome::Error(
+                    tidewire_core::jsonrpc::ErrorCode::INTERNAL_ERROR.0,
+                ),
             });
             Some(match outcome {
                 Ok(Ok(Served::Wire { encoded, .. })) => Answered::Result(encoded),

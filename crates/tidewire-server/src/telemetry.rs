@@ -3,25 +3,19 @@
 
 use serde_json::Value;
 use tidewire_core::jsonrpc::ErrorObject;
-use tidewire_core::schema::meta_keys;
-use tidewire_core::session::RequestContext;
 use tidewire_core::transport::HttpRequestInfo;
 use tidewire_otel::{Message, Network, Operation, Outcome, Side};
 
-/// The operation of a request about to be served. `version` is the session's revision, when
-/// it has one; a stateless request names its own in `_meta`.
+/// The operation of a request about to be served (before its `_meta` leaves its params: its
+/// trace context is the span's parent). `version` is the session's revision, when it has one;
+/// `http` what the HTTP transport said of the request.
 pub(crate) fn request(
     method: &str,
     params: Option<&Value>,
     id: &tidewire_core::jsonrpc::RequestId,
-    ctx: &RequestContext,
+    http: Option<&HttpRequestInfo>,
     version: Option<&str>,
 ) -> Operation {
-    let http = ctx.extensions().get::<HttpRequestInfo>();
-    let stateless_version = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
-        .and_then(Value::as_str);
     Operation::start(
         Side::Server,
         Message {
@@ -29,7 +23,7 @@ pub(crate) fn request(
             params,
             request_id: Some(id),
             session_id: http.and_then(|h| h.session_id.as_deref()),
-            protocol_version: stateless_version.or(version),
+            protocol_version: version,
             network: http.map(|_| Network::Http),
         },
     )
