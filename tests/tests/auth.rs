@@ -788,3 +788,84 @@ async fn a_server_without_resource_metadata_cannot_claim_another_issuer() {
     .await
     .expect("within the limit");
 }
+
+/// Issue 26, item 4: pre-registered credentials configured without an issuer, and the
+/// assertions of the grants without a browser, went to whatever authorization server the MCP
+/// server named. Now credentials carry the issuer they are for: a server naming another gets
+/// `UntrustedIssuer` before anything is sent there, and a browser login registers anew there.
+#[tokio::test]
+async fn pre_registered_credentials_and_assertions_go_only_to_the_issuer_they_are_for() {
+    use std::sync::atomic::Ordering;
+    use tidewire_auth::client::{
+        AuthError, Credentials, GrantFlow, HeadlessRedirect, OAuthClient, OAuthConfig,
+        WorkloadAssertion,
+    };
+
+    tokio::time::timeout(LIMIT, async {
+        // The MCP server names its own authorization server, not the one the user trusts.
+        let (named, token_requests) = authorization_server(false, None).await;
+        let url = protected_by(&named).await;
+        let secret = || Credentials::pre_registered("real-client", Some("real-secret".into()));
+        let oauth = |flow: GrantFlow, issuer: &str| {
+            let mut config = OAuthConfig::new(
+                "auth-test",
+                "http://127.0.0.1:9/callback",
+                HeadlessRedirect::new(),
+            )
+            .with_credentials(secret(), issuer);
+            config.flow = flow;
+            OAuthClient::new(config).expect("client")
+        };
+        let flows = || {
+            [
+                GrantFlow::ClientCredentials,
+                GrantFlow::JwtBearer(WorkloadAssertion("platform-issued.jwt".into())),
+            ]
+        };
+        for flow in flows() {
+            let what = format!("{flow:?}");
+            let outcome = oauth(flow, "https://login.example.com")
+                .authorize(&url, None)
+                .await;
+            match outcome {
+                Err(AuthError::UntrustedIssuer {
+                    trusted,
+                    named: seen,
+                }) => {
+                    assert_eq!(trusted, "https://login.example.com", "{what}");
+                    assert_eq!(seen, named, "{what}");
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+            assert_eq!(
+                token_requests.load(Ordering::SeqCst),
+                0,
+                "{what}: nothing sent"
+            );
+        }
+        // Bound to the server's own issuer, the same flows reach its token endpoint (which
+        // refuses them: it grants only its own registrations), so the refusal above is the
+        // binding's doing.
+        for (i, flow) in flows().into_iter().enumerate() {
+            let outcome = oauth(flow, &named).authorize(&url, None).await;
+            assert!(
+                matches!(outcome, Err(AuthError::InvalidGrant | AuthError::Token(_))),
+                "{outcome:?}"
+            );
+            assert_eq!(token_requests.load(Ordering::SeqCst), i + 1);
+        }
+        // A person's login at the other server registers there: the token it gets was granted
+        // to that registration (the token endpoint grants only for its secret), never to the
+        // pre-registered client.
+        let before = token_requests.load(Ordering::SeqCst);
+        let grant = oauth(GrantFlow::AuthorizationCode, "https://login.example.com")
+            .authorize(&url, None)
+            .await
+            .expect("a token, through a registration of its own");
+        assert_eq!(grant.client.client_id, "registered");
+        assert_eq!(grant.token.access_token, "alice-token");
+        assert_eq!(token_requests.load(Ordering::SeqCst), before + 1);
+    })
+    .await
+    .expect("within the limit");
+}

@@ -36,6 +36,18 @@ pub enum AuthError {
         /// The issuer its metadata claims.
         got: String,
     },
+    /// The MCP server names an authorization server other than the one the client's
+    /// pre-registered credentials are for ([`TrustedIssuer::Exactly`](super::TrustedIssuer)),
+    /// and the grant has no browser to register anew: nothing was sent to it.
+    #[error(
+        "the authorization server {named:?} is not {trusted:?}, the one this client's credentials are for; nothing was sent to it"
+    )]
+    UntrustedIssuer {
+        /// The issuer the credentials are for.
+        trusted: String,
+        /// The issuer the MCP server named (an excerpt, control characters escaped when shown).
+        named: String,
+    },
     /// An endpoint taken from metadata (an authorization server, its authorization, token or
     /// registration endpoint) is neither `https` nor `http` on a loopback host: nothing is
     /// fetched from it, posted to it or opened in a browser (a `file:` or `javascript:` URL, or

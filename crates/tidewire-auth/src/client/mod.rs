@@ -7,7 +7,8 @@
 //!    endpoint (else [`AuthError::ResourceMismatch`], before any authorization server is asked);
 //! 2. the authorization server's metadata, in the specification's order of well-known URLs;
 //!    its `issuer` must be exactly the one the resource named;
-//! 3. the client's credentials there, kept per issuer: pre-registered ones, else a Client ID
+//! 3. the client's credentials there, kept per issuer: pre-registered ones (only at the issuer
+//!    they were configured for, [`TrustedIssuer`]), else a Client ID
 //!    Metadata Document URL where the server accepts one, else dynamic registration (with
 //!    `application_type`); a new issuer means a new registration, never another's client id;
 //! 4. the scopes: the challenge's, else the resource's `scopes_supported`, else none, with
@@ -57,7 +58,7 @@ pub use error::AuthError;
 pub use flow::{FrontChannel, HeadlessRedirect};
 pub use grants::{GrantFlow, IdentityProvider, WorkloadAssertion};
 pub use loopback::LoopbackRedirect;
-pub use oauth::{MAX_ATTEMPTS, OAuthClient, OAuthConfig};
+pub use oauth::{MAX_ATTEMPTS, OAuthClient, OAuthConfig, TrustedIssuer};
 pub use registration::{AuthMethod, Credentials};
 pub use session::{OAuthSession, RENEW_MARGIN};
 pub use store::{FileStore, LOCK_WAIT, MAX_GRANTS, MemoryStore, StoreError, TokenStore};

@@ -26,8 +26,9 @@ pub struct OAuthConfig {
     pub redirect_uri: String,
     /// The name shown to the user at registration.
     pub client_name: String,
-    /// Credentials registered in advance, with the issuer they are for (`None`: any).
-    pub pre_registered: Option<(Credentials, Option<String>)>,
+    /// Credentials registered in advance, and the authorization server they may be shown to
+    /// (see [`with_credentials`](Self::with_credentials)).
+    pub pre_registered: Option<(Credentials, TrustedIssuer)>,
     /// The URL of this client's Client ID Metadata Document, used as its client id where the
     /// server supports that.
     pub client_metadata_url: Option<String>,
@@ -72,6 +73,40 @@ impl OAuthConfig {
             flow: GrantFlow::AuthorizationCode,
             #[cfg(feature = "jwt")]
             client_key: None,
+        }
+    }
+
+    /// This configuration with credentials registered in advance at the authorization server
+    /// whose issuer is `issuer` (its metadata's `issuer`, exactly). They, and a grant without
+    /// a browser ([`GrantFlow`]'s other flows), go to that server only: an MCP server that
+    /// names another gets [`AuthError::UntrustedIssuer`] before anything is sent there (in the
+    /// browser flow, the client registers there as a new client instead).
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Credentials, issuer: impl Into<String>) -> Self {
+        self.pre_registered = Some((credentials, TrustedIssuer::Exactly(issuer.into())));
+        self
+    }
+}
+
+/// Which authorization server pre-registered credentials may be shown to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrustedIssuer {
+    /// Only the server whose metadata's `issuer` is this, exactly.
+    Exactly(String),
+    /// Whichever authorization server the MCP server names. The credentials (and a
+    /// workload's or identity provider's assertion) then go wherever that MCP server points:
+    /// only for an MCP server trusted as much as the credentials themselves, such as a test
+    /// harness whose authorization server is not known in advance.
+    NamedByTheServer,
+}
+
+impl TrustedIssuer {
+    /// Whether credentials bound this way may go to `issuer`.
+    fn admits(&self, issuer: &str) -> bool {
+        match self {
+            Self::Exactly(trusted) => trusted == issuer,
+            Self::NamedByTheServer => true,
         }
     }
 }
@@ -264,17 +299,24 @@ impl OAuthClient {
         ))
     }
 
-    /// The client's credentials at `server`: kept from before, pre-registered, its metadata
-    /// document's URL, or a new registration.
+    /// The client's credentials at `server`: kept from before (for that issuer exactly),
+    /// pre-registered (where their [`TrustedIssuer`] admits it), its metadata document's URL,
+    /// or a new registration.
     async fn credentials(&self, server: &ServerMetadata) -> Result<Credentials, AuthError> {
         if let Some(known) = self.registered(&server.issuer) {
             return Ok(known);
         }
+        let browser = matches!(self.config.flow, GrantFlow::AuthorizationCode);
         let credentials = match &self.config.pre_registered {
-            Some((credentials, issuer)) if issuer.as_deref().is_none_or(|i| i == server.issuer) => {
-                credentials.clone()
+            Some((credentials, trusted)) if trusted.admits(&server.issuer) => credentials.clone(),
+            // Neither the credentials nor an assertion go to a server the user did not name.
+            Some((_, TrustedIssuer::Exactly(trusted))) if !browser => {
+                return Err(AuthError::UntrustedIssuer {
+                    trusted: trusted.clone(),
+                    named: tidewire_core::transport::text::excerpt(&server.issuer),
+                });
             }
-            _ if !matches!(self.config.flow, GrantFlow::AuthorizationCode) => {
+            _ if !browser => {
                 return Err(AuthError::Unusable(
                     "a grant without a browser needs the client's pre-registered credentials"
                         .to_owned(),
