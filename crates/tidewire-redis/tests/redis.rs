@@ -87,6 +87,7 @@ async fn the_task_store_keeps_replaces_lists_and_bounds_records_for_every_replic
             max_tasks_per_owner: 3,
             max_record_bytes: 4096,
             default_ttl: Duration::from_secs(60),
+            ..TaskLimits::default()
         };
         let here = RedisTaskStore::new(
             &Redis::connect(&server.url(), "t").await.expect("r"),
@@ -485,6 +486,82 @@ async fn one_owner_cannot_fill_the_shared_store_and_lists_read_only_its_own() {
             .expect("list");
         assert_eq!(ids(page), ["m2"]);
         assert_eq!(ids(store.list(None, None, 10).await.expect("list")), ["u1"]);
+    })
+    .await
+    .expect("within the limit");
+}
+
+/// Issue 26, item 11, in bytes: a quota of tasks alone let one owner hold its tasks' worth of
+/// 1 MiB records. Owners' bytes and the store's are bounded as in memory, on every replica.
+#[tokio::test]
+async fn one_owner_cannot_fill_the_shared_store_with_bytes_either() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(LIMIT, async {
+        let limits = TaskLimits {
+            max_record_bytes: 4096,
+            max_bytes_per_owner: 3_000,
+            max_bytes: 6_000,
+            ..TaskLimits::default()
+        };
+        let here = RedisTaskStore::new(
+            &Redis::connect(&server.url(), "b").await.expect("r"),
+            limits,
+        );
+        let there = RedisTaskStore::new(
+            &Redis::connect(&server.url(), "b").await.expect("r"),
+            limits,
+        );
+        let sized = |id: &str, owner: Option<&str>, bytes: usize| {
+            let mut task = record(id, owner);
+            task.status_message = Some("x".repeat(bytes));
+            task
+        };
+        let whose = |outcome: Result<(), TaskStoreError>| match outcome {
+            Err(TaskStoreError::BytesFull { whose, limit, .. }) => Some((whose, limit)),
+            Ok(()) => None,
+            Err(other) => panic!("{other:?}"),
+        };
+        here.insert(sized("m1", Some("mallory"), 2_000))
+            .await
+            .expect("m1");
+        assert_eq!(
+            whose(there.insert(sized("m2", Some("mallory"), 2_000)).await),
+            Some(("your", 3_000)),
+            "the other replica counts the same bytes"
+        );
+        // Growing past the quota is refused and the record stays; shrinking gives bytes back.
+        assert_eq!(
+            whose(
+                there
+                    .update(sized("m1", Some("mallory"), 3_500))
+                    .await
+                    .map(|_| ())
+            ),
+            Some(("your", 3_000))
+        );
+        let kept = here.get("m1").await.expect("get").expect("kept");
+        assert_eq!(kept.status_message.map(|m| m.len()), Some(2_000));
+        assert!(
+            here.update(sized("m1", Some("mallory"), 100))
+                .await
+                .expect("shrunk")
+        );
+        there
+            .insert(sized("m2", Some("mallory"), 2_000))
+            .await
+            .expect("room again");
+        here.insert(sized("a1", Some("alice"), 2_000))
+            .await
+            .expect("alice has her own");
+        assert_eq!(
+            whose(there.insert(sized("u1", None, 2_000)).await),
+            Some(("the store's", 6_000))
+        );
+        here.insert(sized("u2", None, 200))
+            .await
+            .expect("within the store's");
     })
     .await
     .expect("within the limit");

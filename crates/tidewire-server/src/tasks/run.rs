@@ -584,7 +584,9 @@ pub(crate) fn unknown_task(id: &str) -> ErrorObject {
 
 fn store_error(error: TaskStoreError) -> ErrorObject {
     match error {
-        TaskStoreError::Full(_) | TaskStoreError::OwnerFull(_) => {
+        TaskStoreError::Full(_)
+        | TaskStoreError::OwnerFull(_)
+        | TaskStoreError::BytesFull { .. } => {
             ErrorObject::new(ErrorCode::SERVER_BUSY, error.to_string())
         }
         other => ErrorObject::internal(other.to_string()),

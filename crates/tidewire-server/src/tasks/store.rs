@@ -20,6 +20,22 @@ pub enum TaskStoreError {
     /// the store for everyone).
     #[error("you hold your most tasks at once ({0}); retry when some of yours have ended")]
     OwnerFull(usize),
+    /// The task's owner (or, for the store's limit, everyone) holds its most bytes of records
+    /// that have not expired: a new task is refused, a result that would pass it fails its
+    /// task, saying so.
+    #[error(
+        "{whose} tasks hold {used} bytes; a record of {size} more would pass the limit of {limit}"
+    )]
+    BytesFull {
+        /// `"your"` for an owner's quota, `"the store's"` for the store's.
+        whose: &'static str,
+        /// The bytes held now (the record being replaced not counted).
+        used: usize,
+        /// The record's size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A task's record (its result, questions and messages) is over the store's limit.
     #[error("the task's record is {size} bytes; the store keeps at most {limit} per task")]
     TooLarge {
@@ -83,6 +99,13 @@ pub struct TaskLimits {
     /// The largest record, its result included, in bytes (default 1 MiB); a task whose result
     /// is larger fails, saying so.
     pub max_record_bytes: usize,
+    /// The most bytes of records one owner keeps at once (default 64 MiB): past it, that
+    /// owner's next task is refused and a result that would pass it fails its task; everyone
+    /// else's still run.
+    pub max_bytes_per_owner: usize,
+    /// The most bytes of records kept at once, every owner's and those without one (default
+    /// 256 MiB), with the same effect.
+    pub max_bytes: usize,
     /// How long a task is kept after its creation (default 1 hour): what a task gets when
     /// nothing else says, and the most a client may ask for (2025-11-25's `params.task.ttl`).
     pub default_ttl: Duration,
@@ -94,17 +117,76 @@ impl Default for TaskLimits {
             max_tasks: 10_000,
             max_tasks_per_owner: 1_000,
             max_record_bytes: 1024 * 1024,
+            max_bytes_per_owner: 64 * 1024 * 1024,
+            max_bytes: 256 * 1024 * 1024,
             default_ttl: Duration::from_secs(3600),
         }
     }
 }
 
-/// The default store: this process's memory, bounded by [`TaskLimits`] in tasks and bytes.
-/// Expired tasks are swept as new ones come.
+/// The default store: this process's memory, bounded by [`TaskLimits`] in tasks and bytes, in
+/// all and per owner. Expired tasks are swept as new ones come, when a limit is reached.
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     limits: TaskLimits,
-    tasks: Mutex<HashMap<String, TaskRecord>>,
+    kept: Mutex<Kept>,
+}
+
+/// What one owner (or the tasks without one) holds.
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    tasks: usize,
+    bytes: usize,
+}
+
+/// The records, each with its size, and what they hold by owner and in all: a quota is checked
+/// in one lookup, never by counting records.
+#[derive(Debug, Default)]
+struct Kept {
+    records: HashMap<String, (TaskRecord, usize)>,
+    by_owner: HashMap<Option<String>, Usage>,
+    bytes: usize,
+}
+
+impl Kept {
+    fn usage(&self, owner: &Option<String>) -> Usage {
+        self.by_owner.get(owner).copied().unwrap_or_default()
+    }
+
+    fn add(&mut self, record: TaskRecord, size: usize) {
+        self.remove(&record.id);
+        let usage = self.by_owner.entry(record.owner.clone()).or_default();
+        usage.tasks += 1;
+        usage.bytes += size;
+        self.bytes += size;
+        self.records.insert(record.id.clone(), (record, size));
+    }
+
+    fn remove(&mut self, id: &str) -> Option<TaskRecord> {
+        let (record, size) = self.records.remove(id)?;
+        self.bytes -= size;
+        if let Some(usage) = self.by_owner.get_mut(&record.owner) {
+            usage.tasks -= 1;
+            usage.bytes -= size;
+            if usage.tasks == 0 {
+                self.by_owner.remove(&record.owner);
+            }
+        }
+        Some(record)
+    }
+
+    /// Forgets every expired record.
+    fn sweep(&mut self, now: SystemTime) {
+        let expired: Vec<String> = self
+            .records
+            .iter()
+            .filter(|(_, (task, _))| task.is_expired(now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.remove(&id);
+        }
+    }
 }
 
 impl MemoryTaskStore {
@@ -112,13 +194,13 @@ impl MemoryTaskStore {
     pub fn new(limits: TaskLimits) -> Self {
         Self {
             limits,
-            tasks: Mutex::new(HashMap::new()),
+            kept: Mutex::new(Kept::default()),
         }
     }
 
     /// Tasks kept now (expired ones not yet swept included).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().records.len()
     }
 
     /// Whether it keeps no task.
@@ -126,11 +208,17 @@ impl MemoryTaskStore {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskRecord>> {
-        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Bytes of records kept now (expired ones not yet swept included).
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
-    fn check_size(&self, record: &TaskRecord) -> Result<(), TaskStoreError> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The record's size, once it is within the size limit.
+    fn check_size(&self, record: &TaskRecord) -> Result<usize, TaskStoreError> {
         let size = record.weight();
         if size > self.limits.max_record_bytes {
             return Err(TaskStoreError::TooLarge {
@@ -138,37 +226,74 @@ impl MemoryTaskStore {
                 limit: self.limits.max_record_bytes,
             });
         }
+        Ok(size)
+    }
+
+    /// Whether `size` more bytes for `owner` (having given back `freed`) fit the store's and the
+    /// owner's byte limits.
+    fn check_bytes(
+        &self,
+        kept: &Kept,
+        owner: &Option<String>,
+        size: usize,
+        freed: usize,
+    ) -> Result<(), TaskStoreError> {
+        let full = |whose, used: usize, limit| {
+            let used = used - freed;
+            if used + size > limit {
+                Err(TaskStoreError::BytesFull {
+                    whose,
+                    used,
+                    size,
+                    limit,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        full("the store's", kept.bytes, self.limits.max_bytes)?;
+        if owner.is_some() {
+            full(
+                "your",
+                kept.usage(owner).bytes,
+                self.limits.max_bytes_per_owner,
+            )?;
+        }
         Ok(())
+    }
+
+    /// Whether a new record of `size` for `owner` fits every limit.
+    fn check_room(
+        &self,
+        kept: &Kept,
+        owner: &Option<String>,
+        size: usize,
+    ) -> Result<(), TaskStoreError> {
+        if kept.records.len() >= self.limits.max_tasks {
+            return Err(TaskStoreError::Full(self.limits.max_tasks));
+        }
+        if owner.is_some() && kept.usage(owner).tasks >= self.limits.max_tasks_per_owner {
+            return Err(TaskStoreError::OwnerFull(self.limits.max_tasks_per_owner));
+        }
+        self.check_bytes(kept, owner, size, 0)
     }
 }
 
 impl TaskStore for MemoryTaskStore {
     fn insert(&self, mut record: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>> {
         let outcome = (|| {
-            self.check_size(&record)?;
+            let size = self.check_size(&record)?;
             // A client may ask for a shorter life, never a longer one: the store's room is
             // bounded in time as well as in tasks.
             let most = self.limits.default_ttl;
             record.ttl = Some(record.ttl.map_or(most, |asked| asked.min(most)));
-            let mut tasks = self.lock();
-            if tasks.len() >= self.limits.max_tasks {
-                let now = SystemTime::now();
-                tasks.retain(|_, task| !task.is_expired(now));
+            let mut kept = self.lock();
+            if self.check_room(&kept, &record.owner, size).is_err() {
+                // Expired records make room before anyone is refused.
+                kept.sweep(SystemTime::now());
+                self.check_room(&kept, &record.owner, size)?;
             }
-            if tasks.len() >= self.limits.max_tasks {
-                return Err(TaskStoreError::Full(self.limits.max_tasks));
-            }
-            if let Some(owner) = &record.owner {
-                let now = SystemTime::now();
-                let held = tasks
-                    .values()
-                    .filter(|t| t.owner.as_ref() == Some(owner) && !t.is_expired(now))
-                    .count();
-                if held >= self.limits.max_tasks_per_owner {
-                    return Err(TaskStoreError::OwnerFull(self.limits.max_tasks_per_owner));
-                }
-            }
-            tasks.insert(record.id.clone(), record);
+            kept.add(record, size);
             Ok(())
         })();
         futures::future::ready(outcome).boxed()
@@ -176,27 +301,32 @@ impl TaskStore for MemoryTaskStore {
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>> {
         let now = SystemTime::now();
-        let mut tasks = self.lock();
-        let found = match tasks.get(id) {
-            Some(task) if task.is_expired(now) => {
-                tasks.remove(id);
+        let mut kept = self.lock();
+        let found = match kept.records.get(id) {
+            Some((task, _)) if task.is_expired(now) => {
+                kept.remove(id);
                 None
             }
-            other => other.cloned(),
+            other => other.map(|(task, _)| task.clone()),
         };
         futures::future::ready(Ok(found)).boxed()
     }
 
     fn update(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, TaskStoreError>> {
-        let outcome = self.check_size(&record).map(|()| {
-            let mut tasks = self.lock();
-            match tasks.get_mut(&record.id) {
-                Some(kept) if !kept.is_terminal() => {
-                    *kept = record;
-                    true
-                }
-                _ => false,
+        let outcome = self.check_size(&record).and_then(|size| {
+            let mut kept = self.lock();
+            let freed = match kept.records.get(&record.id) {
+                Some((task, _)) if task.is_terminal() => return Ok(false),
+                Some((_, freed)) => *freed,
+                None => return Ok(false),
+            };
+            // A record that grows must fit; one that shrinks (a failure replacing a result
+            // that did not fit) always does.
+            if size > freed {
+                self.check_bytes(&kept, &record.owner, size, freed)?;
             }
+            kept.add(record, size);
+            Ok(true)
         });
         futures::future::ready(outcome).boxed()
     }
@@ -208,9 +338,11 @@ impl TaskStore for MemoryTaskStore {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<TaskRecord>, TaskStoreError>> {
         let now = SystemTime::now();
-        let tasks = self.lock();
-        let mut visible: Vec<&TaskRecord> = tasks
+        let kept = self.lock();
+        let mut visible: Vec<&TaskRecord> = kept
+            .records
             .values()
+            .map(|(task, _)| task)
             .filter(|t| !t.is_expired(now) && t.visible_to(owner))
             .collect();
         visible.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
@@ -293,6 +425,69 @@ mod tests {
                 .insert(record("anonymous"))
                 .await
                 .expect("no owner, no quota");
+        })
+        .await
+        .expect("in time");
+    }
+
+    /// Issue 26, item 11, in bytes: a quota of tasks alone let one owner hold its 1,000 tasks
+    /// of up to 1 MiB each. Its bytes are bounded too, and so are the store's.
+    #[tokio::test]
+    async fn one_owner_cannot_fill_the_store_with_bytes_either() {
+        tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            let store = MemoryTaskStore::new(TaskLimits {
+                max_bytes_per_owner: 1_000,
+                max_bytes: 2_500,
+                ..TaskLimits::default()
+            });
+            // A record of `bytes` in all: its status message, less what an empty one weighs.
+            let sized = |id: &str, owner: Option<&str>, bytes: usize| {
+                let mut task =
+                    TaskRecord::new(id.into(), "crawl".into(), None, owner.map(Into::into));
+                let empty = task.weight();
+                task.status_message = Some("x".repeat(bytes - empty));
+                assert_eq!(task.weight(), bytes);
+                task
+            };
+            let full = |whose, used, size, limit| {
+                Err::<(), _>(TaskStoreError::BytesFull {
+                    whose,
+                    used,
+                    size,
+                    limit,
+                })
+            };
+            let mallory = Some("mallory");
+            store.insert(sized("m0", mallory, 600)).await.expect("room");
+            assert_eq!(
+                store.insert(sized("m1", mallory, 600)).await,
+                full("your", 600, 600, 1_000)
+            );
+            // A result that would pass the quota is refused; the record stays as it was.
+            assert_eq!(
+                store.update(sized("m0", mallory, 1_200)).await,
+                full("your", 0, 1_200, 1_000).map(|()| true)
+            );
+            assert_eq!(store.bytes(), 600);
+            // Shrinking always fits, and gives the difference back.
+            assert_eq!(store.update(sized("m0", mallory, 100)).await, Ok(true));
+            store
+                .insert(sized("m1", mallory, 800))
+                .await
+                .expect("room again");
+            store
+                .insert(sized("a0", Some("alice"), 900))
+                .await
+                .expect("alice has her own");
+            assert_eq!(
+                store.insert(sized("x", None, 900)).await,
+                full("the store's", 1_800, 900, 2_500)
+            );
+            store
+                .insert(sized("y", None, 700))
+                .await
+                .expect("within the store's");
+            assert_eq!(store.bytes(), 2_500);
         })
         .await
         .expect("in time");
