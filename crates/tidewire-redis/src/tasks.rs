@@ -19,8 +19,9 @@ use crate::Redis;
 /// bytes), `{-3, used}` (the owner's bytes).
 ///
 /// Room is made from the expiry index (the expired ids, found by score, their sizes given
-/// back), never by reading every record; an owner's index and sizes are checked against what
-/// still exists only when that owner is at a quota (a scan bounded by the quota).
+/// back), never by reading every record. An owner's bytes are summed from its sizes hash on
+/// each of its inserts (a scan bounded by its task quota), and its index and sizes are checked
+/// against what still exists only when it is at a quota.
 const INSERT: &str = r"
 local size = tonumber(ARGV[11])
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[6])
@@ -142,26 +143,25 @@ impl RedisTaskStore {
         self.redis.key(&format!("task:{id}"))
     }
 
-    /// The index of `owner`'s tasks, or of the tasks without an owner. An owner's name is
-    /// hex-encoded: whatever it holds, it cannot reach another key.
+    /// The index of `owner`'s tasks, or of the tasks without an owner.
     fn owner_index(&self, owner: Option<&str>) -> String {
-        match owner {
-            Some(owner) => {
-                let hex: String = owner.bytes().map(|b| format!("{b:02x}")).collect();
-                self.redis.key(&format!("tasks:owner:{hex}"))
-            }
-            None => self.redis.key("tasks:unowned"),
-        }
+        self.owner_key("tasks:owner", "tasks:unowned", owner)
     }
 
-    /// The sizes of `owner`'s records (hex-encoded as its index is).
+    /// The sizes of `owner`'s records, or of those without an owner.
     fn owner_sizes(&self, owner: Option<&str>) -> String {
+        self.owner_key("tasks:owner-bytes", "tasks:unowned-bytes", owner)
+    }
+
+    /// `prefix:HEX` for `owner`, `unowned` without one. An owner's name is hex-encoded:
+    /// whatever it holds, it cannot reach another key.
+    fn owner_key(&self, prefix: &str, unowned: &str, owner: Option<&str>) -> String {
         match owner {
             Some(owner) => {
                 let hex: String = owner.bytes().map(|b| format!("{b:02x}")).collect();
-                self.redis.key(&format!("tasks:owner-bytes:{hex}"))
+                self.redis.key(&format!("{prefix}:{hex}"))
             }
-            None => self.redis.key("tasks:unowned-bytes"),
+            None => self.redis.key(unowned),
         }
     }
 
