@@ -464,6 +464,9 @@ async fn a_task_whose_replica_dies_fails_once_its_lease_runs_out() {
     .expect("within the limit");
 }
 
+/// Redis killed and restarted (then flushed) under load through two replicas: no call hangs,
+/// calls that need no Redis never fail, the bus and the forwarded session come back within
+/// seconds, and the session is never answered 404 (its client keeps it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
     let Some(mut redis) = RedisServer::start() else {
@@ -491,7 +494,24 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
             Ok("before")
         );
 
+        // Load through both replicas for the whole outage: plain calls on each, calls that need
+        // Redis (the demo's counter) and calls on the forwarded session.
+        let mut load = Load::start(vec![
+            ("echo on A", on_a.clone(), "echo"),
+            ("echo on B", on_b.clone(), "echo"),
+            ("bump on B", on_b.clone(), "bump"),
+            ("session echo through B", session.clone(), "echo"),
+        ])
+        .await;
+
+        let killed = std::time::Instant::now();
         redis.kill();
+        // Every caller calls while Redis is away.
+        load.each_calls_again().await;
+        println!(
+            "every caller called while Redis was away ({:?})",
+            killed.elapsed()
+        );
         // Meanwhile: a task cannot be kept, and the call says why.
         let refused = on_a
             .call_tool("failing_job", json!({}))
@@ -542,12 +562,8 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
             "the session's place was back {:?} after Redis",
             restarted.elapsed()
         );
-        assert_eq!(
-            text_of(&session, "echo", json!({"text": "after"}))
-                .await
-                .as_deref(),
-            Ok("after")
-        );
+        let took = until_forwarded(&session, restarted).await;
+        println!("the session was forwarded again {took:?} after Redis");
         assert_eq!(session.reinitializations(), 0, "the same session");
         let task = on_a
             .call_tool("failing_job", json!({}))
@@ -557,9 +573,216 @@ async fn a_redis_restart_is_reported_meanwhile_and_recovered_from() {
             .task()
             .expect("a task");
         assert!(on_b.task(task.id()).state().await.is_ok(), "seen through B");
+
+        // Every call under load ended within its limit; calls that need no Redis never failed;
+        // each kind succeeded again after the restart.
+        let tallies = load.stop().await;
+        for tally in &tallies {
+            println!("{tally}");
+            assert_eq!(tally.hung, 0, "{tally}");
+            assert!(
+                tally.ok_after(restarted) > 0,
+                "nothing since the restart: {tally}"
+            );
+            if tally.what.starts_with("echo on") {
+                assert_eq!(
+                    tally.failed, 0,
+                    "a call that needs no Redis failed: {tally}"
+                );
+            }
+        }
+        let bump = tallies
+            .iter()
+            .find(|t| t.what == "bump on B")
+            .expect("bump");
+        assert!(
+            bump.failed_between(killed, restarted) > 0,
+            "the counter's calls failed while Redis was away: {bump}"
+        );
+        assert_eq!(
+            session.reinitializations(),
+            0,
+            "the same session under load"
+        );
+
+        // Redis losing its data with no restart at all: the session through B is refused for a
+        // moment (503, try again), never answered 404 (which would end it), until A, finding
+        // its heartbeat gone, writes its place again.
+        let _: () = redis::cmd("FLUSHALL")
+            .query_async(&mut redis_connection(&_redis).await)
+            .await
+            .expect("FLUSHALL");
+        let took = until_forwarded(&session, std::time::Instant::now()).await;
+        println!("the session was forwarded again {took:?} after FLUSHALL");
+        assert_eq!(
+            session.reinitializations(),
+            0,
+            "the same session after FLUSHALL"
+        );
     })
     .await
     .expect("within the limit");
+}
+
+/// Calls `echo` on `session` until it is answered, each failure a `503` (the request refused
+/// for now, the session kept), for at most 10 s; returns how long after `since` that was.
+async fn until_forwarded(session: &Client, since: std::time::Instant) -> Duration {
+    while let Err(error) = text_of(session, "echo", json!({"text": "again"})).await {
+        assert!(error.contains("503"), "{error}");
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "not forwarded again within 10 s: {error}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    since.elapsed()
+}
+
+/// How long one call under [`Load`] may take before it counts as hung: past the Redis command
+/// limit and the pub/sub ping window, well inside the test's own limit.
+const CALL_LIMIT: Duration = Duration::from_secs(8);
+
+/// Callers each calling one tool in a loop, one call at a time, until stopped.
+struct Load {
+    stop: tokio::sync::watch::Sender<bool>,
+    callers: Vec<tokio::task::JoinHandle<CallerTally>>,
+    /// Per caller: how many of its calls have ended.
+    ended: Vec<tokio::sync::watch::Receiver<usize>>,
+}
+
+/// What one caller of a [`Load`] saw.
+struct CallerTally {
+    what: &'static str,
+    /// When each call that succeeded ended.
+    ok: Vec<std::time::Instant>,
+    /// When each call that failed ended, and the first error.
+    failures: Vec<std::time::Instant>,
+    first_error: Option<String>,
+    failed: usize,
+    /// Calls that did not end within [`CALL_LIMIT`].
+    hung: usize,
+    slowest: Duration,
+}
+
+impl CallerTally {
+    fn ok_after(&self, instant: std::time::Instant) -> usize {
+        self.ok.iter().filter(|t| **t > instant).count()
+    }
+
+    fn failed_between(&self, from: std::time::Instant, to: std::time::Instant) -> usize {
+        self.failures
+            .iter()
+            .filter(|t| **t > from && **t < to)
+            .count()
+    }
+}
+
+impl std::fmt::Display for CallerTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} ok, {} failed, {} hung, slowest {:?}",
+            self.what,
+            self.ok.len(),
+            self.failed,
+            self.hung,
+            self.slowest
+        )?;
+        if let Some(error) = &self.first_error {
+            write!(f, " (first error: {error})")?;
+        }
+        Ok(())
+    }
+}
+
+impl Load {
+    /// Starts the callers; returns once each has had one call answered.
+    async fn start(callers: Vec<(&'static str, Client, &'static str)>) -> Self {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (answered, mut first_answers) = mpsc::channel(callers.len());
+        let count = callers.len();
+        let mut ended = Vec::new();
+        let callers = callers
+            .into_iter()
+            .map(|(what, client, tool)| {
+                let stopped = stopped.clone();
+                let answered = answered.clone();
+                let (ends, ended_calls) = tokio::sync::watch::channel(0);
+                ended.push(ended_calls);
+                tokio::spawn(async move {
+                    let mut tally = CallerTally {
+                        what,
+                        ok: Vec::new(),
+                        failures: Vec::new(),
+                        first_error: None,
+                        failed: 0,
+                        hung: 0,
+                        slowest: Duration::ZERO,
+                    };
+                    while !*stopped.borrow() {
+                        let started = std::time::Instant::now();
+                        let args = if tool == "echo" {
+                            json!({"text": what})
+                        } else {
+                            json!({})
+                        };
+                        let call = text_of(&client, tool, args);
+                        match tokio::time::timeout(CALL_LIMIT, call).await {
+                            Ok(Ok(_)) => {
+                                if tally.ok.is_empty() {
+                                    let _ = answered.send(()).await;
+                                }
+                                tally.ok.push(std::time::Instant::now());
+                            }
+                            Ok(Err(error)) => {
+                                tally.failed += 1;
+                                tally.failures.push(std::time::Instant::now());
+                                tally.first_error.get_or_insert(error);
+                                // A failing call returns at once: pace the retries.
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            Err(_) => tally.hung += 1,
+                        }
+                        tally.slowest = tally.slowest.max(started.elapsed());
+                        ends.send_modify(|n| *n += 1);
+                    }
+                    tally
+                })
+            })
+            .collect();
+        for _ in 0..count {
+            first_answers
+                .recv()
+                .await
+                .expect("a caller ended before its first answer");
+        }
+        Self {
+            stop,
+            callers,
+            ended,
+        }
+    }
+
+    /// Returns once every caller has made a whole call since this was called (the second
+    /// call to end from now started after it).
+    async fn each_calls_again(&mut self) {
+        for ended in &mut self.ended {
+            let mark = *ended.borrow_and_update();
+            ended
+                .wait_for(|n| *n >= mark + 2)
+                .await
+                .expect("a caller ended early");
+        }
+    }
+
+    async fn stop(self) -> Vec<CallerTally> {
+        let _ = self.stop.send(true);
+        let mut tallies = Vec::new();
+        for caller in self.callers {
+            tallies.push(caller.await.expect("a caller panicked"));
+        }
+        tallies
+    }
 }
 
 /// A front of the test's own that sends the first request to one backend and every later one

@@ -16,8 +16,9 @@ use crate::{Redis, RedisError};
 const OUTBOX: usize = 4096;
 /// The largest event read from the channel.
 const MAX_EVENT: usize = 64 * 1024;
-/// The longest wait between two attempts to subscribe again.
-const MOST_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest wait between two attempts to subscribe again: once Redis is back, events flow
+/// again within this.
+const MOST_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Delivers each [`BusEvent`] published on any replica to the subscribers of every replica,
 /// this one's included, once each.
@@ -26,7 +27,7 @@ const MOST_BACKOFF: Duration = Duration::from_secs(5);
 /// logged) for one task that publishes in order on the server's channel. One subscription per
 /// replica reads the channel and hands each event to this process's subscribers. When Redis
 /// goes away, events published meanwhile are lost (logged); the subscription is made again,
-/// with a growing pause up to 5 s, and the publisher's connection reconnects by itself.
+/// with a growing pause up to 1 s, and the publisher's connection reconnects by itself.
 pub struct RedisBus {
     local: Arc<MemoryBus>,
     outbox: mpsc::Sender<String>,

@@ -132,9 +132,9 @@ impl Redis {
             .into_connection_info()?
             .set_tcp_settings(liveness::tcp_settings());
         let client = redis::Client::open(info)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(liveness::RESPONSE_WITHIN));
-        let manager = client.get_connection_manager_with_config(config).await?;
+        let manager = client
+            .get_connection_manager_with_config(liveness::manager_config())
+            .await?;
         Ok(Self {
             client,
             manager,

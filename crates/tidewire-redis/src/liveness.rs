@@ -18,6 +18,26 @@ const PING_EVERY: Duration = Duration::from_secs(2);
 const PING_WITHIN: Duration = Duration::from_secs(3);
 /// The longest a command may wait for its answer.
 pub(crate) const RESPONSE_WITHIN: Duration = Duration::from_secs(5);
+/// The longest one attempt to connect (again) may take.
+pub(crate) const CONNECT_WITHIN: Duration = Duration::from_secs(1);
+/// Tries to connect again after the first, when a connection is lost.
+pub(crate) const RECONNECT_RETRIES: usize = 2;
+/// The longest pause between two of those tries.
+pub(crate) const RECONNECT_PAUSE_AT_MOST: Duration = Duration::from_millis(250);
+
+/// The shared connection's settings. A command sent while the connection is being made again
+/// waits for that attempt, and `redis`' defaults retry it six times with pauses doubling from
+/// 100 ms: a command could wait 6.3 s on a Redis that refuses every connection, and much
+/// longer on one that drops them (measured: calls needing Redis hung past 8 s while it was
+/// away). Bounded here, a command fails within about `RECONNECT_RETRIES + 1` connection
+/// attempts; the next command starts a new attempt, so nothing is lost by giving up early.
+pub(crate) fn manager_config() -> redis::aio::ConnectionManagerConfig {
+    redis::aio::ConnectionManagerConfig::new()
+        .set_response_timeout(Some(RESPONSE_WITHIN))
+        .set_connection_timeout(Some(CONNECT_WITHIN))
+        .set_number_of_retries(RECONNECT_RETRIES)
+        .set_max_delay(RECONNECT_PAUSE_AT_MOST)
+}
 
 /// Keepalive probes after 5 s of silence, every 2 s, 3 of them; unacknowledged data fails the
 /// connection after 10 s.

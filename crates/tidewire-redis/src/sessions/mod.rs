@@ -19,7 +19,8 @@
 //!
 //! The parts: [`routing`] (the handle, and the tasks it starts), [`route`] (the middleware
 //! choosing where a request is served), [`forward`] (a request's trip to its owner and its
-//! answer's back), [`places`] (which sessions this replica holds, as Redis is told), and
+//! answer's back), [`places`] (which sessions this replica holds, as Redis is told),
+//! [`settling`] (telling a missing place from a place Redis lost, after a restart) and
 //! [`shared`] (what they all use).
 
 mod forward;
@@ -27,6 +28,7 @@ mod pieces;
 mod places;
 mod route;
 mod routing;
+mod settling;
 mod shared;
 
 #[doc(hidden)]

@@ -14,15 +14,21 @@ use tidewire_core::transport::Principal;
 use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 
 use super::places::{Asked, Forget};
-use super::shared::{Shared, session_named};
+use super::shared::{Shared, session_named, unavailable};
 
 /// A session's replica, whether it is alive, and the session's subject, in one round trip:
-/// `{owner or nil, 0|1, subject or nil}`.
+/// `{owner or nil, 0|1, subject or nil, 0|1}`, the last saying, when there is no place,
+/// whether Redis's places are complete: the epoch is there and no settling window is open (see
+/// [`settling`](super::settling)). `KEYS`: the place, the epoch, the settling window;
+/// `ARGV[1]`: the prefix of the `alive` keys.
 const OWNER_AND_ALIVE: &str = r"
 local place = redis.call('HMGET', KEYS[1], 'owner', 'subject')
 local owner = place[1]
-if not owner then return {false, 0, false} end
-return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive'), place[2]}
+if not owner then
+  local complete = redis.call('EXISTS', KEYS[2]) == 1 and redis.call('EXISTS', KEYS[3]) == 0
+  return {false, 0, false, complete and 1 or 0}
+end
+return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive'), place[2], 1}
 ";
 
 /// The middleware: a request for a session another live replica owns is forwarded there;
@@ -78,15 +84,17 @@ pub(super) async fn route(
     if shared.places().contains_key(&id) {
         return serve_own(&shared, &id, request, next).await;
     }
-    let owner: Result<(Option<String>, bool, Option<String>), _> = redis::cmd("EVAL")
+    let owner: Result<(Option<String>, bool, Option<String>, bool), _> = redis::cmd("EVAL")
         .arg(OWNER_AND_ALIVE)
-        .arg(1)
+        .arg(3)
         .arg(shared.session_key(&id))
+        .arg(shared.epoch_key())
+        .arg(shared.settling_key())
         .arg(shared.redis.key("node:"))
         .query_async(&mut shared.redis.connection())
         .await;
     match owner {
-        Ok((Some(owner), alive, subject)) if owner != shared.node => {
+        Ok((Some(owner), alive, subject, _)) if owner != shared.node => {
             if alive {
                 return shared.forward(request, owner).await;
             }
@@ -101,14 +109,30 @@ pub(super) async fn route(
             }
             next.run(request).await
         }
-        Ok((Some(_), _, _)) => serve_own(&shared, &id, request, next).await,
-        // Not placed (Redis restarted, say): one of this replica's, or unknown here too (404).
-        Ok((None, _, _)) => serve_own(&shared, &id, request, next).await,
+        Ok((Some(_), _, _, _)) => serve_own(&shared, &id, request, next).await,
+        // Not placed, and Redis's places are complete: unknown here too (404).
+        Ok((None, _, _, true)) => serve_own(&shared, &id, request, next).await,
+        // Not placed because Redis lost its data: its replica writes it again within seconds.
+        Ok((None, _, _, false)) => retry_later(
+            "Redis is recovering the places of sessions after a restart; try again in a moment",
+        ),
+        // Not one of this replica's (checked above), and where it lives cannot be asked: not a
+        // 404, which would make its client give up a session that may well be alive.
         Err(error) => {
-            tracing::warn!(%error, "cannot ask Redis where a session lives; serving it here");
-            next.run(request).await
+            tracing::warn!(%error, "cannot ask Redis where a session lives");
+            retry_later("cannot reach Redis to find the replica holding this session")
         }
     }
+}
+
+/// `503` with `Retry-After: 1`: the request was not acted on and may be sent again.
+fn retry_later(why: &str) -> Response {
+    let mut response = unavailable(why);
+    response.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    response
 }
 
 /// A GET resuming (`Last-Event-ID`) a stream of a session whose replica died: the events of

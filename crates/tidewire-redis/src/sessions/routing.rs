@@ -15,7 +15,7 @@ use super::shared::{ALIVE_FOR, INBOX_BYTES, RELAY_QUEUE, Shared, millis};
 use crate::{Redis, RedisError};
 
 /// How often a replica says it is alive.
-const HEARTBEAT: Duration = Duration::from_secs(1);
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);
 /// Deletes each of `KEYS` (session places) whose owner is `ARGV[1]` (this replica): a place
 /// another replica took over since is left alone. Returns how many went.
 const GIVE_UP: &str = "local n = 0 \
@@ -27,6 +27,9 @@ const GIVE_UP: &str = "local n = 0 \
     return n";
 /// Places given up in one script call.
 const GIVE_UP_AT_ONCE: usize = 512;
+/// The longest wait between two tries to subscribe again while Redis is away: once it is
+/// back, forwarding works again within this.
+const RESUBSCRIBE_AT_MOST: Duration = Duration::from_secs(1);
 /// How often a replica writes the places of its sessions again (so they are back within this
 /// long after Redis restarts, and kept while the sessions are used).
 const KEEP_EVERY: Duration = Duration::from_secs(5);
@@ -151,6 +154,13 @@ impl SessionRouting {
                 within: ALIVE_FOR,
             });
         }
+        // Redis holds places from now on (see `settling`): a first replica opens no window.
+        let _: Option<String> = redis::cmd("SET")
+            .arg(redis.key("places:epoch"))
+            .arg(1)
+            .arg("NX")
+            .query_async(&mut redis.connection())
+            .await?;
         let (sink, mut stream) = redis.client().get_async_pubsub().await?.split();
         let shared = Arc::new(Shared {
             redis: redis.clone(),
@@ -220,7 +230,7 @@ impl SessionRouting {
                             tracing::warn!(%error, "cannot subscribe again yet");
                             drop(shared);
                             tokio::time::sleep(pause).await;
-                            pause = (pause * 2).min(Duration::from_secs(5));
+                            pause = (pause * 2).min(RESUBSCRIBE_AT_MOST);
                         }
                     }
                 }
@@ -253,16 +263,7 @@ impl SessionRouting {
             loop {
                 every.tick().await;
                 let Some(shared) = weak.upgrade() else { return };
-                let alive: Result<(), _> = redis::cmd("SET")
-                    .arg(shared.alive_key(&shared.node))
-                    .arg(1)
-                    .arg("PX")
-                    .arg(millis(ALIVE_FOR))
-                    .query_async(&mut shared.redis.connection())
-                    .await;
-                if let Err(error) = alive {
-                    tracing::warn!(%error, "cannot tell Redis this replica is alive");
-                }
+                shared.beat().await;
             }
         });
         let weak = Arc::downgrade(&shared);
