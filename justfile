@@ -2,11 +2,15 @@
 
 # Everything CI checks, in CI's order (less its installs, the outside programs the tests then
 # skip without, the conformance suites, the benchmarks and the soak: `just ci-full` runs those).
-ci: fmt cycles clippy clippy-features doc test
+ci: fmt cycles timeouts clippy clippy-features doc test
 
 # No module imports one that imports it back.
 cycles:
     python3 .ci/module_cycles.py crates/*/src tests/src
+
+# Every async test awaits under a time limit.
+timeouts:
+    python3 .ci/test_timeouts.py crates tests
 
 # Formatting check.
 fmt:

@@ -89,268 +89,294 @@ async fn peer_scenarios_in_era_auto() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_scenarios_over_streamable_http_in_era_modern() {
-    for scenario in SCENARIOS {
-        let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        for scenario in SCENARIOS {
+            let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+            let counters = Arc::new(Counters::default());
+            let transport = tidewire_http::client::StatelessHttpClient::new(url)
+                .connect()
+                .await
+                .expect("a stateless HTTP transport");
+            let client = timeout(
+                LIMIT,
+                peer_client(&counters).era(Era::Modern).connect(transport),
+            )
+            .await
+            .expect("connected in time")
+            .expect("connected");
+            assert_eq!(client.era(), Spoken::Stateless);
+            let h = harness::Harness::for_client(client, "http-stateless", counters);
+            let outcome = timeout(LIMIT, scenarios::run_peer_scenario(&h, scenario))
+                .await
+                .expect("the scenario finished in time");
+            h.finish().await;
+            if let Err(e) = outcome {
+                panic!("{scenario} over Streamable HTTP (Modern): {e}");
+            }
+        }
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_rounds_and_a_prompt_that_asks() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
         let counters = Arc::new(Counters::default());
+        let h = connect_with(
+            &TransportUnderTest::Memory,
+            peer_client(&counters).era(Era::Modern),
+            counters.clone(),
+        )
+        .await;
+        // Two questions, one round each: the canned elicitation answers a name, not a colour.
+        let text = timeout(
+            LIMIT,
+            text_of(
+                &h.client,
+                "test_input_required_result_multi_round",
+                json!({}),
+            ),
+        )
+        .await
+        .expect("in time")
+        .expect("multi-round");
+        assert_eq!(text, "peer-canned-name likes ?");
+        assert_eq!(counters.elicitation.load(Ordering::SeqCst), 2);
+        // Three questions in one round.
+        let text = text_of(
+            &h.client,
+            "test_input_required_result_multiple_inputs",
+            json!({}),
+        )
+        .await
+        .expect("multiple inputs");
+        assert!(text.contains("peer-canned-name (2 roots)"), "{text}");
+        assert_eq!(counters.elicitation.load(Ordering::SeqCst), 3);
+        assert_eq!(counters.sampling.load(Ordering::SeqCst), 1);
+        assert_eq!(counters.roots.load(Ordering::SeqCst), 1);
+        // prompts/get asks too.
+        let prompt = h
+            .client
+            .get_prompt("test_input_required_result_prompt", ())
+            .await
+            .expect("prompt");
+        assert_eq!(prompt.messages.len(), 1);
+        assert_eq!(counters.elicitation.load(Ordering::SeqCst), 4);
+        // A client with no handler for a question fails clearly.
+        let bare = connect_with(
+            &TransportUnderTest::Memory,
+            tidewire_client::Client::builder(tidewire_core::schema::Implementation::new(
+                "bare", "1",
+            ))
+            .era(Era::Modern),
+            Arc::new(Counters::default()),
+        )
+        .await;
+        let error = bare
+            .client
+            .call_tool("test_input_required_result_elicitation", json!({}))
+            .await
+            .expect_err("no elicitation capability");
+        assert_eq!(error.remote().map(|e| e.code), Some(-32021), "{error}");
+        bare.finish().await;
+        h.finish().await;
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_falls_back_to_a_session_and_modern_says_it_cannot() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let legacy_only = || tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+        let counters = Arc::new(Counters::default());
+
+        let server = legacy_only();
+        let (a, b) = memory::duplex();
+        tokio::spawn(server.serve(a).1);
+        let client = timeout(LIMIT, peer_client(&counters).era(Era::Auto).connect(b))
+            .await
+            .expect("in time")
+            .expect("auto connects");
+        assert_eq!(client.era(), Spoken::Session);
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "hi"})).await,
+            Ok("hi".to_owned())
+        );
+        client.close().await;
+
+        let server = legacy_only();
+        let (a, b) = memory::duplex();
+        tokio::spawn(server.serve(a).1);
+        let refused = timeout(LIMIT, peer_client(&counters).era(Era::Modern).connect(b))
+            .await
+            .expect("in time");
+        let error = refused.expect_err("the server serves sessions only");
+        assert_eq!(error.remote().map(|e| e.code), Some(-32601), "{error}");
+
+        // And the default stays the session era, against a dual server too.
+        let h = harness::connect(&TransportUnderTest::Memory).await;
+        assert_eq!(h.client.era(), Spoken::Session);
+        h.finish().await;
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_parameters_travel_in_headers_once_the_tool_is_listed() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
         let transport = tidewire_http::client::StatelessHttpClient::new(url)
             .connect()
             .await
             .expect("a stateless HTTP transport");
+        let counters = Arc::new(Counters::default());
         let client = timeout(
             LIMIT,
             peer_client(&counters).era(Era::Modern).connect(transport),
         )
         .await
-        .expect("connected in time")
-        .expect("connected");
-        assert_eq!(client.era(), Spoken::Stateless);
-        let h = harness::Harness::for_client(client, "http-stateless", counters);
-        let outcome = timeout(LIMIT, scenarios::run_peer_scenario(&h, scenario))
-            .await
-            .expect("the scenario finished in time");
-        h.finish().await;
-        if let Err(e) = outcome {
-            panic!("{scenario} over Streamable HTTP (Modern): {e}");
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn several_rounds_and_a_prompt_that_asks() {
-    let counters = Arc::new(Counters::default());
-    let h = connect_with(
-        &TransportUnderTest::Memory,
-        peer_client(&counters).era(Era::Modern),
-        counters.clone(),
-    )
-    .await;
-    // Two questions, one round each: the canned elicitation answers a name, not a colour.
-    let text = timeout(
-        LIMIT,
-        text_of(
-            &h.client,
-            "test_input_required_result_multi_round",
-            json!({}),
-        ),
-    )
-    .await
-    .expect("in time")
-    .expect("multi-round");
-    assert_eq!(text, "peer-canned-name likes ?");
-    assert_eq!(counters.elicitation.load(Ordering::SeqCst), 2);
-    // Three questions in one round.
-    let text = text_of(
-        &h.client,
-        "test_input_required_result_multiple_inputs",
-        json!({}),
-    )
-    .await
-    .expect("multiple inputs");
-    assert!(text.contains("peer-canned-name (2 roots)"), "{text}");
-    assert_eq!(counters.elicitation.load(Ordering::SeqCst), 3);
-    assert_eq!(counters.sampling.load(Ordering::SeqCst), 1);
-    assert_eq!(counters.roots.load(Ordering::SeqCst), 1);
-    // prompts/get asks too.
-    let prompt = h
-        .client
-        .get_prompt("test_input_required_result_prompt", ())
-        .await
-        .expect("prompt");
-    assert_eq!(prompt.messages.len(), 1);
-    assert_eq!(counters.elicitation.load(Ordering::SeqCst), 4);
-    // A client with no handler for a question fails clearly.
-    let bare = connect_with(
-        &TransportUnderTest::Memory,
-        tidewire_client::Client::builder(tidewire_core::schema::Implementation::new("bare", "1"))
-            .era(Era::Modern),
-        Arc::new(Counters::default()),
-    )
-    .await;
-    let error = bare
-        .client
-        .call_tool("test_input_required_result_elicitation", json!({}))
-        .await
-        .expect_err("no elicitation capability");
-    assert_eq!(error.remote().map(|e| e.code), Some(-32021), "{error}");
-    bare.finish().await;
-    h.finish().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auto_falls_back_to_a_session_and_modern_says_it_cannot() {
-    let legacy_only = || tidewire_demo::demo_builder().eras(Eras::Legacy).build();
-    let counters = Arc::new(Counters::default());
-
-    let server = legacy_only();
-    let (a, b) = memory::duplex();
-    tokio::spawn(server.serve(a).1);
-    let client = timeout(LIMIT, peer_client(&counters).era(Era::Auto).connect(b))
-        .await
         .expect("in time")
-        .expect("auto connects");
-    assert_eq!(client.era(), Spoken::Session);
-    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(
-        text_of(&client, "echo", json!({"text": "hi"})).await,
-        Ok("hi".to_owned())
-    );
-    client.close().await;
-
-    let server = legacy_only();
-    let (a, b) = memory::duplex();
-    tokio::spawn(server.serve(a).1);
-    let refused = timeout(LIMIT, peer_client(&counters).era(Era::Modern).connect(b))
-        .await
-        .expect("in time");
-    let error = refused.expect_err("the server serves sessions only");
-    assert_eq!(error.remote().map(|e| e.code), Some(-32601), "{error}");
-
-    // And the default stays the session era, against a dual server too.
-    let h = harness::connect(&TransportUnderTest::Memory).await;
-    assert_eq!(h.client.era(), Spoken::Session);
-    h.finish().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tool_parameters_travel_in_headers_once_the_tool_is_listed() {
-    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
-    let transport = tidewire_http::client::StatelessHttpClient::new(url)
-        .connect()
-        .await
-        .expect("a stateless HTTP transport");
-    let counters = Arc::new(Counters::default());
-    let client = timeout(
-        LIMIT,
-        peer_client(&counters).era(Era::Modern).connect(transport),
-    )
+        .expect("connected");
+        let args = json!({"region": "Zürich ✓"});
+        // Before the tool is listed the client cannot know its header: the server says so.
+        let error = client
+            .call_tool("test_x_mcp_header", args.clone())
+            .await
+            .expect_err("no Mcp-Param-Region yet");
+        assert_eq!(error.remote().map(|e| e.code), Some(-32020), "{error}");
+        client.list_all_tools().await.expect("tools/list");
+        let text = text_of(&client, "test_x_mcp_header", args)
+            .await
+            .expect("the header matches");
+        assert_eq!(text, "region: Zürich ✓");
+        client.close().await;
+    })
     .await
-    .expect("in time")
-    .expect("connected");
-    let args = json!({"region": "Zürich ✓"});
-    // Before the tool is listed the client cannot know its header: the server says so.
-    let error = client
-        .call_tool("test_x_mcp_header", args.clone())
-        .await
-        .expect_err("no Mcp-Param-Region yet");
-    assert_eq!(error.remote().map(|e| e.code), Some(-32020), "{error}");
-    client.list_all_tools().await.expect("tools/list");
-    let text = text_of(&client, "test_x_mcp_header", args)
-        .await
-        .expect("the header matches");
-    assert_eq!(text, "region: Zürich ✓");
-    client.close().await;
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_auto_picks_the_era_an_http_server_speaks() {
-    use tidewire::connect::{Fallback, auto as connect_auto};
-    use tidewire_http::server::{HttpConfig, StreamableHttp};
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire::connect::{Fallback, auto as connect_auto};
+        use tidewire_http::server::{HttpConfig, StreamableHttp};
 
-    // A dual server: the stateless revision.
-    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
-    let counters = Arc::new(Counters::default());
-    let (client, how) = timeout(LIMIT, connect_auto(&url, || peer_client(&counters)))
+        // A dual server: the stateless revision.
+        let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+        let counters = Arc::new(Counters::default());
+        let (client, how) = timeout(LIMIT, connect_auto(&url, || peer_client(&counters)))
+            .await
+            .expect("in time")
+            .expect("connects");
+        assert!(matches!(how, Fallback::Stateless), "{how:?}");
+        assert_eq!(client.era(), Spoken::Stateless);
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "a"})).await,
+            Ok("a".to_owned())
+        );
+        client.close().await;
+
+        // A server of sessions only: Streamable HTTP with initialize.
+        let server = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+        let endpoint = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), server);
+        let app = endpoint.router("/mcp");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let (client, how) = timeout(
+            LIMIT,
+            connect_auto(&format!("http://{addr}/mcp"), || peer_client(&counters)),
+        )
         .await
         .expect("in time")
         .expect("connects");
-    assert!(matches!(how, Fallback::Stateless), "{how:?}");
-    assert_eq!(client.era(), Spoken::Stateless);
-    assert_eq!(
-        text_of(&client, "echo", json!({"text": "a"})).await,
-        Ok("a".to_owned())
-    );
-    client.close().await;
-
-    // A server of sessions only: Streamable HTTP with initialize.
-    let server = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
-    let endpoint = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), server);
-    let app = endpoint.router("/mcp");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let (client, how) = timeout(
-        LIMIT,
-        connect_auto(&format!("http://{addr}/mcp"), || peer_client(&counters)),
-    )
+        assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
+        assert_eq!(client.era(), Spoken::Session);
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "b"})).await,
+            Ok("b".to_owned())
+        );
+        client.close().await;
+    })
     .await
-    .expect("in time")
-    .expect("connects");
-    assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
-    assert_eq!(client.era(), Spoken::Session);
-    assert_eq!(
-        text_of(&client, "echo", json!({"text": "b"})).await,
-        Ok("b".to_owned())
-    );
-    client.close().await;
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_are_cached_for_their_ttl_and_dropped_on_change() {
-    use futures::StreamExt;
-    use std::sync::atomic::AtomicUsize;
-    use tidewire_core::schema::{ReadResourceResult, Resource, SubscriptionFilter};
-    use tidewire_server::{CacheHint, CacheItem};
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use futures::StreamExt;
+        use std::sync::atomic::AtomicUsize;
+        use tidewire_core::schema::{ReadResourceResult, Resource, SubscriptionFilter};
+        use tidewire_server::{CacheHint, CacheItem};
 
-    let reads = Arc::new(AtomicUsize::new(0));
-    let counted = reads.clone();
-    let server = tidewire_demo::demo_builder()
-        .resource(Resource::new("mem://cached", "cached"), move |uri, _ctx| {
-            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
-            async move { Ok(ReadResourceResult::text(uri, format!("read {n}"))) }
-        })
-        .cache_hint_for(
-            CacheItem::Resource("mem://cached".into()),
-            CacheHint::private(Duration::from_secs(60)),
-        )
-        .build();
-    let (a, b) = memory::duplex();
-    tokio::spawn(server.serve(a).1);
-    let counters = Arc::new(Counters::default());
-    let client = timeout(LIMIT, peer_client(&counters).era(Era::Modern).connect(b))
-        .await
-        .expect("in time")
-        .expect("connected");
-    let text = |r: &ReadResourceResult| {
-        serde_json::to_value(&r.contents[0]).expect("json")["text"].clone()
-    };
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = reads.clone();
+        let server = tidewire_demo::demo_builder()
+            .resource(Resource::new("mem://cached", "cached"), move |uri, _ctx| {
+                let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+                async move { Ok(ReadResourceResult::text(uri, format!("read {n}"))) }
+            })
+            .cache_hint_for(
+                CacheItem::Resource("mem://cached".into()),
+                CacheHint::private(Duration::from_secs(60)),
+            )
+            .build();
+        let (a, b) = memory::duplex();
+        tokio::spawn(server.serve(a).1);
+        let counters = Arc::new(Counters::default());
+        let client = timeout(LIMIT, peer_client(&counters).era(Era::Modern).connect(b))
+            .await
+            .expect("in time")
+            .expect("connected");
+        let text = |r: &ReadResourceResult| {
+            serde_json::to_value(&r.contents[0]).expect("json")["text"].clone()
+        };
 
-    let first = client.read_resource("mem://cached").await.expect("read");
-    let second = client.read_resource("mem://cached").await.expect("read");
-    assert_eq!(
-        (text(&first), text(&second)),
-        (json!("read 1"), json!("read 1"))
-    );
-    assert_eq!(
-        reads.load(Ordering::SeqCst),
-        1,
-        "the second read came from the cache"
-    );
-    let fresh = client
-        .fresh()
-        .read_resource("mem://cached")
-        .await
-        .expect("read");
-    assert_eq!(text(&fresh), json!("read 2"));
-    // An update heard on a listen drops the cached read.
-    let mut changes = client
-        .listen(SubscriptionFilter {
-            resource_subscriptions: Some(vec!["mem://cached".into()]),
-            ..SubscriptionFilter::default()
-        })
-        .await
-        .expect("listen");
-    server.notify_resource_updated("mem://cached").await;
-    timeout(LIMIT, changes.next())
-        .await
-        .expect("in time")
-        .expect("an update")
-        .expect("no lag");
-    let after = client.read_resource("mem://cached").await.expect("read");
-    assert_eq!(text(&after), json!("read 3"));
-    changes.end().await.expect("end");
-    client.close().await;
+        let first = client.read_resource("mem://cached").await.expect("read");
+        let second = client.read_resource("mem://cached").await.expect("read");
+        assert_eq!(
+            (text(&first), text(&second)),
+            (json!("read 1"), json!("read 1"))
+        );
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            1,
+            "the second read came from the cache"
+        );
+        let fresh = client
+            .fresh()
+            .read_resource("mem://cached")
+            .await
+            .expect("read");
+        assert_eq!(text(&fresh), json!("read 2"));
+        // An update heard on a listen drops the cached read.
+        let mut changes = client
+            .listen(SubscriptionFilter {
+                resource_subscriptions: Some(vec!["mem://cached".into()]),
+                ..SubscriptionFilter::default()
+            })
+            .await
+            .expect("listen");
+        server.notify_resource_updated("mem://cached").await;
+        timeout(LIMIT, changes.next())
+            .await
+            .expect("in time")
+            .expect("an update")
+            .expect("no lag");
+        let after = client.read_resource("mem://cached").await.expect("read");
+        assert_eq!(text(&after), json!("read 3"));
+        changes.end().await.expect("end");
+        client.close().await;
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Starts a slow crawl, gives up on it after 200 ms, and waits for the server to say the crawl
@@ -388,101 +414,109 @@ async fn crawl_is_cancelled(client: &tidewire_client::Client) {
 /// too, which carries both; HTTP+SSE carries sessions only. A call cancels in either era.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
-    use tidewire_http::server::{HttpConfig, StreamableHttp};
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire_http::server::{HttpConfig, StreamableHttp};
 
-    let info = || tidewire_core::schema::Implementation::new("default", "1");
-    let streamable = |url: String| async move {
+        let info = || tidewire_core::schema::Implementation::new("default", "1");
+        let streamable = |url: String| async move {
+            let transport = tidewire_http::client::StreamableHttpClient::new(url)
+                .connect()
+                .await
+                .expect("transport");
+            timeout(
+                LIMIT,
+                tidewire_client::Client::builder(info()).connect(transport),
+            )
+            .await
+            .expect("in time")
+            .expect("connects")
+        };
+        // A server of both eras: the default over Streamable HTTP reaches 2026-07-28.
+        let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
+        let client = streamable(url.clone()).await;
+        assert_eq!(client.era(), Spoken::Stateless);
+        assert_eq!(client.protocol_version().as_str(), "2026-07-28");
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "new"})).await,
+            Ok("new".to_owned())
+        );
+        crawl_is_cancelled(&client).await;
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "after"})).await,
+            Ok("after".to_owned())
+        );
+        client.close().await;
+        // `Era::Modern` asks for it, over the same transport.
         let transport = tidewire_http::client::StreamableHttpClient::new(url)
             .connect()
             .await
             .expect("transport");
-        timeout(
+        let client = timeout(
             LIMIT,
-            tidewire_client::Client::builder(info()).connect(transport),
+            tidewire_client::Client::builder(info())
+                .era(Era::Modern)
+                .connect(transport),
         )
         .await
         .expect("in time")
-        .expect("connects")
-    };
-    // A server of both eras: the default over Streamable HTTP reaches 2026-07-28.
-    let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
-    let client = streamable(url.clone()).await;
-    assert_eq!(client.era(), Spoken::Stateless);
-    assert_eq!(client.protocol_version().as_str(), "2026-07-28");
-    assert_eq!(
-        text_of(&client, "echo", json!({"text": "new"})).await,
-        Ok("new".to_owned())
-    );
-    crawl_is_cancelled(&client).await;
-    assert_eq!(
-        text_of(&client, "echo", json!({"text": "after"})).await,
-        Ok("after".to_owned())
-    );
-    client.close().await;
-    // `Era::Modern` asks for it, over the same transport.
-    let transport = tidewire_http::client::StreamableHttpClient::new(url)
-        .connect()
-        .await
-        .expect("transport");
-    let client = timeout(
-        LIMIT,
-        tidewire_client::Client::builder(info())
-            .era(Era::Modern)
-            .connect(transport),
-    )
-    .await
-    .expect("in time")
-    .expect("connects");
-    assert_eq!(client.era(), Spoken::Stateless);
-    client.close().await;
-
-    // A server of the session era only: the probe is refused, and the default opens a session
-    // on the same transport.
-    let legacy_only = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
-    let http = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), legacy_only);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
-    tokio::spawn(axum::serve(listener, http.router("/mcp")).into_future());
-    let client = streamable(url).await;
-    assert_eq!(client.era(), Spoken::Session);
-    assert_eq!(
-        text_of(&client, "echo", json!({"text": "old"})).await,
-        Ok("old".to_owned())
-    );
-    crawl_is_cancelled(&client).await;
-    client.close().await;
-
-    // Over a message stream, the default reaches the stateless revision of a dual server.
-    let server = tidewire_demo::demo_server();
-    let (a, b) = memory::duplex();
-    tokio::spawn(server.serve(a).1);
-    let client = timeout(LIMIT, tidewire_client::Client::builder(info()).connect(b))
-        .await
-        .expect("in time")
         .expect("connects");
-    assert_eq!(client.era(), Spoken::Stateless);
-    client.close().await;
+        assert_eq!(client.era(), Spoken::Stateless);
+        client.close().await;
+
+        // A server of the session era only: the probe is refused, and the default opens a session
+        // on the same transport.
+        let legacy_only = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+        let http = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), legacy_only);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        tokio::spawn(axum::serve(listener, http.router("/mcp")).into_future());
+        let client = streamable(url).await;
+        assert_eq!(client.era(), Spoken::Session);
+        assert_eq!(
+            text_of(&client, "echo", json!({"text": "old"})).await,
+            Ok("old".to_owned())
+        );
+        crawl_is_cancelled(&client).await;
+        client.close().await;
+
+        // Over a message stream, the default reaches the stateless revision of a dual server.
+        let server = tidewire_demo::demo_server();
+        let (a, b) = memory::duplex();
+        tokio::spawn(server.serve(a).1);
+        let client = timeout(LIMIT, tidewire_client::Client::builder(info()).connect(b))
+            .await
+            .expect("in time")
+            .expect("connects");
+        assert_eq!(client.era(), Spoken::Stateless);
+        client.close().await;
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_fallback_picks_the_transport_the_server_speaks() {
-    use tidewire::connect::{Fallback, with_fallback};
-    use tidewire_sse::server::SseConfig;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire::connect::{Fallback, with_fallback};
+        use tidewire_sse::server::SseConfig;
 
-    let check = async {
-        let builder = || peer_client(&Arc::new(Counters::default()));
-        let (sse_url, _server, _sse) = harness::start_sse(SseConfig::default()).await;
-        let (client, how) = with_fallback(&sse_url, builder).await.expect("legacy");
-        assert!(matches!(how, Fallback::LegacySse { .. }), "{how:?}");
-        client.ping().await.expect("ping over legacy SSE");
-        client.close().await;
-        let (http_url, _server, _http) = harness::start_http(harness::HttpMode::Sse).await;
-        let (client, how) = with_fallback(&http_url, builder).await.expect("streamable");
-        assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
-        client.ping().await.expect("ping over Streamable HTTP");
-        client.close().await;
-    };
-    timeout(LIMIT, check).await.expect("in time");
+        let check = async {
+            let builder = || peer_client(&Arc::new(Counters::default()));
+            let (sse_url, _server, _sse) = harness::start_sse(SseConfig::default()).await;
+            let (client, how) = with_fallback(&sse_url, builder).await.expect("legacy");
+            assert!(matches!(how, Fallback::LegacySse { .. }), "{how:?}");
+            client.ping().await.expect("ping over legacy SSE");
+            client.close().await;
+            let (http_url, _server, _http) = harness::start_http(harness::HttpMode::Sse).await;
+            let (client, how) = with_fallback(&http_url, builder).await.expect("streamable");
+            assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
+            client.ping().await.expect("ping over Streamable HTTP");
+            client.close().await;
+        };
+        timeout(LIMIT, check).await.expect("in time");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }

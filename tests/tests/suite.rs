@@ -48,7 +48,9 @@ where
     let h = tokio::time::timeout(LIMIT, scenario(h))
         .await
         .unwrap_or_else(|_| panic!("the scenario over {name} took longer than {LIMIT:?}"));
-    h.finish().await;
+    tokio::time::timeout(LIMIT, h.finish())
+        .await
+        .unwrap_or_else(|_| panic!("closing over {name} took longer than {LIMIT:?}"));
 }
 
 /// Expands every scenario for every transport: `memory::echo`, `stdio::echo`,

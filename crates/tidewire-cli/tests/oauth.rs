@@ -272,13 +272,16 @@ async fn status_without_token(url: &str) -> u16 {
     }
 }
 
-/// Runs `tidewire ARGS…` to its end: its exit code, stdout and stderr.
-fn tidewire(args: &[&str], token_file: &std::path::Path) -> (i32, String, String) {
-    let output = std::process::Command::new(support::BIN)
+/// Runs `tidewire ARGS…` to its end: its exit code, stdout and stderr. Awaited, so the test's
+/// time limit can stop it (the child is killed when the wait is dropped).
+async fn tidewire(args: &[&str], token_file: &std::path::Path) -> (i32, String, String) {
+    let output = tokio::process::Command::new(support::BIN)
         .args(args)
         .env("TIDEWIRE_TOKEN_FILE", token_file)
         .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
         .output()
+        .await
         .expect("tidewire runs");
     (
         output.status.code().unwrap_or(-1),
@@ -289,7 +292,7 @@ fn tidewire(args: &[&str], token_file: &std::path::Path) -> (i32, String, String
 
 #[tokio::test(flavor = "multi_thread")]
 async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logout() {
-    use std::io::{BufRead, BufReader};
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
 
     tokio::time::timeout(support::LIMIT, async {
         let auth = TestAuthorizationServer::start(3600).await;
@@ -300,7 +303,8 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
         let tokens = dir.join("tokens.json");
 
         // Without a login and without a terminal: a clear refusal naming the way out.
-        let (code, _, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
+        let (code, _, stderr) =
+            tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens).await;
         assert_eq!(code, 2, "{stderr}");
         assert!(
             stderr.contains("401") && stderr.contains("--oauth"),
@@ -308,37 +312,30 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
         );
 
         // `auth login`: the URL is printed; the "browser" (this test) follows it.
-        let mut login = std::process::Command::new(support::BIN)
+        let mut login = tokio::process::Command::new(support::BIN)
             .args(["auth", "login", &url, "--no-browser"])
             .env("TIDEWIRE_TOKEN_FILE", &tokens)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
             .spawn()
             .expect("tidewire auth login");
-        let stderr = login.stderr.take().expect("stderr");
-        let authorization_url = tokio::task::spawn_blocking(move || {
-            BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-                .find_map(|line| {
-                    line.trim()
-                        .starts_with("http://")
-                        .then(|| line.trim().to_owned())
-                })
-        })
-        .await
-        .expect("reader")
-        .expect("the authorization URL is printed");
+        let mut lines = BufReader::new(login.stderr.take().expect("stderr")).lines();
+        let mut authorization_url = None;
+        while let Some(line) = lines.next_line().await.expect("stderr is read") {
+            if line.trim().starts_with("http://") {
+                authorization_url = Some(line.trim().to_owned());
+                break;
+            }
+        }
+        let authorization_url = authorization_url.expect("the authorization URL is printed");
         assert!(authorization_url.starts_with(&format!("{}/authorize?", auth.issuer)));
         let page = reqwest::get(&authorization_url)
             .await
             .expect("the browser's round trip");
         assert_eq!(page.status(), 200, "the loopback page");
-        let finished = tokio::task::spawn_blocking(move || login.wait_with_output())
-            .await
-            .expect("waiter")
-            .expect("login ends");
+        let finished = login.wait_with_output().await.expect("login ends");
         let said = String::from_utf8_lossy(&finished.stdout).into_owned();
         assert!(finished.status.success(), "{said}");
         assert!(
@@ -359,7 +356,8 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
 
         // A call uses the saved login: no new authorization.
         let logins = count(&auth, "authorization_code").await;
-        let (code, stdout, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
+        let (code, stdout, stderr) =
+            tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens).await;
         assert_eq!((code, stdout.trim()), (0, "hi"), "{stderr}");
         assert_eq!(count(&auth, "authorization_code").await, logins);
 
@@ -367,11 +365,12 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
         // how to log in again, instead of waiting for a browser.
         TestAuthorizationServer::revoke_access_tokens(&auth);
         TestAuthorizationServer::revoke_refresh_tokens(&auth);
-        let (code, _, stderr) = tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens);
+        let (code, _, stderr) =
+            tidewire(&["call", &url, "echo", r#"{"text":"hi"}"#], &tokens).await;
         assert_eq!(code, 2, "{stderr}");
         assert!(stderr.contains("tidewire auth login"), "{stderr}");
 
-        let (code, status, _) = tidewire(&["auth", "status"], &tokens);
+        let (code, status, _) = tidewire(&["auth", "status"], &tokens).await;
         assert_eq!(code, 0);
         assert!(
             status.contains(&url) && status.contains("can be refreshed"),
@@ -382,12 +381,12 @@ async fn auth_login_through_a_browser_then_calls_use_the_saved_login_until_logou
             "no token in the status"
         );
 
-        let (code, out, _) = tidewire(&["auth", "logout", &url], &tokens);
+        let (code, out, _) = tidewire(&["auth", "logout", &url], &tokens).await;
         assert_eq!(
             (code, out.trim()),
             (0, format!("logged out of {url}").as_str())
         );
-        let (_, status, _) = tidewire(&["auth", "status"], &tokens);
+        let (_, status, _) = tidewire(&["auth", "status"], &tokens).await;
         assert_eq!(status.trim(), "no logins");
         let _ = std::fs::remove_dir_all(&dir);
     })

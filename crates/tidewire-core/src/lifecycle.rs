@@ -160,40 +160,48 @@ mod tests {
 
     #[tokio::test]
     async fn idle_waits_for_the_last_request_in_flight() {
-        let lifecycle = Lifecycle::new();
-        let first = lifecycle.track();
-        let second = lifecycle.track();
-        assert_eq!(lifecycle.in_flight(), 2);
-        let waiter = tokio::spawn({
-            let lifecycle = lifecycle.clone();
-            async move { lifecycle.idle().await }
-        });
-        drop(first);
-        tokio::task::yield_now().await;
-        assert!(!waiter.is_finished(), "one request is still in flight");
-        drop(second);
-        tokio::time::timeout(Duration::from_secs(5), waiter)
-            .await
-            .expect("idle once the last request ends")
-            .expect("the waiter ran");
-        assert_eq!(lifecycle.in_flight(), 0);
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let lifecycle = Lifecycle::new();
+            let first = lifecycle.track();
+            let second = lifecycle.track();
+            assert_eq!(lifecycle.in_flight(), 2);
+            let waiter = tokio::spawn({
+                let lifecycle = lifecycle.clone();
+                async move { lifecycle.idle().await }
+            });
+            drop(first);
+            tokio::task::yield_now().await;
+            assert!(!waiter.is_finished(), "one request is still in flight");
+            drop(second);
+            tokio::time::timeout(Duration::from_secs(5), waiter)
+                .await
+                .expect("idle once the last request ends")
+                .expect("the waiter ran");
+            assert_eq!(lifecycle.in_flight(), 0);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test]
     async fn the_drain_starts_once_and_wakes_its_waiters() {
-        let lifecycle = Lifecycle::new();
-        assert!(!lifecycle.is_draining());
-        let waiter = tokio::spawn({
-            let lifecycle = lifecycle.clone();
-            async move { lifecycle.draining().await }
-        });
-        tokio::task::yield_now().await;
-        assert!(lifecycle.start_draining());
-        assert!(!lifecycle.start_draining(), "a second call starts nothing");
-        tokio::time::timeout(Duration::from_secs(5), waiter)
-            .await
-            .expect("woken by the drain")
-            .expect("the waiter ran");
-        assert!(lifecycle.clone().is_draining(), "clones share the state");
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let lifecycle = Lifecycle::new();
+            assert!(!lifecycle.is_draining());
+            let waiter = tokio::spawn({
+                let lifecycle = lifecycle.clone();
+                async move { lifecycle.draining().await }
+            });
+            tokio::task::yield_now().await;
+            assert!(lifecycle.start_draining());
+            assert!(!lifecycle.start_draining(), "a second call starts nothing");
+            tokio::time::timeout(Duration::from_secs(5), waiter)
+                .await
+                .expect("woken by the drain")
+                .expect("the waiter ran");
+            assert!(lifecycle.clone().is_draining(), "clones share the state");
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 }

@@ -185,79 +185,91 @@ mod tests {
 
     #[tokio::test]
     async fn keeps_order_waits_for_room_and_ends_on_close() {
-        let queue = Arc::new(BoundedQueue::new(2));
-        queue.push(1).await.expect("room");
-        queue.push(2).await.expect("room");
-        assert_eq!(queue.try_push(9), Err(9), "full");
-        // Full: a third writer waits until the reader takes one.
-        let writer = {
-            let queue = queue.clone();
-            tokio::spawn(async move { queue.push(3).await })
-        };
-        tokio::task::yield_now().await;
-        assert!(!writer.is_finished(), "a full queue makes the writer wait");
-        assert_eq!(queue.pop().await, Some(1));
-        tokio::time::timeout(LIMIT, writer)
-            .await
-            .expect("the writer got room in time")
-            .expect("join")
-            .expect("queued");
-        assert_eq!(queue.pop().await, Some(2));
-        assert_eq!(queue.try_pop(), Some(3));
-        assert!(queue.is_empty());
-        queue.close();
-        assert!(queue.is_closed());
-        assert_eq!(queue.pop().await, None, "closed and empty: the reader ends");
-        assert_eq!(
-            queue.push(4).await,
-            Err(4),
-            "and writers get their item back"
-        );
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let queue = Arc::new(BoundedQueue::new(2));
+            queue.push(1).await.expect("room");
+            queue.push(2).await.expect("room");
+            assert_eq!(queue.try_push(9), Err(9), "full");
+            // Full: a third writer waits until the reader takes one.
+            let writer = {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.push(3).await })
+            };
+            tokio::task::yield_now().await;
+            assert!(!writer.is_finished(), "a full queue makes the writer wait");
+            assert_eq!(queue.pop().await, Some(1));
+            tokio::time::timeout(LIMIT, writer)
+                .await
+                .expect("the writer got room in time")
+                .expect("join")
+                .expect("queued");
+            assert_eq!(queue.pop().await, Some(2));
+            assert_eq!(queue.try_pop(), Some(3));
+            assert!(queue.is_empty());
+            queue.close();
+            assert!(queue.is_closed());
+            assert_eq!(queue.pop().await, None, "closed and empty: the reader ends");
+            assert_eq!(
+                queue.push(4).await,
+                Err(4),
+                "and writers get their item back"
+            );
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test]
     async fn waiting_readers_and_writers_wake_for_items_room_and_close() {
-        let queue = Arc::new(BoundedQueue::new(1));
-        let reader = {
-            let queue = queue.clone();
-            tokio::spawn(async move { queue.pop().await })
-        };
-        tokio::task::yield_now().await;
-        queue.push(7).await.expect("room");
-        let got = tokio::time::timeout(LIMIT, reader).await.expect("in time");
-        assert_eq!(got.expect("join"), Some(7));
-        queue.push(8).await.expect("room");
-        let writer = {
-            let queue = queue.clone();
-            tokio::spawn(async move { queue.push(9).await })
-        };
-        tokio::task::yield_now().await;
-        queue.close();
-        let back = tokio::time::timeout(LIMIT, writer).await.expect("in time");
-        assert_eq!(
-            back.expect("join"),
-            Err(9),
-            "a waiting writer fails on close"
-        );
-        assert_eq!(queue.pop().await, Some(8));
-        let reader = {
-            let queue = queue.clone();
-            tokio::spawn(async move { queue.pop().await })
-        };
-        let ended = tokio::time::timeout(LIMIT, reader).await.expect("in time");
-        assert_eq!(ended.expect("join"), None);
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let queue = Arc::new(BoundedQueue::new(1));
+            let reader = {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.pop().await })
+            };
+            tokio::task::yield_now().await;
+            queue.push(7).await.expect("room");
+            let got = tokio::time::timeout(LIMIT, reader).await.expect("in time");
+            assert_eq!(got.expect("join"), Some(7));
+            queue.push(8).await.expect("room");
+            let writer = {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.push(9).await })
+            };
+            tokio::task::yield_now().await;
+            queue.close();
+            let back = tokio::time::timeout(LIMIT, writer).await.expect("in time");
+            assert_eq!(
+                back.expect("join"),
+                Err(9),
+                "a waiting writer fails on close"
+            );
+            assert_eq!(queue.pop().await, Some(8));
+            let reader = {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.pop().await })
+            };
+            let ended = tokio::time::timeout(LIMIT, reader).await.expect("in time");
+            assert_eq!(ended.expect("join"), None);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test]
     async fn a_reader_waiting_on_an_empty_queue_wakes_on_close() {
-        let queue = Arc::new(BoundedQueue::<u8>::new(1));
-        let reader = {
-            let queue = queue.clone();
-            tokio::spawn(async move { queue.pop().await })
-        };
-        tokio::task::yield_now().await;
-        queue.close();
-        let ended = tokio::time::timeout(LIMIT, reader).await.expect("in time");
-        assert_eq!(ended.expect("join"), None);
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let queue = Arc::new(BoundedQueue::<u8>::new(1));
+            let reader = {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.pop().await })
+            };
+            tokio::task::yield_now().await;
+            queue.close();
+            let ended = tokio::time::timeout(LIMIT, reader).await.expect("in time");
+            assert_eq!(ended.expect("join"), None);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 }

@@ -139,423 +139,483 @@ fn a_driver_awaited_in_block_on_serves_on_a_worker() {
 
 #[tokio::test]
 async fn request_and_response_round_trip() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let value = timeout(
-        LIMIT,
-        client.request_raw("echo", Some(json!({"x": "ünï \"q\" \\"}))),
-    )
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let value = timeout(
+            LIMIT,
+            client.request_raw("echo", Some(json!({"x": "ünï \"q\" \\"}))),
+        )
+        .await
+        .expect("in time")
+        .expect("ok");
+        assert_eq!(value, json!({"x": "ünï \"q\" \\"}));
+        let err = timeout(LIMIT, client.request_raw("nope", None))
+            .await
+            .expect("in time")
+            .expect_err("unknown");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32601));
+        let pong = timeout(LIMIT, client.request_raw("ping", None))
+            .await
+            .expect("in time")
+            .expect("pong");
+        assert_eq!(pong, json!({}));
+    })
     .await
-    .expect("in time")
-    .expect("ok");
-    assert_eq!(value, json!({"x": "ünï \"q\" \\"}));
-    let err = timeout(LIMIT, client.request_raw("nope", None))
-        .await
-        .expect("in time")
-        .expect_err("unknown");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32601));
-    let pong = timeout(LIMIT, client.request_raw("ping", None))
-        .await
-        .expect("in time")
-        .expect("pong");
-    assert_eq!(pong, json!({}));
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn progress_arrives_in_order_before_the_result() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let result = timeout(
-        LIMIT,
-        client
-            .request_raw("count", Some(json!({"n": 50})))
-            .on_progress(move |p| {
-                sink.lock()
-                    .expect("lock")
-                    .push((p.progress, p.total, p.message))
-            }),
-    )
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let result = timeout(
+            LIMIT,
+            client
+                .request_raw("count", Some(json!({"n": 50})))
+                .on_progress(move |p| {
+                    sink.lock()
+                        .expect("lock")
+                        .push((p.progress, p.total, p.message))
+                }),
+        )
+        .await
+        .expect("in time")
+        .expect("ok");
+        assert_eq!(result, json!({"done": 50}));
+        let seen = seen.lock().expect("lock");
+        assert_eq!(seen.len(), 50);
+        for (i, (p, total, message)) in seen.iter().enumerate() {
+            assert_eq!(*p, (i + 1) as f64);
+            assert_eq!(*total, Some(50.0));
+            assert_eq!(message.as_deref(), Some(format!("step {}", i + 1).as_str()));
+        }
+    })
     .await
-    .expect("in time")
-    .expect("ok");
-    assert_eq!(result, json!({"done": 50}));
-    let seen = seen.lock().expect("lock");
-    assert_eq!(seen.len(), 50);
-    for (i, (p, total, message)) in seen.iter().enumerate() {
-        assert_eq!(*p, (i + 1) as f64);
-        assert_eq!(*total, Some(50.0));
-        assert_eq!(message.as_deref(), Some(format!("step {}", i + 1).as_str()));
-    }
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn progress_stream_ends_with_the_request() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let (request, stream) = client
-        .request_raw("count", Some(json!({"n": 5})))
-        .progress_stream();
-    let result = timeout(LIMIT, request).await.expect("in time").expect("ok");
-    assert_eq!(result["done"], 5);
-    let all: Vec<_> = timeout(LIMIT, stream.collect::<Vec<_>>())
-        .await
-        .expect("stream ends");
-    assert_eq!(
-        all.iter().map(|p| p.progress).collect::<Vec<_>>(),
-        vec![1.0, 2.0, 3.0, 4.0, 5.0]
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let (request, stream) = client
+            .request_raw("count", Some(json!({"n": 5})))
+            .progress_stream();
+        let result = timeout(LIMIT, request).await.expect("in time").expect("ok");
+        assert_eq!(result["done"], 5);
+        let all: Vec<_> = timeout(LIMIT, stream.collect::<Vec<_>>())
+            .await
+            .expect("stream ends");
+        assert_eq!(
+            all.iter().map(|p| p.progress).collect::<Vec<_>>(),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0]
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn dropping_the_future_cancels_the_request_on_the_server() {
-    let (tx, mut notes) = mpsc::unbounded_channel();
-    let server = TestHandler {
-        notifications: Some(tx),
-        ..TestHandler::default()
-    };
-    let (client, server_peer) = pair(server, SessionOptions::default());
-    let (request, mut progress) = client.request_raw("hang", None).progress_stream();
-    let in_flight = timeout(LIMIT, request.send())
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (tx, mut notes) = mpsc::unbounded_channel();
+        let server = TestHandler {
+            notifications: Some(tx),
+            ..TestHandler::default()
+        };
+        let (client, server_peer) = pair(server, SessionOptions::default());
+        let (request, mut progress) = client.request_raw("hang", None).progress_stream();
+        let in_flight = timeout(LIMIT, request.send())
+            .await
+            .expect("in time")
+            .expect("sent");
+        let id = in_flight.id().clone();
+        // Wait for the handler to start (its first progress), then drop the call.
+        timeout(LIMIT, progress.next())
+            .await
+            .expect("in time")
+            .expect("progress");
+        assert_eq!(server_peer.inflight_requests(), 1);
+        drop(in_flight);
+        let cancelled = timeout(LIMIT, notes.recv())
+            .await
+            .expect("in time")
+            .expect("notification");
+        assert_eq!(cancelled.method, "notifications/cancelled");
+        assert_eq!(
+            cancelled
+                .params
+                .as_ref()
+                .and_then(|p| RequestId::from_json(&p["requestId"])),
+            Some(id)
+        );
+        // The slot is freed once the aborted task has been torn down, which the runtime does next.
+        timeout(LIMIT, async {
+            while server_peer.inflight_requests() != 0 {
+                tokio::task::yield_now().await;
+            }
+        })
         .await
-        .expect("in time")
-        .expect("sent");
-    let id = in_flight.id().clone();
-    // Wait for the handler to start (its first progress), then drop the call.
-    timeout(LIMIT, progress.next())
-        .await
-        .expect("in time")
-        .expect("progress");
-    assert_eq!(server_peer.inflight_requests(), 1);
-    drop(in_flight);
-    let cancelled = timeout(LIMIT, notes.recv())
-        .await
-        .expect("in time")
-        .expect("notification");
-    assert_eq!(cancelled.method, "notifications/cancelled");
-    assert_eq!(
-        cancelled
-            .params
-            .as_ref()
-            .and_then(|p| RequestId::from_json(&p["requestId"])),
-        Some(id)
-    );
-    // The slot is freed once the aborted task has been torn down, which the runtime does next.
-    timeout(LIMIT, async {
-        while server_peer.inflight_requests() != 0 {
-            tokio::task::yield_now().await;
-        }
+        .expect("the handler was removed");
+        assert_eq!(client.pending_requests(), 0);
+        // The connection still serves.
+        let v = timeout(LIMIT, client.request_raw("echo", Some(json!([1]))))
+            .await
+            .expect("in time")
+            .expect("ok");
+        assert_eq!(v, json!([1]));
     })
     .await
-    .expect("the handler was removed");
-    assert_eq!(client.pending_requests(), 0);
-    // The connection still serves.
-    let v = timeout(LIMIT, client.request_raw("echo", Some(json!([1]))))
-        .await
-        .expect("in time")
-        .expect("ok");
-    assert_eq!(v, json!([1]));
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn explicit_cancel_resolves_the_future() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let in_flight = timeout(
-        LIMIT,
-        client.request_raw("hang", None).on_progress(|_| {}).send(),
-    )
-    .await
-    .expect("in time")
-    .expect("sent");
-    let handle = in_flight.cancel_handle();
-    assert!(handle.cancel("user asked"));
-    let err = timeout(LIMIT, in_flight)
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let in_flight = timeout(
+            LIMIT,
+            client.request_raw("hang", None).on_progress(|_| {}).send(),
+        )
         .await
         .expect("in time")
-        .expect_err("cancelled");
-    assert!(err.is_cancelled(), "{err}");
-    assert!(!handle.cancel("again"), "a second cancel finds nothing");
+        .expect("sent");
+        let handle = in_flight.cancel_handle();
+        assert!(handle.cancel("user asked"));
+        let err = timeout(LIMIT, in_flight)
+            .await
+            .expect("in time")
+            .expect_err("cancelled");
+        assert!(err.is_cancelled(), "{err}");
+        assert!(!handle.cancel("again"), "a second cancel finds nothing");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test(start_paused = true)]
 async fn timeout_cancels_and_progress_resets_it_up_to_a_hard_maximum() {
-    let server = TestHandler::default();
-    let finished = server.finished.clone();
-    let (client, _server) = pair(server, SessionOptions::default());
-    // No reset: 10 steps of 50 ms against a 120 ms timeout.
-    let err = client
-        .request_raw("slow_progress", Some(json!({"every": 50, "n": 10})))
-        .timeout(Duration::from_millis(120))
-        .on_progress(|_| {})
-        .await
-        .expect_err("times out");
-    assert!(err.is_timeout(), "{err}");
-    // Reset on progress: each step comes within the timeout, so it completes.
-    client
-        .request_raw("slow_progress", Some(json!({"every": 50, "n": 10})))
-        .timeout(Duration::from_millis(120))
-        .reset_timeout_on_progress(Duration::from_secs(5))
-        .await
-        .expect("completes thanks to progress");
-    assert_eq!(finished.load(Ordering::SeqCst), 1);
-    // The hard maximum still applies.
-    let err = client
-        .request_raw("slow_progress", Some(json!({"every": 50, "n": 100})))
-        .timeout(Duration::from_millis(120))
-        .reset_timeout_on_progress(Duration::from_millis(400))
-        .await
-        .expect_err("hard maximum");
-    assert!(err.is_timeout());
-    if let SessionError::Timeout(after) = err {
-        assert!(
-            after >= Duration::from_millis(400) && after < Duration::from_millis(450),
-            "{after:?}"
-        );
-    }
+    tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+        let server = TestHandler::default();
+        let finished = server.finished.clone();
+        let (client, _server) = pair(server, SessionOptions::default());
+        // No reset: 10 steps of 50 ms against a 120 ms timeout.
+        let err = client
+            .request_raw("slow_progress", Some(json!({"every": 50, "n": 10})))
+            .timeout(Duration::from_millis(120))
+            .on_progress(|_| {})
+            .await
+            .expect_err("times out");
+        assert!(err.is_timeout(), "{err}");
+        // Reset on progress: each step comes within the timeout, so it completes.
+        client
+            .request_raw("slow_progress", Some(json!({"every": 50, "n": 10})))
+            .timeout(Duration::from_millis(120))
+            .reset_timeout_on_progress(Duration::from_secs(5))
+            .await
+            .expect("completes thanks to progress");
+        assert_eq!(finished.load(Ordering::SeqCst), 1);
+        // The hard maximum still applies.
+        let err = client
+            .request_raw("slow_progress", Some(json!({"every": 50, "n": 100})))
+            .timeout(Duration::from_millis(120))
+            .reset_timeout_on_progress(Duration::from_millis(400))
+            .await
+            .expect_err("hard maximum");
+        assert!(err.is_timeout());
+        if let SessionError::Timeout(after) = err {
+            assert!(
+                after >= Duration::from_millis(400) && after < Duration::from_millis(450),
+                "{after:?}"
+            );
+        }
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn the_monotonic_guard_refuses_what_does_not_rise() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let v = timeout(
-        LIMIT,
-        client
-            .request_raw("monotonic", None)
-            .on_progress(move |p| sink.lock().expect("lock").push(p.progress)),
-    )
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let v = timeout(
+            LIMIT,
+            client
+                .request_raw("monotonic", None)
+                .on_progress(move |p| sink.lock().expect("lock").push(p.progress)),
+        )
+        .await
+        .expect("in time")
+        .expect("ok");
+        assert_eq!(
+            v,
+            json!({"refused": true, "refused_lower": true, "bad_delta": true})
+        );
+        assert_eq!(*seen.lock().expect("lock"), vec![2.0]);
+    })
     .await
-    .expect("in time")
-    .expect("ok");
-    assert_eq!(
-        v,
-        json!({"refused": true, "refused_lower": true, "bad_delta": true})
-    );
-    assert_eq!(*seen.lock().expect("lock"), vec![2.0]);
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn the_inflight_cap_answers_busy_at_once() {
-    let (client, _server) = pair(
-        TestHandler::default(),
-        SessionOptions::default().max_inflight_inbound(2),
-    );
-    let mut hanging = Vec::new();
-    for _ in 0..2 {
-        let (req, mut progress) = client.request_raw("hang", None).progress_stream();
-        let f = timeout(LIMIT, req.send())
-            .await
-            .expect("in time")
-            .expect("sent");
-        timeout(LIMIT, progress.next())
-            .await
-            .expect("in time")
-            .expect("started");
-        hanging.push(f);
-    }
-    let err = timeout(LIMIT, client.request_raw("echo", None))
-        .await
-        .expect("in time")
-        .expect_err("busy");
-    assert_eq!(err.remote().map(|e| e.code), Some(ErrorCode::SERVER_BUSY.0));
-    drop(hanging);
-    // Slots free up once the cancellations land.
-    let mut ok = false;
-    for _ in 0..100 {
-        if timeout(LIMIT, client.request_raw("echo", Some(json!([2]))))
-            .await
-            .expect("in time")
-            .is_ok()
-        {
-            ok = true;
-            break;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(
+            TestHandler::default(),
+            SessionOptions::default().max_inflight_inbound(2),
+        );
+        let mut hanging = Vec::new();
+        for _ in 0..2 {
+            let (req, mut progress) = client.request_raw("hang", None).progress_stream();
+            let f = timeout(LIMIT, req.send())
+                .await
+                .expect("in time")
+                .expect("sent");
+            timeout(LIMIT, progress.next())
+                .await
+                .expect("in time")
+                .expect("started");
+            hanging.push(f);
         }
-        tokio::task::yield_now().await;
-    }
-    assert!(ok, "the server serves again after the cancels");
+        let err = timeout(LIMIT, client.request_raw("echo", None))
+            .await
+            .expect("in time")
+            .expect_err("busy");
+        assert_eq!(err.remote().map(|e| e.code), Some(ErrorCode::SERVER_BUSY.0));
+        drop(hanging);
+        // Slots free up once the cancellations land.
+        let mut ok = false;
+        for _ in 0..100 {
+            if timeout(LIMIT, client.request_raw("echo", Some(json!([2]))))
+                .await
+                .expect("in time")
+                .is_ok()
+            {
+                ok = true;
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(ok, "the server serves again after the cancels");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn a_panicking_handler_gets_an_internal_error() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let err = timeout(LIMIT, client.request_raw("panic", None))
-        .await
-        .expect("in time")
-        .expect_err("panic");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32603));
-    let v = timeout(LIMIT, client.request_raw("echo", Some(json!([3]))))
-        .await
-        .expect("in time")
-        .expect("ok");
-    assert_eq!(v, json!([3]));
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let err = timeout(LIMIT, client.request_raw("panic", None))
+            .await
+            .expect("in time")
+            .expect_err("panic");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32603));
+        let v = timeout(LIMIT, client.request_raw("echo", Some(json!([3]))))
+            .await
+            .expect("in time")
+            .expect("ok");
+        assert_eq!(v, json!([3]));
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn requests_back_to_the_peer_work_inside_a_handler() {
-    let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-    let v = timeout(LIMIT, client.request_raw("ask_back", None))
-        .await
-        .expect("in time")
-        .expect("ok");
-    assert_eq!(v, json!({"back": true}));
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
+        let v = timeout(LIMIT, client.request_raw("ask_back", None))
+            .await
+            .expect("in time")
+            .expect("ok");
+        assert_eq!(v, json!({"back": true}));
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn closing_fails_pending_requests() {
-    let (client, server_peer) = pair(TestHandler::default(), SessionOptions::default());
-    let in_flight = timeout(LIMIT, client.request_raw("hang", None).send())
-        .await
-        .expect("in time")
-        .expect("sent");
-    server_peer.close();
-    let err = timeout(LIMIT, in_flight)
-        .await
-        .expect("in time")
-        .expect_err("closed");
-    assert!(err.is_closed(), "{err}");
-    timeout(LIMIT, client.closed())
-        .await
-        .expect("client notices");
-    assert!(client.close_reason().is_some());
-    let err = timeout(LIMIT, client.request_raw("echo", None))
-        .await
-        .expect("in time")
-        .expect_err("closed");
-    assert!(err.is_closed());
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (client, server_peer) = pair(TestHandler::default(), SessionOptions::default());
+        let in_flight = timeout(LIMIT, client.request_raw("hang", None).send())
+            .await
+            .expect("in time")
+            .expect("sent");
+        server_peer.close();
+        let err = timeout(LIMIT, in_flight)
+            .await
+            .expect("in time")
+            .expect_err("closed");
+        assert!(err.is_closed(), "{err}");
+        timeout(LIMIT, client.closed())
+            .await
+            .expect("client notices");
+        assert!(client.close_reason().is_some());
+        let err = timeout(LIMIT, client.request_raw("echo", None))
+            .await
+            .expect("in time")
+            .expect_err("closed");
+        assert!(err.is_closed());
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn bad_input_is_answered_and_the_session_goes_on() {
-    let (mut raw, b) = memory::duplex();
-    let _server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
-    raw.send_raw(b"{not json".to_vec()).await.expect("send");
-    raw.send_raw(br#"{"jsonrpc":"1.0","id":9,"method":"echo"}"#.to_vec())
-        .await
-        .expect("send");
-    raw.send_raw(br#"{"jsonrpc":"2.0","id":10,"method":"unknown/method"}"#.to_vec())
-        .await
-        .expect("send");
-    raw.send_raw(br#"{"jsonrpc":"2.0","id":99,"result":{}}"#.to_vec())
-        .await
-        .expect("send");
-    raw.send_raw(
-        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}"#
-            .to_vec(),
-    )
-    .await
-    .expect("send");
-    raw.send_raw(br#"{"jsonrpc":"2.0","id":11,"method":"echo","params":{"ok":true}}"#.to_vec())
-        .await
-        .expect("send");
-    let (_tx, mut rx) = tidewire_core::transport::Transport::split(raw);
-    let mut answers = Vec::new();
-    for _ in 0..4 {
-        let env = timeout(
-            LIMIT,
-            tidewire_core::transport::TransportReceiver::recv(&mut rx),
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (mut raw, b) = memory::duplex();
+        let _server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+        raw.send_raw(b"{not json".to_vec()).await.expect("send");
+        raw.send_raw(br#"{"jsonrpc":"1.0","id":9,"method":"echo"}"#.to_vec())
+            .await
+            .expect("send");
+        raw.send_raw(br#"{"jsonrpc":"2.0","id":10,"method":"unknown/method"}"#.to_vec())
+            .await
+            .expect("send");
+        raw.send_raw(br#"{"jsonrpc":"2.0","id":99,"result":{}}"#.to_vec())
+            .await
+            .expect("send");
+        raw.send_raw(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}"#
+                .to_vec(),
         )
         .await
-        .expect("in time")
-        .expect("open")
-        .expect("valid");
-        answers.push(serde_json::to_value(&env.message).expect("json"));
-    }
-    assert_eq!(answers[0]["error"]["code"], -32700);
-    assert_eq!(answers[0]["id"], Value::Null);
-    assert_eq!(answers[1]["error"]["code"], -32600);
-    assert_eq!(answers[1]["id"], 9);
-    assert_eq!(answers[2]["error"]["code"], -32601);
-    assert_eq!(answers[2]["id"], 10);
-    assert_eq!(answers[3]["result"], json!({"ok": true}));
-    assert_eq!(answers[3]["id"], 11);
-}
-
-#[tokio::test]
-async fn a_side_that_only_sends_answers_method_not_found() {
-    let (a, b) = memory::duplex();
-    let client = Session::spawn(a, NoHandler, SessionOptions::default());
-    let _server = Session::spawn(b, NoHandler, SessionOptions::default());
-    let err = timeout(LIMIT, client.request_raw("tools/list", None))
-        .await
-        .expect("in time")
-        .expect_err("none");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32601));
-}
-
-#[tokio::test]
-async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
-    let (raw, b) = memory::duplex();
-    let server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
-    let (mut tx, mut rx) = raw.split();
-    tx.send_bytes(br#"{"jsonrpc":"2.0","id":1,"method":"count","params":{"n":3}}"#.to_vec())
-        .await
         .expect("send");
-    tx.send_bytes(br#"{"jsonrpc":"2.0","id":2,"method":"ask_back"}"#.to_vec())
-        .await
-        .expect("send");
-    tx.close().await.expect("close our side");
-    let mut answered = Vec::new();
-    while let Some(Ok(env)) = timeout(LIMIT, rx.recv()).await.expect("in time") {
-        let v = serde_json::to_value(&env.message).expect("json");
-        if v.get("id").is_some() && v.get("method").is_none() {
-            answered.push(v);
-        }
-    }
-    let count = answered
-        .iter()
-        .find(|v| v["id"] == 1)
-        .expect("count answered");
-    assert_eq!(count["result"], json!({"done": 3}));
-    // The handler that asked us something cannot get an answer any more: it fails at once
-    // rather than waiting out the drain.
-    let ask = answered
-        .iter()
-        .find(|v| v["id"] == 2)
-        .expect("ask_back answered");
-    assert_eq!(ask["error"]["code"], -32603, "{ask}");
-    timeout(LIMIT, server.closed())
-        .await
-        .expect("the server session ends");
-}
-
-#[tokio::test]
-async fn a_peer_that_floods_while_not_reading_is_held_back_and_loses_nothing() {
-    use tidewire_core::transport::Codec;
-    // One slot each way on the wire and two in the server's outbound queue: the pongs back up
-    // at once, and the server's reader must wait for room instead of queueing without bound.
-    let (raw, b) = memory::duplex_with(Codec::new(1 << 20), 1);
-    let _server = Session::spawn(
-        b,
-        TestHandler::default(),
-        SessionOptions::default().outbound_queue(2),
-    );
-    let (mut tx, mut rx) = raw.split();
-    const PINGS: i64 = 40;
-    let flood = tokio::spawn(async move {
-        for id in 1..=PINGS {
-            let ping = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
-            tx.send_bytes(ping.into_bytes()).await.expect("send");
-        }
-        tx
-    });
-    // Let the flood and the server run until everything is full and they wait.
-    for _ in 0..20 {
-        tokio::task::yield_now().await;
-    }
-    assert!(
-        !flood.is_finished(),
-        "with nobody reading, the flood is held back"
-    );
-    for id in 1..=PINGS {
-        let env = timeout(LIMIT, rx.recv())
+        raw.send_raw(br#"{"jsonrpc":"2.0","id":11,"method":"echo","params":{"ok":true}}"#.to_vec())
+            .await
+            .expect("send");
+        let (_tx, mut rx) = tidewire_core::transport::Transport::split(raw);
+        let mut answers = Vec::new();
+        for _ in 0..4 {
+            let env = timeout(
+                LIMIT,
+                tidewire_core::transport::TransportReceiver::recv(&mut rx),
+            )
             .await
             .expect("in time")
             .expect("open")
             .expect("valid");
-        let v = serde_json::to_value(&env.message).expect("json");
-        assert_eq!(v["id"], id, "every ping answered, in order");
-        assert_eq!(v["result"], json!({}));
-    }
-    timeout(LIMIT, flood).await.expect("in time").expect("join");
+            answers.push(serde_json::to_value(&env.message).expect("json"));
+        }
+        assert_eq!(answers[0]["error"]["code"], -32700);
+        assert_eq!(answers[0]["id"], Value::Null);
+        assert_eq!(answers[1]["error"]["code"], -32600);
+        assert_eq!(answers[1]["id"], 9);
+        assert_eq!(answers[2]["error"]["code"], -32601);
+        assert_eq!(answers[2]["id"], 10);
+        assert_eq!(answers[3]["result"], json!({"ok": true}));
+        assert_eq!(answers[3]["id"], 11);
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+#[tokio::test]
+async fn a_side_that_only_sends_answers_method_not_found() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (a, b) = memory::duplex();
+        let client = Session::spawn(a, NoHandler, SessionOptions::default());
+        let _server = Session::spawn(b, NoHandler, SessionOptions::default());
+        let err = timeout(LIMIT, client.request_raw("tools/list", None))
+            .await
+            .expect("in time")
+            .expect_err("none");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32601));
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+#[tokio::test]
+async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (raw, b) = memory::duplex();
+        let server = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+        let (mut tx, mut rx) = raw.split();
+        tx.send_bytes(br#"{"jsonrpc":"2.0","id":1,"method":"count","params":{"n":3}}"#.to_vec())
+            .await
+            .expect("send");
+        tx.send_bytes(br#"{"jsonrpc":"2.0","id":2,"method":"ask_back"}"#.to_vec())
+            .await
+            .expect("send");
+        tx.close().await.expect("close our side");
+        let mut answered = Vec::new();
+        while let Some(Ok(env)) = timeout(LIMIT, rx.recv()).await.expect("in time") {
+            let v = serde_json::to_value(&env.message).expect("json");
+            if v.get("id").is_some() && v.get("method").is_none() {
+                answered.push(v);
+            }
+        }
+        let count = answered
+            .iter()
+            .find(|v| v["id"] == 1)
+            .expect("count answered");
+        assert_eq!(count["result"], json!({"done": 3}));
+        // The handler that asked us something cannot get an answer any more: it fails at once
+        // rather than waiting out the drain.
+        let ask = answered
+            .iter()
+            .find(|v| v["id"] == 2)
+            .expect("ask_back answered");
+        assert_eq!(ask["error"]["code"], -32603, "{ask}");
+        timeout(LIMIT, server.closed())
+            .await
+            .expect("the server session ends");
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+#[tokio::test]
+async fn a_peer_that_floods_while_not_reading_is_held_back_and_loses_nothing() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire_core::transport::Codec;
+        // One slot each way on the wire and two in the server's outbound queue: the pongs back up
+        // at once, and the server's reader must wait for room instead of queueing without bound.
+        let (raw, b) = memory::duplex_with(Codec::new(1 << 20), 1);
+        let _server = Session::spawn(
+            b,
+            TestHandler::default(),
+            SessionOptions::default().outbound_queue(2),
+        );
+        let (mut tx, mut rx) = raw.split();
+        const PINGS: i64 = 40;
+        let flood = tokio::spawn(async move {
+            for id in 1..=PINGS {
+                let ping = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+                tx.send_bytes(ping.into_bytes()).await.expect("send");
+            }
+            tx
+        });
+        // Let the flood and the server run until everything is full and they wait.
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !flood.is_finished(),
+            "with nobody reading, the flood is held back"
+        );
+        for id in 1..=PINGS {
+            let env = timeout(LIMIT, rx.recv())
+                .await
+                .expect("in time")
+                .expect("open")
+                .expect("valid");
+            let v = serde_json::to_value(&env.message).expect("json");
+            assert_eq!(v["id"], id, "every ping answered, in order");
+            assert_eq!(v["result"], json!({}));
+        }
+        timeout(LIMIT, flood).await.expect("in time").expect("join");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// What a [`Stubborn`] handler reports.
@@ -676,61 +736,66 @@ fn cancel_of(id: i64) -> Value {
 
 #[tokio::test]
 async fn cancelling_handlers_that_keep_running_does_not_lift_the_inflight_cap() {
-    const CAP: usize = 2;
-    let (handler, mut events) = Stubborn::with_events();
-    let (raw, b) = memory::duplex();
-    let options = SessionOptions::default()
-        .max_inflight_inbound(CAP)
-        .cancel_policy(CancelPolicy::Cooperative);
-    let server = Session::spawn(b, handler.clone(), options);
-    let mut raw = Raw::new(raw);
-    timeout(LIMIT, async {
-        let requests = 3 * CAP as i64;
-        for id in 1..=requests {
-            let request = json!({"jsonrpc": "2.0", "id": id, "method": "stubborn"});
-            raw.send(request).await;
-            raw.send(cancel_of(id)).await;
-        }
-        // The cancelled handlers go on running, so they keep their slots: every request past
-        // the cap is refused at once, and the cancelled ones get no answer.
-        let mut busy = Vec::new();
-        for _ in CAP..3 * CAP {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        const CAP: usize = 2;
+        let (handler, mut events) = Stubborn::with_events();
+        let (raw, b) = memory::duplex();
+        let options = SessionOptions::default()
+            .max_inflight_inbound(CAP)
+            .cancel_policy(CancelPolicy::Cooperative);
+        let server = Session::spawn(b, handler.clone(), options);
+        let mut raw = Raw::new(raw);
+        timeout(LIMIT, async {
+            let requests = 3 * CAP as i64;
+            for id in 1..=requests {
+                let request = json!({"jsonrpc": "2.0", "id": id, "method": "stubborn"});
+                raw.send(request).await;
+                raw.send(cancel_of(id)).await;
+            }
+            // The cancelled handlers go on running, so they keep their slots: every request past
+            // the cap is refused at once, and the cancelled ones get no answer.
+            let mut busy = Vec::new();
+            for _ in CAP..3 * CAP {
+                let answer = raw.recv().await;
+                assert_eq!(
+                    answer["error"]["code"],
+                    ErrorCode::SERVER_BUSY.0,
+                    "{answer}"
+                );
+                busy.push(answer["id"].as_i64().expect("an id"));
+            }
+            assert_eq!(busy, (CAP as i64 + 1..=requests).collect::<Vec<_>>());
+            for _ in 0..CAP {
+                started(&mut events, "all").await;
+            }
+            assert_eq!(handler.running.load(Ordering::SeqCst), CAP);
+            assert_eq!(server.inflight_requests(), CAP, "cancelled but counted");
+            // Once they have stopped, their slots are free again.
+            handler.gate("all").cancel();
+            for _ in 0..CAP {
+                ended(&mut events, "all").await;
+            }
+            let echo = json!({"jsonrpc": "2.0", "id": 100, "method": "echo", "params": [1]});
+            raw.send(echo).await;
             let answer = raw.recv().await;
-            assert_eq!(
-                answer["error"]["code"],
-                ErrorCode::SERVER_BUSY.0,
-                "{answer}"
-            );
-            busy.push(answer["id"].as_i64().expect("an id"));
-        }
-        assert_eq!(busy, (CAP as i64 + 1..=requests).collect::<Vec<_>>());
-        for _ in 0..CAP {
-            started(&mut events, "all").await;
-        }
-        assert_eq!(handler.running.load(Ordering::SeqCst), CAP);
-        assert_eq!(server.inflight_requests(), CAP, "cancelled but counted");
-        // Once they have stopped, their slots are free again.
-        handler.gate("all").cancel();
-        for _ in 0..CAP {
-            ended(&mut events, "all").await;
-        }
-        let echo = json!({"jsonrpc": "2.0", "id": 100, "method": "echo", "params": [1]});
-        raw.send(echo).await;
-        let answer = raw.recv().await;
-        assert_eq!(answer["id"], 100, "none for cancelled ones: {answer}");
-        assert_eq!(answer["result"], json!([1]));
+            assert_eq!(answer["id"], 100, "none for cancelled ones: {answer}");
+            assert_eq!(answer["result"], json!([1]));
+        })
+        .await
+        .expect("in time");
+        assert!(
+            handler.peak.load(Ordering::SeqCst) <= CAP,
+            "at most {CAP} handlers ran at once, not {}",
+            handler.peak.load(Ordering::SeqCst)
+        );
     })
     .await
-    .expect("in time");
-    assert!(
-        handler.peak.load(Ordering::SeqCst) <= CAP,
-        "at most {CAP} handlers ran at once, not {}",
-        handler.peak.load(Ordering::SeqCst)
-    );
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn a_reused_id_stays_counted_and_cancellable_while_the_old_handler_finishes() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
     let (handler, mut events) = Stubborn::with_events();
     let (raw, b) = memory::duplex();
     let options = SessionOptions::default().cancel_policy(CancelPolicy::Cooperative);
@@ -765,6 +830,9 @@ async fn a_reused_id_stays_counted_and_cancellable_while_the_old_handler_finishe
     })
     .await
     .expect("in time");
+})
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// A sending half whose `send` never completes (a stdio child that stopped reading its stdin,
@@ -797,74 +865,82 @@ impl TransportReceiver for Silent {
 
 #[tokio::test(start_paused = true)]
 async fn the_timeout_covers_the_wait_for_room_in_the_outbound_queue() {
-    let (stuck_tx, stuck) = oneshot::channel();
-    let transport = (
-        StuckSender {
-            stuck: Some(stuck_tx),
-        },
-        Silent,
-    );
-    let peer = Session::spawn(
-        transport,
-        NoHandler,
-        SessionOptions::default().outbound_queue(1),
-    );
-    timeout(LIMIT, async {
-        // The writer takes the first request and never gets it out; the second fills the queue.
-        let first = peer.request_raw("first", None).no_timeout().send().await;
-        let first = first.expect("queued");
-        stuck.await.expect("the writer is stuck");
-        let second = peer.request_raw("second", None).no_timeout().send().await;
-        let second = second.expect("queued");
-        assert_eq!(peer.pending_requests(), 2);
-        let err = peer
-            .request_raw("third", None)
-            .timeout(Duration::from_millis(100))
-            .await
-            .expect_err("no room in the queue, so no answer");
-        assert!(err.is_timeout(), "{err}");
-        if let SessionError::Timeout(after) = err {
-            assert!(
-                after >= Duration::from_millis(100) && after < Duration::from_millis(150),
-                "{after:?}"
-            );
-        }
-        assert_eq!(
-            peer.pending_requests(),
-            2,
-            "the request that never left is forgotten"
+    tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+        let (stuck_tx, stuck) = oneshot::channel();
+        let transport = (
+            StuckSender {
+                stuck: Some(stuck_tx),
+            },
+            Silent,
         );
-        // A send that does not wait says the queue is full instead.
-        let full = peer
-            .try_notify_raw("notifications/message", None)
-            .expect_err("full");
-        assert!(full.is_queue_full(), "{full}");
-        drop((first, second));
+        let peer = Session::spawn(
+            transport,
+            NoHandler,
+            SessionOptions::default().outbound_queue(1),
+        );
+        timeout(LIMIT, async {
+            // The writer takes the first request and never gets it out; the second fills the queue.
+            let first = peer.request_raw("first", None).no_timeout().send().await;
+            let first = first.expect("queued");
+            stuck.await.expect("the writer is stuck");
+            let second = peer.request_raw("second", None).no_timeout().send().await;
+            let second = second.expect("queued");
+            assert_eq!(peer.pending_requests(), 2);
+            let err = peer
+                .request_raw("third", None)
+                .timeout(Duration::from_millis(100))
+                .await
+                .expect_err("no room in the queue, so no answer");
+            assert!(err.is_timeout(), "{err}");
+            if let SessionError::Timeout(after) = err {
+                assert!(
+                    after >= Duration::from_millis(100) && after < Duration::from_millis(150),
+                    "{after:?}"
+                );
+            }
+            assert_eq!(
+                peer.pending_requests(),
+                2,
+                "the request that never left is forgotten"
+            );
+            // A send that does not wait says the queue is full instead.
+            let full = peer
+                .try_notify_raw("notifications/message", None)
+                .expect_err("full");
+            assert!(full.is_queue_full(), "{full}");
+            drop((first, second));
+        })
+        .await
+        .expect("in time: the timeout fired while the request waited for room");
     })
     .await
-    .expect("in time: the timeout fired while the request waited for room");
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn an_unknown_method_with_a_huge_name_gets_a_short_answer() {
-    let (a, b) = memory::duplex();
-    let client = Session::spawn(a, NoHandler, SessionOptions::default());
-    let _server = Session::spawn(b, NoHandler, SessionOptions::default());
-    let method = "m".repeat(2 << 20);
-    let err = timeout(LIMIT, client.request_raw(method, None))
-        .await
-        .expect("in time")
-        .expect_err("unknown");
-    let error = err.remote().expect("an error answer");
-    assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND.0);
-    assert!(
-        error.message.len() < 1024,
-        "{} bytes of message",
-        error.message.len()
-    );
-    assert!(
-        error.message.starts_with("Method not found: mmm"),
-        "{error}"
-    );
-    assert!(error.message.ends_with('…'), "marked as cut");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (a, b) = memory::duplex();
+        let client = Session::spawn(a, NoHandler, SessionOptions::default());
+        let _server = Session::spawn(b, NoHandler, SessionOptions::default());
+        let method = "m".repeat(2 << 20);
+        let err = timeout(LIMIT, client.request_raw(method, None))
+            .await
+            .expect("in time")
+            .expect_err("unknown");
+        let error = err.remote().expect("an error answer");
+        assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND.0);
+        assert!(
+            error.message.len() < 1024,
+            "{} bytes of message",
+            error.message.len()
+        );
+        assert!(
+            error.message.starts_with("Method not found: mmm"),
+            "{error}"
+        );
+        assert!(error.message.ends_with('…'), "marked as cut");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }

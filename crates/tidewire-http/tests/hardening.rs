@@ -138,35 +138,39 @@ async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 /// Defect 1: a cancelled request's route kept its session alive for ever.
 #[tokio::test]
 async fn a_cancelled_request_ends_its_stream_and_lets_its_session_expire() {
-    let config = HttpConfig::default().idle_timeout(Duration::from_millis(200));
-    let (url, mcp, gauge) = start(config).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let call = raw.post(&tool_call(5, "hang", json!({}))).send();
-    let reply = tokio::spawn(async move {
-        let response = call.await.expect("post");
-        read_messages(response).await
-    });
-    timeout(LIMIT, gauge.reaches(1))
-        .await
-        .expect("the handler runs");
-    let ack = raw.post(&cancel(5)).send().await.expect("cancel");
-    assert_eq!(ack.status(), 202);
-    let messages = timeout(LIMIT, reply)
-        .await
-        .expect("the POST stream ends after the cancel")
-        .expect("reader");
-    assert!(
-        messages.is_empty(),
-        "no response after a cancellation: {messages:?}"
-    );
-    timeout(LIMIT, gauge.reaches(0))
-        .await
-        .expect("the handler stops");
-    assert!(
-        eventually(Duration::from_secs(5), || mcp.session_count() == 0).await,
-        "the session went idle and expired"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let config = HttpConfig::default().idle_timeout(Duration::from_millis(200));
+        let (url, mcp, gauge) = start(config).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let call = raw.post(&tool_call(5, "hang", json!({}))).send();
+        let reply = tokio::spawn(async move {
+            let response = call.await.expect("post");
+            read_messages(response).await
+        });
+        timeout(LIMIT, gauge.reaches(1))
+            .await
+            .expect("the handler runs");
+        let ack = raw.post(&cancel(5)).send().await.expect("cancel");
+        assert_eq!(ack.status(), 202);
+        let messages = timeout(LIMIT, reply)
+            .await
+            .expect("the POST stream ends after the cancel")
+            .expect("reader");
+        assert!(
+            messages.is_empty(),
+            "no response after a cancellation: {messages:?}"
+        );
+        timeout(LIMIT, gauge.reaches(0))
+            .await
+            .expect("the handler stops");
+        assert!(
+            eventually(Duration::from_secs(5), || mcp.session_count() == 0).await,
+            "the session went idle and expired"
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// One reply path: a request carries its reply slot into the engine, so a request id already in
@@ -174,37 +178,41 @@ async fn a_cancelled_request_ends_its_stream_and_lets_its_session_expire() {
 /// transport once kept a table of ids and answered 409), and the first request goes on.
 #[tokio::test]
 async fn a_request_id_in_flight_is_refused_on_the_duplicates_own_reply() {
-    let (url, _mcp, gauge) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let first = raw.post(&tool_call(7, "hang", json!({}))).send();
-    let first = tokio::spawn(async move { read_messages(first.await.expect("post")).await });
-    timeout(LIMIT, gauge.reaches(1))
-        .await
-        .expect("the first runs");
-    let second = raw
-        .post(&tool_call(7, "hang", json!({})))
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(second.status(), 200);
-    let messages = timeout(LIMIT, read_messages(second))
-        .await
-        .expect("the duplicate's reply ends");
-    assert_eq!(messages.len(), 1, "{messages:?}");
-    assert_eq!(messages[0]["id"], 7);
-    assert_eq!(messages[0]["error"]["code"], -32600, "{messages:?}");
-    assert_eq!(
-        gauge.now(),
-        1,
-        "the duplicate never ran; the first still runs"
-    );
-    raw.post(&cancel(7)).send().await.expect("cancel");
-    let rest = timeout(LIMIT, first)
-        .await
-        .expect("the first's stream ends at its cancel")
-        .expect("reader");
-    assert!(rest.is_empty(), "nothing after a cancel: {rest:?}");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp, gauge) = start(HttpConfig::default()).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let first = raw.post(&tool_call(7, "hang", json!({}))).send();
+        let first = tokio::spawn(async move { read_messages(first.await.expect("post")).await });
+        timeout(LIMIT, gauge.reaches(1))
+            .await
+            .expect("the first runs");
+        let second = raw
+            .post(&tool_call(7, "hang", json!({})))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(second.status(), 200);
+        let messages = timeout(LIMIT, read_messages(second))
+            .await
+            .expect("the duplicate's reply ends");
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(messages[0]["id"], 7);
+        assert_eq!(messages[0]["error"]["code"], -32600, "{messages:?}");
+        assert_eq!(
+            gauge.now(),
+            1,
+            "the duplicate never ran; the first still runs"
+        );
+        raw.post(&cancel(7)).send().await.expect("cancel");
+        let rest = timeout(LIMIT, first)
+            .await
+            .expect("the first's stream ends at its cancel")
+            .expect("reader");
+        assert!(rest.is_empty(), "nothing after a cancel: {rest:?}");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// A receiver that never reads: the engine it feeds sees nothing of what clients POST.
@@ -227,83 +235,95 @@ impl<R: tidewire_core::transport::TransportReceiver> tidewire_core::transport::T
 /// holds. It is answered 404 at once.
 #[tokio::test]
 async fn a_session_that_ends_answers_the_json_posts_its_engine_never_read() {
-    use tidewire_core::session::{NoHandler, Session, SessionOptions};
-    use tidewire_http::server::HttpTransport;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire_core::session::{NoHandler, Session, SessionOptions};
+        use tidewire_http::server::HttpTransport;
 
-    let config = HttpConfig::default().response_mode(ResponseMode::Json);
-    let mcp = StreamableHttp::new(config, |(sender, receiver): HttpTransport| {
-        Session::new(
-            (sender, Stalled(receiver)),
-            NoHandler,
-            SessionOptions::default(),
-        )
-        .1
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
-    tokio::spawn(axum::serve(listener, mcp.router("/mcp")).into_future());
-    let raw = Raw::new(&url);
-    let waiting = tokio::spawn(raw.post(&support::raw::init_body(1)).send());
-    assert!(
-        eventually(LIMIT, || mcp.session_count() == 1).await,
-        "the session opened"
-    );
-    mcp.close_all();
-    let answered = timeout(LIMIT, waiting)
-        .await
-        .expect("the waiting POST is answered once its session ends")
-        .expect("task")
-        .expect("post");
-    assert_eq!(answered.status(), 404);
+        let config = HttpConfig::default().response_mode(ResponseMode::Json);
+        let mcp = StreamableHttp::new(config, |(sender, receiver): HttpTransport| {
+            Session::new(
+                (sender, Stalled(receiver)),
+                NoHandler,
+                SessionOptions::default(),
+            )
+            .1
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        tokio::spawn(axum::serve(listener, mcp.router("/mcp")).into_future());
+        let raw = Raw::new(&url);
+        let waiting = tokio::spawn(raw.post(&support::raw::init_body(1)).send());
+        assert!(
+            eventually(LIMIT, || mcp.session_count() == 1).await,
+            "the session opened"
+        );
+        mcp.close_all();
+        let answered = timeout(LIMIT, waiting)
+            .await
+            .expect("the waiting POST is answered once its session ends")
+            .expect("task")
+            .expect("post");
+        assert_eq!(answered.status(), 404);
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 1, JSON replies: the waiting POST learns of the cancellation and is answered 202.
 #[tokio::test]
 async fn a_cancelled_request_in_json_mode_gets_202_and_frees_its_session() {
-    let config = HttpConfig::default()
-        .response_mode(ResponseMode::Json)
-        .idle_timeout(Duration::from_millis(200));
-    let (url, mcp, gauge) = start(config).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let call = raw.post(&tool_call(5, "hang", json!({}))).send();
-    let reply = tokio::spawn(call);
-    timeout(LIMIT, gauge.reaches(1))
-        .await
-        .expect("the handler runs");
-    raw.post(&cancel(5)).send().await.expect("cancel");
-    let answered = timeout(LIMIT, reply)
-        .await
-        .expect("answered")
-        .expect("task")
-        .expect("post");
-    assert_eq!(answered.status(), 202);
-    assert!(
-        eventually(Duration::from_secs(5), || mcp.session_count() == 0).await,
-        "the session went idle and expired"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let config = HttpConfig::default()
+            .response_mode(ResponseMode::Json)
+            .idle_timeout(Duration::from_millis(200));
+        let (url, mcp, gauge) = start(config).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let call = raw.post(&tool_call(5, "hang", json!({}))).send();
+        let reply = tokio::spawn(call);
+        timeout(LIMIT, gauge.reaches(1))
+            .await
+            .expect("the handler runs");
+        raw.post(&cancel(5)).send().await.expect("cancel");
+        let answered = timeout(LIMIT, reply)
+            .await
+            .expect("answered")
+            .expect("task")
+            .expect("post");
+        assert_eq!(answered.status(), 202);
+        assert!(
+            eventually(Duration::from_secs(5), || mcp.session_count() == 0).await,
+            "the session went idle and expired"
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 3: a stateless POST dropped before its SSE reply began left its one-shot engine
 /// (and the handler in it) running for ever.
 #[tokio::test]
 async fn a_stateless_post_dropped_before_its_reply_ends_its_engine() {
-    // The reply's head waits up to 10 s for a first event: the client goes before that.
-    let config = HttpConfig::default()
-        .one_shot_sessions(true)
-        .first_event_wait(Duration::from_secs(10));
-    let (url, _mcp, gauge) = start(config).await;
-    let raw = Raw::new(&url);
-    let call = tokio::spawn(raw.post(&tool_call(1, "hang", json!({}))).send());
-    timeout(LIMIT, gauge.reaches(1))
-        .await
-        .expect("the handler runs");
-    call.abort(); // the connection closes with no reply read
-    timeout(Duration::from_secs(5), gauge.reaches(0))
-        .await
-        .expect("the one-shot session ended with its request, stopping the handler");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        // The reply's head waits up to 10 s for a first event: the client goes before that.
+        let config = HttpConfig::default()
+            .one_shot_sessions(true)
+            .first_event_wait(Duration::from_secs(10));
+        let (url, _mcp, gauge) = start(config).await;
+        let raw = Raw::new(&url);
+        let call = tokio::spawn(raw.post(&tool_call(1, "hang", json!({}))).send());
+        timeout(LIMIT, gauge.reaches(1))
+            .await
+            .expect("the handler runs");
+        call.abort(); // the connection closes with no reply read
+        timeout(Duration::from_secs(5), gauge.reaches(0))
+            .await
+            .expect("the one-shot session ended with its request, stopping the handler");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 12: a POST stream cut after its reader handed everything to the connection — taken
@@ -313,59 +333,63 @@ async fn a_stateless_post_dropped_before_its_reply_ends_its_engine() {
 /// resume to the standalone stream instead.)
 #[tokio::test]
 async fn a_cut_post_stream_resumes_with_the_rest_and_its_response() {
-    let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let body = with_progress(tool_call(3, "chatter", json!({"n": 5000, "size": 100})));
-    let response = raw.post(&body).send().await.expect("post");
-    let mut chunks = response.bytes_stream();
-    let mut text = String::new();
-    let mut kept_id = None;
-    let mut seen = 0;
-    let mut answered = false;
-    // The server sends it all, response included; the client "loses" what came after 1,500.
-    while !answered {
-        let chunk = timeout(LIMIT, chunks.next())
-            .await
-            .expect("in time")
-            .expect("chunk")
-            .expect("bytes");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = text.find("\n\n") {
-            let block: String = text.drain(..end + 2).collect();
-            if block.contains("notifications/progress") {
-                seen += 1;
-                if seen == 1500 {
-                    kept_id = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("id:").map(|v| v.trim().to_owned()));
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let body = with_progress(tool_call(3, "chatter", json!({"n": 5000, "size": 100})));
+        let response = raw.post(&body).send().await.expect("post");
+        let mut chunks = response.bytes_stream();
+        let mut text = String::new();
+        let mut kept_id = None;
+        let mut seen = 0;
+        let mut answered = false;
+        // The server sends it all, response included; the client "loses" what came after 1,500.
+        while !answered {
+            let chunk = timeout(LIMIT, chunks.next())
+                .await
+                .expect("in time")
+                .expect("chunk")
+                .expect("bytes");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                if block.contains("notifications/progress") {
+                    seen += 1;
+                    if seen == 1500 {
+                        kept_id = block
+                            .lines()
+                            .find_map(|l| l.strip_prefix("id:").map(|v| v.trim().to_owned()));
+                    }
                 }
+                answered |= block.contains("\"result\"");
             }
-            answered |= block.contains("\"result\"");
         }
-    }
-    drop(chunks);
-    let kept_id = kept_id.expect("an event id");
-    let resumed = raw.get(Some(&kept_id)).send().await.expect("resume");
-    assert_eq!(resumed.status(), 200, "the POST stream can be resumed");
-    let messages = read_messages(resumed).await;
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let progress: Vec<u64> = messages
-        .iter()
-        .filter_map(|m| m["params"]["progress"].as_f64())
-        .map(|p| p as u64)
-        .collect();
-    assert!(
-        progress.iter().copied().eq(1501..=5000),
-        "exactly the reports after the last one received: {} of them, from {:?} to {:?}",
-        progress.len(),
-        progress.first(),
-        progress.last()
-    );
-    assert_eq!(
-        messages.last().expect("response")["result"]["content"][0]["text"],
-        "reported 5000"
-    );
+        drop(chunks);
+        let kept_id = kept_id.expect("an event id");
+        let resumed = raw.get(Some(&kept_id)).send().await.expect("resume");
+        assert_eq!(resumed.status(), 200, "the POST stream can be resumed");
+        let messages = read_messages(resumed).await;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let progress: Vec<u64> = messages
+            .iter()
+            .filter_map(|m| m["params"]["progress"].as_f64())
+            .map(|p| p as u64)
+            .collect();
+        assert!(
+            progress.iter().copied().eq(1501..=5000),
+            "exactly the reports after the last one received: {} of them, from {:?} to {:?}",
+            progress.len(),
+            progress.first(),
+            progress.last()
+        );
+        assert_eq!(
+            messages.last().expect("response")["result"]["content"][0]["text"],
+            "reported 5000"
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 12: a `Last-Event-ID` naming no stream the session can replay gets 404, not the
@@ -409,47 +433,51 @@ async fn a_last_event_id_naming_no_stream_gets_404() {
 /// ones with a request in flight do not.
 #[tokio::test]
 async fn streams_per_session_are_capped_with_a_clear_error() {
-    let config = HttpConfig::default().max_streams_per_session(3);
-    let (url, _mcp, gauge) = start(config).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let mut held = Vec::new();
-    for id in 1..=3 {
-        let response = raw
-            .post(&tool_call(id, "hang", json!({})))
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let config = HttpConfig::default().max_streams_per_session(3);
+        let (url, _mcp, gauge) = start(config).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let mut held = Vec::new();
+        for id in 1..=3 {
+            let response = raw
+                .post(&tool_call(id, "hang", json!({})))
+                .send()
+                .await
+                .expect("post");
+            assert_eq!(response.status(), 200);
+            held.push(response);
+        }
+        timeout(LIMIT, gauge.reaches(3)).await.expect("three run");
+        let refused = raw
+            .post(&tool_call(4, "echo", json!({"text": "x"})))
             .send()
             .await
             .expect("post");
-        assert_eq!(response.status(), 200);
-        held.push(response);
-    }
-    timeout(LIMIT, gauge.reaches(3)).await.expect("three run");
-    let refused = raw
-        .post(&tool_call(4, "echo", json!({"text": "x"})))
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(refused.status(), 429);
-    assert!(refused.headers().contains_key("retry-after"));
-    let body = json_of(refused).await.expect("JSON-RPC error");
-    assert_eq!(body["id"], 4);
-    assert_eq!(body["error"]["code"], -32001);
-    // Cancel them all and let their readers go without reading: the streams are kept for
-    // resumption, and new ones push them out instead of being refused.
-    for id in 1..=3 {
-        raw.post(&cancel(id)).send().await.expect("cancel");
-    }
-    drop(held);
-    timeout(LIMIT, gauge.reaches(0)).await.expect("all stopped");
-    for id in 10..20 {
-        let replies = raw
-            .call(&tool_call(id, "echo", json!({"text": "room"})))
-            .await;
-        assert_eq!(
-            replies.last().expect("reply")["result"]["content"][0]["text"],
-            "room"
-        );
-    }
+        assert_eq!(refused.status(), 429);
+        assert!(refused.headers().contains_key("retry-after"));
+        let body = json_of(refused).await.expect("JSON-RPC error");
+        assert_eq!(body["id"], 4);
+        assert_eq!(body["error"]["code"], -32001);
+        // Cancel them all and let their readers go without reading: the streams are kept for
+        // resumption, and new ones push them out instead of being refused.
+        for id in 1..=3 {
+            raw.post(&cancel(id)).send().await.expect("cancel");
+        }
+        drop(held);
+        timeout(LIMIT, gauge.reaches(0)).await.expect("all stopped");
+        for id in 10..20 {
+            let replies = raw
+                .call(&tool_call(id, "echo", json!({"text": "room"})))
+                .await;
+            assert_eq!(
+                replies.last().expect("reply")["result"]["content"][0]["text"],
+                "room"
+            );
+        }
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 2: 2 MB method names in requests whose replies nobody reads pin no memory: the
@@ -536,110 +564,126 @@ async fn status_of(connection: &mut tokio::net::TcpStream) -> u16 {
 /// Defect 10: an unknown session is refused before its body is read.
 #[tokio::test]
 async fn an_unknown_session_is_refused_before_its_body_is_read() {
-    let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
-    let mut connection = raw_connection(&url).await;
-    // The head promises 1 MB that never comes.
-    connection
-        .write_all(post_head(Some("0123456789abcdef"), 1 << 20).as_bytes())
-        .await
-        .expect("write");
-    let status = timeout(Duration::from_secs(5), status_of(&mut connection))
-        .await
-        .expect("answered without waiting for the body");
-    assert_eq!(status, 404);
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
+        let mut connection = raw_connection(&url).await;
+        // The head promises 1 MB that never comes.
+        connection
+            .write_all(post_head(Some("0123456789abcdef"), 1 << 20).as_bytes())
+            .await
+            .expect("write");
+        let status = timeout(Duration::from_secs(5), status_of(&mut connection))
+            .await
+            .expect("answered without waiting for the body");
+        assert_eq!(status, 404);
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 10: bodies read at once are bounded per session; one past the budget waits for
 /// room.
 #[tokio::test]
 async fn concurrent_body_reads_are_bounded_per_session() {
-    let config = HttpConfig::default().body_budget(2048, 1 << 20);
-    let (url, mcp, _gauge) = start(config).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let session = raw.session.clone().expect("a session");
-    // A takes the session's whole budget with a body that arrives in two parts.
-    let mut a_body = tool_call(1, "echo", json!({"text": "a"})).to_string();
-    a_body.push_str(&" ".repeat(1900 - a_body.len()));
-    let mut a = raw_connection(&url).await;
-    a.write_all(post_head(Some(&session), a_body.len()).as_bytes())
-        .await
-        .expect("write");
-    a.write_all(&a_body.as_bytes()[..10]).await.expect("write");
-    assert!(
-        eventually(Duration::from_secs(5), || mcp.body_bytes_reading() >= 1900).await,
-        "A's body is being read"
-    );
-    // B's body is complete, but the session's budget is taken: B waits.
-    let mut b = raw_connection(&url).await;
-    let b_body = tool_call(2, "echo", json!({"text": "b"})).to_string();
-    let head = post_head(Some(&session), b_body.len());
-    b.write_all(format!("{head}{b_body}").as_bytes())
-        .await
-        .expect("write");
-    let early = timeout(Duration::from_millis(300), status_of(&mut b)).await;
-    assert!(early.is_err(), "B was answered while A held the budget");
-    // A's body completes: A is answered, then B gets its turn.
-    a.write_all(&a_body.as_bytes()[10..]).await.expect("write");
-    let a_status = timeout(LIMIT, status_of(&mut a)).await.expect("A answered");
-    let b_status = timeout(LIMIT, status_of(&mut b)).await.expect("B answered");
-    assert_eq!((a_status, b_status), (200, 200));
-    assert_eq!(mcp.body_bytes_reading(), 0, "the budget is whole again");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let config = HttpConfig::default().body_budget(2048, 1 << 20);
+        let (url, mcp, _gauge) = start(config).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let session = raw.session.clone().expect("a session");
+        // A takes the session's whole budget with a body that arrives in two parts.
+        let mut a_body = tool_call(1, "echo", json!({"text": "a"})).to_string();
+        a_body.push_str(&" ".repeat(1900 - a_body.len()));
+        let mut a = raw_connection(&url).await;
+        a.write_all(post_head(Some(&session), a_body.len()).as_bytes())
+            .await
+            .expect("write");
+        a.write_all(&a_body.as_bytes()[..10]).await.expect("write");
+        assert!(
+            eventually(Duration::from_secs(5), || mcp.body_bytes_reading() >= 1900).await,
+            "A's body is being read"
+        );
+        // B's body is complete, but the session's budget is taken: B waits.
+        let mut b = raw_connection(&url).await;
+        let b_body = tool_call(2, "echo", json!({"text": "b"})).to_string();
+        let head = post_head(Some(&session), b_body.len());
+        b.write_all(format!("{head}{b_body}").as_bytes())
+            .await
+            .expect("write");
+        let early = timeout(Duration::from_millis(300), status_of(&mut b)).await;
+        assert!(early.is_err(), "B was answered while A held the budget");
+        // A's body completes: A is answered, then B gets its turn.
+        a.write_all(&a_body.as_bytes()[10..]).await.expect("write");
+        let a_status = timeout(LIMIT, status_of(&mut a)).await.expect("A answered");
+        let b_status = timeout(LIMIT, status_of(&mut b)).await.expect("B answered");
+        assert_eq!((a_status, b_status), (200, 200));
+        assert_eq!(mcp.body_bytes_reading(), 0, "the budget is whole again");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 10: a body that does not arrive in time gets 408, and its budget comes back.
 #[tokio::test]
 async fn a_body_that_trickles_past_the_read_timeout_gets_408() {
-    let config = HttpConfig::default().body_read_timeout(Duration::from_millis(200));
-    let (url, mcp, _gauge) = start(config).await;
-    let mut connection = raw_connection(&url).await;
-    connection
-        .write_all(post_head(None, 100).as_bytes())
-        .await
-        .expect("write");
-    connection.write_all(b"{").await.expect("write");
-    let status = timeout(LIMIT, status_of(&mut connection))
-        .await
-        .expect("answered");
-    assert_eq!(status, 408);
-    assert_eq!(mcp.body_bytes_reading(), 0);
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let config = HttpConfig::default().body_read_timeout(Duration::from_millis(200));
+        let (url, mcp, _gauge) = start(config).await;
+        let mut connection = raw_connection(&url).await;
+        connection
+            .write_all(post_head(None, 100).as_bytes())
+            .await
+            .expect("write");
+        connection.write_all(b"{").await.expect("write");
+        let status = timeout(LIMIT, status_of(&mut connection))
+            .await
+            .expect("answered");
+        assert_eq!(status, 408);
+        assert_eq!(mcp.body_bytes_reading(), 0);
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// Defect 13: a client that writes a 64 MiB body before reading gets the 413, not a reset.
 #[tokio::test]
 async fn an_oversized_body_gets_413_that_the_client_can_read() {
-    let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
-    let connection = raw_connection(&url).await;
-    let (mut reader, mut writer) = connection.into_split();
-    let size = 64 << 20;
-    let writing = tokio::spawn(async move {
-        writer
-            .write_all(post_head(None, size).as_bytes())
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp, _gauge) = start(HttpConfig::default()).await;
+        let connection = raw_connection(&url).await;
+        let (mut reader, mut writer) = connection.into_split();
+        let size = 64 << 20;
+        let writing = tokio::spawn(async move {
+            writer
+                .write_all(post_head(None, size).as_bytes())
+                .await
+                .expect("head");
+            let block = vec![b' '; 1 << 20];
+            for _ in 0..64 {
+                writer.write_all(&block).await?;
+            }
+            writer.flush().await
+        });
+        let written = timeout(LIMIT, writing)
             .await
-            .expect("head");
-        let block = vec![b' '; 1 << 20];
-        for _ in 0..64 {
-            writer.write_all(&block).await?;
-        }
-        writer.flush().await
-    });
-    let written = timeout(LIMIT, writing)
-        .await
-        .expect("in time")
-        .expect("task");
-    assert!(
-        written.is_ok(),
-        "the whole body was written without a reset: {written:?}"
-    );
-    let mut answer = Vec::new();
-    timeout(LIMIT, reader.read_to_end(&mut answer))
-        .await
-        .expect("in time")
-        .expect("read the answer");
-    let text = String::from_utf8_lossy(&answer);
-    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
-    assert!(
-        text.to_ascii_lowercase().contains("connection: close"),
-        "{text}"
-    );
+            .expect("in time")
+            .expect("task");
+        assert!(
+            written.is_ok(),
+            "the whole body was written without a reset: {written:?}"
+        );
+        let mut answer = Vec::new();
+        timeout(LIMIT, reader.read_to_end(&mut answer))
+            .await
+            .expect("in time")
+            .expect("read the answer");
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }

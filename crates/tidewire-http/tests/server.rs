@@ -15,299 +15,321 @@ use support::raw::*;
 
 #[tokio::test]
 async fn a_session_is_issued_at_initialize_and_required_after() {
-    // Keep-alive comments far apart: the GET stream below must end because its session did,
-    // not because a keep-alive tick happened to look.
-    let (url, mcp) = start(HttpConfig::default().keep_alive(Duration::from_secs(3600))).await;
-    let mut raw = Raw::new(&url);
-    let init = timeout(LIMIT, raw.initialize()).await.expect("in time");
-    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
-    let session = raw.session.clone().expect("a session id");
-    assert_eq!(session.len(), 32);
-    assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)));
-    assert_eq!(mcp.session_count(), 1);
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        // Keep-alive comments far apart: the GET stream below must end because its session did,
+        // not because a keep-alive tick happened to look.
+        let (url, mcp) = start(HttpConfig::default().keep_alive(Duration::from_secs(3600))).await;
+        let mut raw = Raw::new(&url);
+        let init = timeout(LIMIT, raw.initialize()).await.expect("in time");
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        let session = raw.session.clone().expect("a session id");
+        assert_eq!(session.len(), 32);
+        assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+        assert_eq!(mcp.session_count(), 1);
 
-    let echo = tool_call(1, "echo", json!({"text": "hi"}));
-    let replies = timeout(LIMIT, raw.call(&echo)).await.expect("in time");
-    assert_eq!(
-        replies.last().expect("reply")["result"]["content"][0]["text"],
-        "hi"
-    );
+        let echo = tool_call(1, "echo", json!({"text": "hi"}));
+        let replies = timeout(LIMIT, raw.call(&echo)).await.expect("in time");
+        assert_eq!(
+            replies.last().expect("reply")["result"]["content"][0]["text"],
+            "hi"
+        );
 
-    let anonymous = Raw::new(&url);
-    let response = anonymous.post(&echo).send().await.expect("post");
-    assert_eq!(response.status(), 400, "no session id");
-    let mut stranger = Raw::new(&url);
-    stranger.session = Some("0".repeat(32));
-    let response = stranger.post(&echo).send().await.expect("post");
-    assert_eq!(response.status(), 404, "unknown session");
-    let body: Value = json_of(response).await.expect("json error");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("Session not found"))
-    );
+        let anonymous = Raw::new(&url);
+        let response = anonymous.post(&echo).send().await.expect("post");
+        assert_eq!(response.status(), 400, "no session id");
+        let mut stranger = Raw::new(&url);
+        stranger.session = Some("0".repeat(32));
+        let response = stranger.post(&echo).send().await.expect("post");
+        assert_eq!(response.status(), 404, "unknown session");
+        let body: Value = json_of(response).await.expect("json error");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Session not found"))
+        );
 
-    // DELETE ends it, and its open GET stream with it; afterwards the id is unknown.
-    let standalone = timeout(LIMIT, raw.get(None).send())
-        .await
-        .expect("in time")
-        .expect("get");
-    assert_eq!(standalone.status(), 200);
-    let mut standalone = standalone.bytes_stream();
-    let deleted = raw
-        .http
-        .delete(&url)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .expect("delete");
-    assert_eq!(deleted.status(), 200);
-    let ended = timeout(LIMIT, async {
-        while let Some(chunk) = standalone.next().await {
-            if chunk.is_err() {
-                break;
+        // DELETE ends it, and its open GET stream with it; afterwards the id is unknown.
+        let standalone = timeout(LIMIT, raw.get(None).send())
+            .await
+            .expect("in time")
+            .expect("get");
+        assert_eq!(standalone.status(), 200);
+        let mut standalone = standalone.bytes_stream();
+        let deleted = raw
+            .http
+            .delete(&url)
+            .header("mcp-session-id", &session)
+            .send()
+            .await
+            .expect("delete");
+        assert_eq!(deleted.status(), 200);
+        let ended = timeout(LIMIT, async {
+            while let Some(chunk) = standalone.next().await {
+                if chunk.is_err() {
+                    break;
+                }
             }
-        }
+        })
+        .await;
+        assert!(ended.is_ok(), "the GET stream ends with its session");
+        let response = raw.post(&echo).send().await.expect("post");
+        assert_eq!(response.status(), 404);
+        assert_eq!(mcp.session_count(), 0);
     })
-    .await;
-    assert!(ended.is_ok(), "the GET stream ends with its session");
-    let response = raw.post(&echo).send().await.expect("post");
-    assert_eq!(response.status(), 404);
-    assert_eq!(mcp.session_count(), 0);
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn every_check_has_its_status_and_a_json_rpc_body() {
-    let (url, _mcp) = start(HttpConfig::default().max_body(4096)).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let echo = tool_call(1, "echo", json!({"text": "x"}));
-    let status = |r: &reqwest::Response| r.status().as_u16();
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default().max_body(4096)).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let echo = tool_call(1, "echo", json!({"text": "x"}));
+        let status = |r: &reqwest::Response| r.status().as_u16();
 
-    let r = raw
-        .post_with(&echo, &[("host", "evil.example")])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(status(&r), 403, "foreign Host");
-    let r = raw
-        .post_with(&echo, &[("origin", "https://evil.example")])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(status(&r), 403, "foreign Origin");
-    let body: Value = json_of(r).await.expect("json");
-    assert_eq!(body["jsonrpc"], "2.0");
-    let r = raw
-        .post_with(&echo, &[("origin", "http://localhost:5173")])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(status(&r), 200, "a loopback Origin is fine");
-    let _ = r.bytes().await;
+        let r = raw
+            .post_with(&echo, &[("host", "evil.example")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(status(&r), 403, "foreign Host");
+        let r = raw
+            .post_with(&echo, &[("origin", "https://evil.example")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(status(&r), 403, "foreign Origin");
+        let body: Value = json_of(r).await.expect("json");
+        assert_eq!(body["jsonrpc"], "2.0");
+        let r = raw
+            .post_with(&echo, &[("origin", "http://localhost:5173")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(status(&r), 200, "a loopback Origin is fine");
+        let _ = r.bytes().await;
 
-    let r = raw
-        .post_with(&echo, &[("accept", "application/json")])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(status(&r), 406, "Accept without text/event-stream");
-    let r = raw
-        .post_with(&echo, &[("content-type", "text/plain")])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(status(&r), 415);
-    let r = raw
-        .post_with(&echo, &[("mcp-protocol-version", "2099-01-01")])
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(status(&r), 400, "unsupported protocol version");
-    let big = tool_call(2, "echo", json!({"text": "y".repeat(10_000)}));
-    let r = raw.post(&big).send().await.expect("post");
-    assert_eq!(status(&r), 413);
+        let r = raw
+            .post_with(&echo, &[("accept", "application/json")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(status(&r), 406, "Accept without text/event-stream");
+        let r = raw
+            .post_with(&echo, &[("content-type", "text/plain")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(status(&r), 415);
+        let r = raw
+            .post_with(&echo, &[("mcp-protocol-version", "2099-01-01")])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(status(&r), 400, "unsupported protocol version");
+        let big = tool_call(2, "echo", json!({"text": "y".repeat(10_000)}));
+        let r = raw.post(&big).send().await.expect("post");
+        assert_eq!(status(&r), 413);
 
-    let mut malformed = raw.post(&echo).build().expect("request");
-    *malformed.body_mut() = Some("{not json".into());
-    let r = raw.http.execute(malformed).await.expect("post");
-    assert_eq!(status(&r), 400);
-    let body: Value = json_of(r).await.expect("json");
-    assert_eq!(body["error"]["code"], -32700);
-    let r = raw.post(&json!([echo.clone()])).send().await.expect("post");
-    assert_eq!(status(&r), 400, "batches are refused");
-    let r = raw.http.put(&url).send().await.expect("put");
-    assert_eq!(status(&r), 405);
-    let mut wrong = raw.get(None).build().expect("request");
-    wrong.headers_mut().insert(
-        "accept",
-        reqwest::header::HeaderValue::from_static("application/json"),
-    );
-    let r = raw.http.execute(wrong).await.expect("get");
-    assert_eq!(status(&r), 406, "GET must accept text/event-stream");
-    // After all that, the session still serves.
-    let replies = raw.call(&echo).await;
-    assert_eq!(
-        replies.last().expect("reply")["result"]["content"][0]["text"],
-        "x"
-    );
+        let mut malformed = raw.post(&echo).build().expect("request");
+        *malformed.body_mut() = Some("{not json".into());
+        let r = raw.http.execute(malformed).await.expect("post");
+        assert_eq!(status(&r), 400);
+        let body: Value = json_of(r).await.expect("json");
+        assert_eq!(body["error"]["code"], -32700);
+        let r = raw.post(&json!([echo.clone()])).send().await.expect("post");
+        assert_eq!(status(&r), 400, "batches are refused");
+        let r = raw.http.put(&url).send().await.expect("put");
+        assert_eq!(status(&r), 405);
+        let mut wrong = raw.get(None).build().expect("request");
+        wrong.headers_mut().insert(
+            "accept",
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
+        let r = raw.http.execute(wrong).await.expect("get");
+        assert_eq!(status(&r), 406, "GET must accept text/event-stream");
+        // After all that, the session still serves.
+        let replies = raw.call(&echo).await;
+        assert_eq!(
+            replies.last().expect("reply")["result"]["content"][0]["text"],
+            "x"
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn related_messages_ride_the_post_and_unrelated_ones_the_get_stream() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    // list_changed sent before any GET stream waits in the session's buffer.
-    let replies = timeout(
-        LIMIT,
-        raw.call(&tool_call(1, "notify", json!({"count": 3}))),
-    )
-    .await
-    .expect("in time");
-    let methods: Vec<&str> = replies
-        .iter()
-        .filter_map(|m| m["method"].as_str())
-        .collect();
-    assert_eq!(
-        methods,
-        vec!["notifications/message"; 3],
-        "logs travel with their request"
-    );
-    assert!(replies.last().expect("reply")["result"].is_object());
-    let get = raw.get(None).send().await.expect("get");
-    assert_eq!(get.status(), 200);
-    let mut events = get.bytes_stream().eventsource();
-    let event = timeout(LIMIT, events.next())
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        // list_changed sent before any GET stream waits in the session's buffer.
+        let replies = timeout(
+            LIMIT,
+            raw.call(&tool_call(1, "notify", json!({"count": 3}))),
+        )
         .await
-        .expect("in time")
-        .expect("event")
-        .expect("sse");
-    let message: Value = serde_json::from_str(&event.data).expect("json");
-    assert_eq!(message["method"], "notifications/resources/list_changed");
-    assert!(
-        event.id.starts_with("0-"),
-        "standalone stream ids start with 0-: {}",
-        event.id
-    );
-    // A second reader of the same stream is refused.
-    let second = raw.get(None).send().await.expect("get");
-    assert_eq!(second.status(), 409);
+        .expect("in time");
+        let methods: Vec<&str> = replies
+            .iter()
+            .filter_map(|m| m["method"].as_str())
+            .collect();
+        assert_eq!(
+            methods,
+            vec!["notifications/message"; 3],
+            "logs travel with their request"
+        );
+        assert!(replies.last().expect("reply")["result"].is_object());
+        let get = raw.get(None).send().await.expect("get");
+        assert_eq!(get.status(), 200);
+        let mut events = get.bytes_stream().eventsource();
+        let event = timeout(LIMIT, events.next())
+            .await
+            .expect("in time")
+            .expect("event")
+            .expect("sse");
+        let message: Value = serde_json::from_str(&event.data).expect("json");
+        assert_eq!(message["method"], "notifications/resources/list_changed");
+        assert!(
+            event.id.starts_with("0-"),
+            "standalone stream ids start with 0-: {}",
+            event.id
+        );
+        // A second reader of the same stream is refused.
+        let second = raw.get(None).send().await.expect("get");
+        assert_eq!(second.status(), 409);
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn a_get_stream_cut_mid_burst_resumes_without_loss_or_duplicates() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let get = raw.get(None).send().await.expect("get");
-    let mut events = get.bytes_stream().eventsource();
-    let burst = {
-        let raw = raw.clone();
-        tokio::spawn(async move { raw.call(&tool_call(1, "burst", json!({"n": 10_000}))).await })
-    };
-    let mut seqs = Vec::new();
-    let mut last_id = String::new();
-    while seqs.len() < 2_500 {
-        let event = timeout(LIMIT, events.next())
-            .await
-            .expect("in time")
-            .expect("event")
-            .expect("sse");
-        seqs.push(event.id.clone());
-        last_id = event.id;
-    }
-    drop(events); // the connection is cut mid-burst
-    let resumed = raw.get(Some(&last_id)).send().await.expect("resume");
-    assert_eq!(resumed.status(), 200);
-    let mut events = resumed.bytes_stream().eventsource();
-    while seqs.len() < 10_000 {
-        let event = timeout(LIMIT, events.next())
-            .await
-            .expect("in time")
-            .expect("event")
-            .expect("sse");
-        seqs.push(event.id);
-    }
-    let replies = timeout(LIMIT, burst).await.expect("in time").expect("task");
-    assert_eq!(
-        replies.last().expect("reply")["result"]["content"][0]["text"],
-        "sent 10000"
-    );
-    let numbers: Vec<u64> = seqs
-        .iter()
-        .map(|id| {
-            id.split_once('-')
-                .and_then(|(_, n)| n.parse().ok())
-                .expect("id")
-        })
-        .collect();
-    let expected: Vec<u64> = (1..=10_000).collect();
-    assert_eq!(numbers, expected, "every event exactly once, in order");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let get = raw.get(None).send().await.expect("get");
+        let mut events = get.bytes_stream().eventsource();
+        let burst = {
+            let raw = raw.clone();
+            tokio::spawn(
+                async move { raw.call(&tool_call(1, "burst", json!({"n": 10_000}))).await },
+            )
+        };
+        let mut seqs = Vec::new();
+        let mut last_id = String::new();
+        while seqs.len() < 2_500 {
+            let event = timeout(LIMIT, events.next())
+                .await
+                .expect("in time")
+                .expect("event")
+                .expect("sse");
+            seqs.push(event.id.clone());
+            last_id = event.id;
+        }
+        drop(events); // the connection is cut mid-burst
+        let resumed = raw.get(Some(&last_id)).send().await.expect("resume");
+        assert_eq!(resumed.status(), 200);
+        let mut events = resumed.bytes_stream().eventsource();
+        while seqs.len() < 10_000 {
+            let event = timeout(LIMIT, events.next())
+                .await
+                .expect("in time")
+                .expect("event")
+                .expect("sse");
+            seqs.push(event.id);
+        }
+        let replies = timeout(LIMIT, burst).await.expect("in time").expect("task");
+        assert_eq!(
+            replies.last().expect("reply")["result"]["content"][0]["text"],
+            "sent 10000"
+        );
+        let numbers: Vec<u64> = seqs
+            .iter()
+            .map(|id| {
+                id.split_once('-')
+                    .and_then(|(_, n)| n.parse().ok())
+                    .expect("id")
+            })
+            .collect();
+        let expected: Vec<u64> = (1..=10_000).collect();
+        assert_eq!(numbers, expected, "every event exactly once, in order");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn a_post_stream_can_be_resumed_by_get() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let crawl = tool_call(
-        1,
-        "crawl",
-        json!({"urls": ["https://a", "https://b", "https://c"], "delay_ms": 50}),
-    );
-    let mut body = crawl.clone();
-    body["params"]["_meta"] = json!({"progressToken": "t"});
-    let response = raw.post(&body).send().await.expect("post");
-    // Read the raw stream until the first progress event is complete.
-    let mut chunks = response.bytes_stream();
-    let mut text = String::new();
-    while !(text.contains("notifications/progress") && text.ends_with("\n\n")) {
-        let chunk = timeout(LIMIT, chunks.next())
-            .await
-            .expect("in time")
-            .expect("chunk")
-            .expect("bytes");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let blocks: Vec<&str> = text
-        .split("\n\n")
-        .filter(|b| !b.trim().is_empty())
-        .collect();
-    let field = |block: &str, name: &str| {
-        block.lines().find_map(|l| {
-            l.strip_prefix(&format!("{name}:"))
-                .map(|v| v.trim().to_owned())
-        })
-    };
-    let priming = blocks[0];
-    assert!(
-        field(priming, "id").is_some_and(|id| id.ends_with("-0")),
-        "a priming event comes first: {text}"
-    );
-    assert!(field(priming, "retry").is_some(), "with retry: {text}");
-    assert_eq!(
-        field(priming, "data").as_deref(),
-        Some(""),
-        "and empty data: {text}"
-    );
-    let first_id = field(blocks[1], "id").expect("the progress event's id");
-    drop(chunks); // the client loses the POST stream after one progress report
-    let resumed = raw.get(Some(&first_id)).send().await.expect("resume");
-    let messages = read_messages(resumed).await;
-    let progress: Vec<f64> = messages
-        .iter()
-        .filter_map(|m| m["params"]["progress"].as_f64())
-        .collect();
-    assert_eq!(
-        progress,
-        vec![2.0, 3.0],
-        "only what came after, on that stream"
-    );
-    assert_eq!(
-        messages.last().expect("response")["result"]["content"][0]["text"],
-        "Crawled 3 URLs"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let crawl = tool_call(
+            1,
+            "crawl",
+            json!({"urls": ["https://a", "https://b", "https://c"], "delay_ms": 50}),
+        );
+        let mut body = crawl.clone();
+        body["params"]["_meta"] = json!({"progressToken": "t"});
+        let response = raw.post(&body).send().await.expect("post");
+        // Read the raw stream until the first progress event is complete.
+        let mut chunks = response.bytes_stream();
+        let mut text = String::new();
+        while !(text.contains("notifications/progress") && text.ends_with("\n\n")) {
+            let chunk = timeout(LIMIT, chunks.next())
+                .await
+                .expect("in time")
+                .expect("chunk")
+                .expect("bytes");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        let blocks: Vec<&str> = text
+            .split("\n\n")
+            .filter(|b| !b.trim().is_empty())
+            .collect();
+        let field = |block: &str, name: &str| {
+            block.lines().find_map(|l| {
+                l.strip_prefix(&format!("{name}:"))
+                    .map(|v| v.trim().to_owned())
+            })
+        };
+        let priming = blocks[0];
+        assert!(
+            field(priming, "id").is_some_and(|id| id.ends_with("-0")),
+            "a priming event comes first: {text}"
+        );
+        assert!(field(priming, "retry").is_some(), "with retry: {text}");
+        assert_eq!(
+            field(priming, "data").as_deref(),
+            Some(""),
+            "and empty data: {text}"
+        );
+        let first_id = field(blocks[1], "id").expect("the progress event's id");
+        drop(chunks); // the client loses the POST stream after one progress report
+        let resumed = raw.get(Some(&first_id)).send().await.expect("resume");
+        let messages = read_messages(resumed).await;
+        let progress: Vec<f64> = messages
+            .iter()
+            .filter_map(|m| m["params"]["progress"].as_f64())
+            .collect();
+        assert_eq!(
+            progress,
+            vec![2.0, 3.0],
+            "only what came after, on that stream"
+        );
+        assert_eq!(
+            messages.last().expect("response")["result"]["content"][0]["text"],
+            "Crawled 3 URLs"
+        );
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
@@ -336,47 +358,51 @@ async fn colliding_ids_of_two_sessions_never_meet() {
 
 #[tokio::test]
 async fn the_session_table_is_bounded_and_idle_sessions_expire() {
-    let config = HttpConfig::default()
-        .max_sessions(2)
-        .idle_timeout(Duration::from_millis(200));
-    let (url, mcp) = start(config).await;
-    let mut a = Raw::new(&url);
-    let mut b = Raw::new(&url);
-    a.initialize().await;
-    b.initialize().await;
-    let c = Raw::new(&url);
-    let full = c.post(&init_body(0)).send().await.expect("post");
-    assert_eq!(full.status(), 503);
-    assert_eq!(
-        full.headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok()),
-        Some("5")
-    );
-    let replies = a
-        .call(&tool_call(1, "echo", json!({"text": "still fine"})))
-        .await;
-    assert_eq!(
-        replies.last().expect("reply")["result"]["content"][0]["text"],
-        "still fine"
-    );
-    // Both go idle and expire; the reaper runs every 50 ms here.
-    let expired = timeout(LIMIT, async {
-        loop {
-            if mcp.session_count() == 0 {
-                break;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let config = HttpConfig::default()
+            .max_sessions(2)
+            .idle_timeout(Duration::from_millis(200));
+        let (url, mcp) = start(config).await;
+        let mut a = Raw::new(&url);
+        let mut b = Raw::new(&url);
+        a.initialize().await;
+        b.initialize().await;
+        let c = Raw::new(&url);
+        let full = c.post(&init_body(0)).send().await.expect("post");
+        assert_eq!(full.status(), 503);
+        assert_eq!(
+            full.headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+            Some("5")
+        );
+        let replies = a
+            .call(&tool_call(1, "echo", json!({"text": "still fine"})))
+            .await;
+        assert_eq!(
+            replies.last().expect("reply")["result"]["content"][0]["text"],
+            "still fine"
+        );
+        // Both go idle and expire; the reaper runs every 50 ms here.
+        let expired = timeout(LIMIT, async {
+            loop {
+                if mcp.session_count() == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await;
+        assert!(expired.is_ok(), "idle sessions expire");
+        let gone = a
+            .post(&tool_call(2, "echo", json!({"text": "x"})))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(gone.status(), 404);
     })
-    .await;
-    assert!(expired.is_ok(), "idle sessions expire");
-    let gone = a
-        .post(&tool_call(2, "echo", json!({"text": "x"})))
-        .send()
-        .await
-        .expect("post");
-    assert_eq!(gone.status(), 404);
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
@@ -550,29 +576,33 @@ async fn batches_are_served_on_2025_03_26_only() {
 
 #[tokio::test]
 async fn idle_streams_get_keep_alive_comments() {
-    let (url, _mcp) = start(HttpConfig::default().keep_alive(Duration::from_millis(50))).await;
-    let mut raw = Raw::new(&url);
-    raw.initialize().await;
-    let get = raw.get(None).send().await.expect("get");
-    assert_eq!(
-        get.headers()
-            .get("x-accel-buffering")
-            .and_then(|v| v.to_str().ok()),
-        Some("no")
-    );
-    assert_eq!(
-        get.headers()
-            .get("cache-control")
-            .and_then(|v| v.to_str().ok()),
-        Some("no-cache")
-    );
-    let mut chunks = get.bytes_stream();
-    let chunk = timeout(LIMIT, chunks.next())
-        .await
-        .expect("in time")
-        .expect("chunk")
-        .expect("bytes");
-    assert_eq!(&chunk[..], b":\n\n", "a comment, which clients ignore");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default().keep_alive(Duration::from_millis(50))).await;
+        let mut raw = Raw::new(&url);
+        raw.initialize().await;
+        let get = raw.get(None).send().await.expect("get");
+        assert_eq!(
+            get.headers()
+                .get("x-accel-buffering")
+                .and_then(|v| v.to_str().ok()),
+            Some("no")
+        );
+        assert_eq!(
+            get.headers()
+                .get("cache-control")
+                .and_then(|v| v.to_str().ok()),
+            Some("no-cache")
+        );
+        let mut chunks = get.bytes_stream();
+        let chunk = timeout(LIMIT, chunks.next())
+            .await
+            .expect("in time")
+            .expect("chunk")
+            .expect("bytes");
+        assert_eq!(&chunk[..], b":\n\n", "a comment, which clients ignore");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 /// SSE polling (SEP-1699): a handler ends its POST stream after the priming event; the client

@@ -170,46 +170,50 @@ async fn envelope_and_header_errors_have_their_status_and_echo_the_id() {
 
 #[tokio::test]
 async fn progress_and_logs_stream_without_event_ids_and_only_when_asked() {
-    let (url, _mcp) = start(HttpConfig::default()).await;
-    let raw = Raw::new(&url);
-    let quiet = body(
-        1,
-        "tools/call",
-        json!({"name": "test_logging_tool", "arguments": {}}),
-    );
-    let response = post(&raw, &quiet, &[]).send().await.expect("post");
-    let messages = read_messages(response).await;
-    assert_eq!(
-        messages.len(),
-        1,
-        "no logLevel: only the response: {messages:?}"
-    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default()).await;
+        let raw = Raw::new(&url);
+        let quiet = body(
+            1,
+            "tools/call",
+            json!({"name": "test_logging_tool", "arguments": {}}),
+        );
+        let response = post(&raw, &quiet, &[]).send().await.expect("post");
+        let messages = read_messages(response).await;
+        assert_eq!(
+            messages.len(),
+            1,
+            "no logLevel: only the response: {messages:?}"
+        );
 
-    let mut loud = body(
-        2,
-        "tools/call",
-        json!({"name": "test_logging_tool", "arguments": {}}),
-    );
-    loud["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
-    let response = post(&raw, &loud, &[]).send().await.expect("post");
-    assert_eq!(
-        response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
-        Some("text/event-stream")
-    );
-    let text = timeout(LIMIT, response.text())
-        .await
-        .expect("in time")
-        .expect("body");
-    assert!(
-        !text.contains("\nid:") && !text.starts_with("id:"),
-        "no resumption ids: {text}"
-    );
-    let logs = text.matches("notifications/message").count();
-    assert_eq!(logs, 3, "{text}");
-    assert!(text.contains("\"resultType\":\"complete\""));
+        let mut loud = body(
+            2,
+            "tools/call",
+            json!({"name": "test_logging_tool", "arguments": {}}),
+        );
+        loud["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+        let response = post(&raw, &loud, &[]).send().await.expect("post");
+        assert_eq!(
+            response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("text/event-stream")
+        );
+        let text = timeout(LIMIT, response.text())
+            .await
+            .expect("in time")
+            .expect("body");
+        assert!(
+            !text.contains("\nid:") && !text.starts_with("id:"),
+            "no resumption ids: {text}"
+        );
+        let logs = text.matches("notifications/message").count();
+        assert_eq!(logs, 3, "{text}");
+        assert!(text.contains("\"resultType\":\"complete\""));
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
@@ -322,97 +326,105 @@ where
 
 #[tokio::test]
 async fn closing_the_response_cancels_the_request() {
-    /// Tells the test when the handler stops (returns, or is dropped when aborted).
-    struct Stopped(Arc<Notify>);
-    impl Drop for Stopped {
-        fn drop(&mut self) {
-            self.0.notify_one();
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        /// Tells the test when the handler stops (returns, or is dropped when aborted).
+        struct Stopped(Arc<Notify>);
+        impl Drop for Stopped {
+            fn drop(&mut self) {
+                self.0.notify_one();
+            }
         }
-    }
-    let started = Arc::new(Notify::new());
-    let stopped = Arc::new(Notify::new());
-    let (s, c) = (started.clone(), stopped.clone());
-    let server = tidewire_demo::demo_builder()
-        .tool(
-            "hold",
-            "Reports progress, then waits to be cancelled",
-            move |_: NoArgs, ctx: Context| {
-                let (started, guard) = (s.clone(), Stopped(c.clone()));
-                async move {
-                    let _guard = guard;
-                    ctx.report_progress(1.0, None, None).await?;
-                    started.notify_one();
-                    ctx.cancelled().await;
-                    Ok(CallToolResult::text("never sent"))
-                }
-            },
-        )
-        .build();
-    let (url, _mcp) = start_with(HttpConfig::default(), server).await;
-    let raw = Raw::new(&url);
-    let mut call = body(1, "tools/call", json!({"name": "hold", "arguments": {}}));
-    call["params"]["_meta"]["progressToken"] = json!("p");
-    let response = post(&raw, &call, &[]).send().await.expect("post");
-    let mut events = response.bytes_stream().eventsource();
-    let first = timeout(LIMIT, events.next())
-        .await
-        .expect("in time")
-        .expect("event")
-        .expect("SSE");
-    assert!(
-        first.data.contains("notifications/progress"),
-        "{}",
-        first.data
-    );
-    timeout(LIMIT, started.notified())
-        .await
-        .expect("the handler runs");
-    drop(events);
-    timeout(LIMIT, stopped.notified())
-        .await
-        .expect("closing the stream stops the handler");
+        let started = Arc::new(Notify::new());
+        let stopped = Arc::new(Notify::new());
+        let (s, c) = (started.clone(), stopped.clone());
+        let server = tidewire_demo::demo_builder()
+            .tool(
+                "hold",
+                "Reports progress, then waits to be cancelled",
+                move |_: NoArgs, ctx: Context| {
+                    let (started, guard) = (s.clone(), Stopped(c.clone()));
+                    async move {
+                        let _guard = guard;
+                        ctx.report_progress(1.0, None, None).await?;
+                        started.notify_one();
+                        ctx.cancelled().await;
+                        Ok(CallToolResult::text("never sent"))
+                    }
+                },
+            )
+            .build();
+        let (url, _mcp) = start_with(HttpConfig::default(), server).await;
+        let raw = Raw::new(&url);
+        let mut call = body(1, "tools/call", json!({"name": "hold", "arguments": {}}));
+        call["params"]["_meta"]["progressToken"] = json!("p");
+        let response = post(&raw, &call, &[]).send().await.expect("post");
+        let mut events = response.bytes_stream().eventsource();
+        let first = timeout(LIMIT, events.next())
+            .await
+            .expect("in time")
+            .expect("event")
+            .expect("SSE");
+        assert!(
+            first.data.contains("notifications/progress"),
+            "{}",
+            first.data
+        );
+        timeout(LIMIT, started.notified())
+            .await
+            .expect("the handler runs");
+        drop(events);
+        timeout(LIMIT, stopped.notified())
+            .await
+            .expect("closing the stream stops the handler");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn a_slow_reader_is_not_a_close() {
-    let sent = Arc::new(Notify::new());
-    let signal = sent.clone();
-    let server = tidewire_demo::demo_builder()
-        .tool(
-            "chatty",
-            "Reports 2,000 steps, then returns",
-            move |_: NoArgs, ctx: Context| {
-                let sent = signal.clone();
-                async move {
-                    for step in 1..=2000 {
-                        ctx.report_progress(f64::from(step), Some(2000.0), None)
-                            .await?;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let sent = Arc::new(Notify::new());
+        let signal = sent.clone();
+        let server = tidewire_demo::demo_builder()
+            .tool(
+                "chatty",
+                "Reports 2,000 steps, then returns",
+                move |_: NoArgs, ctx: Context| {
+                    let sent = signal.clone();
+                    async move {
+                        for step in 1..=2000 {
+                            ctx.report_progress(f64::from(step), Some(2000.0), None)
+                                .await?;
+                        }
+                        sent.notify_one();
+                        Ok(CallToolResult::text("all sent"))
                     }
-                    sent.notify_one();
-                    Ok(CallToolResult::text("all sent"))
-                }
-            },
-        )
-        .build();
-    let (url, _mcp) = start_with(HttpConfig::default(), server).await;
-    let raw = Raw::new(&url);
-    let mut call = body(1, "tools/call", json!({"name": "chatty", "arguments": {}}));
-    call["params"]["_meta"]["progressToken"] = json!(1);
-    let response = post(&raw, &call, &[]).send().await.expect("post");
-    assert_eq!(response.status(), 200);
-    // The client reads nothing until the handler has sent everything: the server must not take
-    // that for a close (which would cancel the call).
-    timeout(LIMIT, sent.notified())
-        .await
-        .expect("the handler runs to its end while nobody reads");
-    let messages = read_messages(response).await;
-    let progress = messages
-        .iter()
-        .filter(|m| m["method"] == "notifications/progress")
-        .count();
-    assert_eq!(progress, 2000);
-    let last = messages.last().expect("the response");
-    assert_eq!(last["result"]["content"][0]["text"], "all sent");
+                },
+            )
+            .build();
+        let (url, _mcp) = start_with(HttpConfig::default(), server).await;
+        let raw = Raw::new(&url);
+        let mut call = body(1, "tools/call", json!({"name": "chatty", "arguments": {}}));
+        call["params"]["_meta"]["progressToken"] = json!(1);
+        let response = post(&raw, &call, &[]).send().await.expect("post");
+        assert_eq!(response.status(), 200);
+        // The client reads nothing until the handler has sent everything: the server must not take
+        // that for a close (which would cancel the call).
+        timeout(LIMIT, sent.notified())
+            .await
+            .expect("the handler runs to its end while nobody reads");
+        let messages = read_messages(response).await;
+        let progress = messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .count();
+        assert_eq!(progress, 2000);
+        let last = messages.last().expect("the response");
+        assert_eq!(last["result"]["content"][0]["text"], "all sent");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
@@ -500,34 +512,38 @@ async fn a_legacy_only_endpoint_serves_as_before() {
 
 #[tokio::test]
 async fn stateless_requests_are_bounded() {
-    let (url, _mcp) = start(HttpConfig::default().max_stateless_requests(1)).await;
-    let raw = Raw::new(&url);
-    let listen = body(
-        1,
-        "subscriptions/listen",
-        json!({"notifications": {"toolsListChanged": true}}),
-    );
-    let held = post(&raw, &listen, &[]).send().await.expect("listen");
-    assert_eq!(held.status(), 200);
-    let response = post(&raw, &body(2, "tools/list", json!({})), &[])
-        .send()
-        .await;
-    let response = response.expect("post");
-    assert_eq!(response.status(), 503);
-    assert!(response.headers().get("retry-after").is_some());
-    drop(held);
-    // The slot is freed once the listen's response is gone.
-    timeout(LIMIT, async {
-        loop {
-            let response = post(&raw, &body(3, "tools/list", json!({})), &[])
-                .send()
-                .await;
-            // Each try is a round trip: no sleep needed between them.
-            if response.expect("post").status() == 200 {
-                break;
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let (url, _mcp) = start(HttpConfig::default().max_stateless_requests(1)).await;
+        let raw = Raw::new(&url);
+        let listen = body(
+            1,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        );
+        let held = post(&raw, &listen, &[]).send().await.expect("listen");
+        assert_eq!(held.status(), 200);
+        let response = post(&raw, &body(2, "tools/list", json!({})), &[])
+            .send()
+            .await;
+        let response = response.expect("post");
+        assert_eq!(response.status(), 503);
+        assert!(response.headers().get("retry-after").is_some());
+        drop(held);
+        // The slot is freed once the listen's response is gone.
+        timeout(LIMIT, async {
+            loop {
+                let response = post(&raw, &body(3, "tools/list", json!({})), &[])
+                    .send()
+                    .await;
+                // Each try is a round trip: no sleep needed between them.
+                if response.expect("post").status() == 200 {
+                    break;
+                }
             }
-        }
+        })
+        .await
+        .expect("the slot is freed");
     })
     .await
-    .expect("the slot is freed");
+    .expect("the test took longer than its limit");
 }

@@ -238,53 +238,57 @@ async fn set_level_filters_log_messages() {
 
 #[tokio::test]
 async fn resources_templates_and_subscriptions() {
-    let server = server();
-    let (peer, mut rx) = connect(&server).await;
-    let a = call(&peer, "resources/read", json!({"uri": "mem://a"}))
-        .await
-        .expect("read");
-    assert_eq!(a["contents"][0]["text"], "A");
-    let item = call(&peer, "resources/read", json!({"uri": "mem://items/7"}))
-        .await
-        .expect("template");
-    assert_eq!(item["contents"][0]["text"], "item 7");
-    let err = call(&peer, "resources/read", json!({"uri": "mem://nothing"}))
-        .await
-        .expect_err("missing");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32002));
-    call(&peer, "resources/subscribe", json!({"uri": "mem://a"}))
-        .await
-        .expect("subscribe");
-    call(&peer, "resources/subscribe", json!({"uri": "mem://b"}))
-        .await
-        .expect("subscribe");
-    let err = call(&peer, "resources/subscribe", json!({"uri": "mem://c"}))
-        .await
-        .expect_err("limit");
-    assert!(err.to_string().contains("limit 2"), "{err}");
-    server.notify_resource_updated("mem://a").await;
-    server.notify_resource_updated("mem://zzz").await;
-    let n = timeout(LIMIT, rx.recv())
-        .await
-        .expect("in time")
-        .expect("updated");
-    assert_eq!(n.method, "notifications/resources/updated");
-    assert_eq!(
-        n.params.as_ref().map(|p| p["uri"].clone()),
-        Some(json!("mem://a"))
-    );
-    call(&peer, "resources/unsubscribe", json!({"uri": "mem://a"}))
-        .await
-        .expect("unsubscribe");
-    server.notify_resource_updated("mem://a").await;
-    // A list change as a marker: what comes first would be an update nobody asked for (the one
-    // for mem://zzz, or for mem://a after the unsubscribe).
-    server.notify_tools_changed().await;
-    let n = timeout(LIMIT, rx.recv())
-        .await
-        .expect("in time")
-        .expect("marker");
-    assert_eq!(n.method, "notifications/tools/list_changed");
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let server = server();
+        let (peer, mut rx) = connect(&server).await;
+        let a = call(&peer, "resources/read", json!({"uri": "mem://a"}))
+            .await
+            .expect("read");
+        assert_eq!(a["contents"][0]["text"], "A");
+        let item = call(&peer, "resources/read", json!({"uri": "mem://items/7"}))
+            .await
+            .expect("template");
+        assert_eq!(item["contents"][0]["text"], "item 7");
+        let err = call(&peer, "resources/read", json!({"uri": "mem://nothing"}))
+            .await
+            .expect_err("missing");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32002));
+        call(&peer, "resources/subscribe", json!({"uri": "mem://a"}))
+            .await
+            .expect("subscribe");
+        call(&peer, "resources/subscribe", json!({"uri": "mem://b"}))
+            .await
+            .expect("subscribe");
+        let err = call(&peer, "resources/subscribe", json!({"uri": "mem://c"}))
+            .await
+            .expect_err("limit");
+        assert!(err.to_string().contains("limit 2"), "{err}");
+        server.notify_resource_updated("mem://a").await;
+        server.notify_resource_updated("mem://zzz").await;
+        let n = timeout(LIMIT, rx.recv())
+            .await
+            .expect("in time")
+            .expect("updated");
+        assert_eq!(n.method, "notifications/resources/updated");
+        assert_eq!(
+            n.params.as_ref().map(|p| p["uri"].clone()),
+            Some(json!("mem://a"))
+        );
+        call(&peer, "resources/unsubscribe", json!({"uri": "mem://a"}))
+            .await
+            .expect("unsubscribe");
+        server.notify_resource_updated("mem://a").await;
+        // A list change as a marker: what comes first would be an update nobody asked for (the one
+        // for mem://zzz, or for mem://a after the unsubscribe).
+        server.notify_tools_changed().await;
+        let n = timeout(LIMIT, rx.recv())
+            .await
+            .expect("in time")
+            .expect("marker");
+        assert_eq!(n.method, "notifications/tools/list_changed");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
@@ -316,28 +320,32 @@ async fn prompts_check_required_arguments() {
 
 #[tokio::test]
 async fn run_time_tool_changes_are_announced() {
-    let server = server();
-    let (peer, mut rx) = connect(&server).await;
-    server
-        .add_tool(
-            Tool::new("late", "added later", json!({"type": "object"})),
-            |_, _| async { Ok(CallToolResult::text("late")) },
-        )
-        .await;
-    let n = timeout(LIMIT, rx.recv())
-        .await
-        .expect("in time")
-        .expect("notification");
-    assert_eq!(n.method, "notifications/tools/list_changed");
-    let r = call(&peer, "tools/call", json!({"name": "late"}))
-        .await
-        .expect("call");
-    assert_eq!(r["content"][0]["text"], "late");
-    assert!(server.remove_tool("late").await);
-    let err = call(&peer, "tools/call", json!({"name": "late"}))
-        .await
-        .expect_err("gone");
-    assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let server = server();
+        let (peer, mut rx) = connect(&server).await;
+        server
+            .add_tool(
+                Tool::new("late", "added later", json!({"type": "object"})),
+                |_, _| async { Ok(CallToolResult::text("late")) },
+            )
+            .await;
+        let n = timeout(LIMIT, rx.recv())
+            .await
+            .expect("in time")
+            .expect("notification");
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        let r = call(&peer, "tools/call", json!({"name": "late"}))
+            .await
+            .expect("call");
+        assert_eq!(r["content"][0]["text"], "late");
+        assert!(server.remove_tool("late").await);
+        let err = call(&peer, "tools/call", json!({"name": "late"}))
+            .await
+            .expect_err("gone");
+        assert_eq!(err.remote().map(|e| e.code), Some(-32602));
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]

@@ -382,67 +382,80 @@ async fn logs_are_sent_only_at_the_level_the_request_asks() {
 
 #[tokio::test]
 async fn listen_acknowledges_filters_tags_and_ends() {
-    let server = builder().build();
-    let (peer, mut rx) = connect(&server);
-    let params =
-        modern(json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}));
-    let listen = {
-        let peer = peer.clone();
-        tokio::spawn(async move { peer.request_raw("subscriptions/listen", Some(params)).await })
-    };
-    let ack = next(&mut rx).await;
-    assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
-    let ack = ack.params.expect("params");
-    // This server has no prompts: that part of the filter is not honoured.
-    assert_eq!(ack["notifications"], json!({"toolsListChanged": true}));
-    let id = ack["_meta"]["io.modelcontextprotocol/subscriptionId"].clone();
-    assert!(!id.is_null());
-    assert_eq!(server.listener_count(), 1);
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let server = builder().build();
+        let (peer, mut rx) = connect(&server);
+        let params = modern(
+            json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+        );
+        let listen = {
+            let peer = peer.clone();
+            tokio::spawn(
+                async move { peer.request_raw("subscriptions/listen", Some(params)).await },
+            )
+        };
+        let ack = next(&mut rx).await;
+        assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+        let ack = ack.params.expect("params");
+        // This server has no prompts: that part of the filter is not honoured.
+        assert_eq!(ack["notifications"], json!({"toolsListChanged": true}));
+        let id = ack["_meta"]["io.modelcontextprotocol/subscriptionId"].clone();
+        assert!(!id.is_null());
+        assert_eq!(server.listener_count(), 1);
 
-    server.notify_resources_changed().await; // not asked for
-    server.notify_tools_changed().await;
-    let changed = next(&mut rx).await;
-    assert_eq!(changed.method, "notifications/tools/list_changed");
-    assert_eq!(
-        changed.params.expect("params")["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        id
-    );
+        server.notify_resources_changed().await; // not asked for
+        server.notify_tools_changed().await;
+        let changed = next(&mut rx).await;
+        assert_eq!(changed.method, "notifications/tools/list_changed");
+        assert_eq!(
+            changed.params.expect("params")["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            id
+        );
 
-    server.end_subscriptions();
-    let ended = timeout(LIMIT, listen)
-        .await
-        .expect("in time")
-        .expect("task")
-        .expect("result");
-    assert_eq!(ended["resultType"], "complete");
-    assert_eq!(ended["_meta"]["io.modelcontextprotocol/subscriptionId"], id);
-    // Nothing untagged reached this connection: it never opened a session.
-    assert!(rx.try_recv().is_err());
-    assert_eq!(server.listener_count(), 0);
+        server.end_subscriptions();
+        let ended = timeout(LIMIT, listen)
+            .await
+            .expect("in time")
+            .expect("task")
+            .expect("result");
+        assert_eq!(ended["resultType"], "complete");
+        assert_eq!(ended["_meta"]["io.modelcontextprotocol/subscriptionId"], id);
+        // Nothing untagged reached this connection: it never opened a session.
+        assert!(rx.try_recv().is_err());
+        assert_eq!(server.listener_count(), 0);
+    })
+    .await
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
 async fn a_cancelled_listen_stops_listening() {
-    let server = builder().build();
-    let (peer, mut rx) = connect(&server);
-    let params = modern(json!({"notifications": {"toolsListChanged": true}}));
-    let listen = {
-        let peer = peer.clone();
-        tokio::spawn(async move { peer.request_raw("subscriptions/listen", Some(params)).await })
-    };
-    assert_eq!(
-        next(&mut rx).await.method,
-        "notifications/subscriptions/acknowledged"
-    );
-    // Aborting the caller drops its request: the engine sends notifications/cancelled.
-    listen.abort();
-    timeout(LIMIT, async {
-        while server.listener_count() > 0 {
-            tokio::task::yield_now().await;
-        }
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let server = builder().build();
+        let (peer, mut rx) = connect(&server);
+        let params = modern(json!({"notifications": {"toolsListChanged": true}}));
+        let listen = {
+            let peer = peer.clone();
+            tokio::spawn(
+                async move { peer.request_raw("subscriptions/listen", Some(params)).await },
+            )
+        };
+        assert_eq!(
+            next(&mut rx).await.method,
+            "notifications/subscriptions/acknowledged"
+        );
+        // Aborting the caller drops its request: the engine sends notifications/cancelled.
+        listen.abort();
+        timeout(LIMIT, async {
+            while server.listener_count() > 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the listener is gone");
     })
     .await
-    .expect("the listener is gone");
+    .expect("the test took longer than its limit");
 }
 
 #[tokio::test]
@@ -502,48 +515,55 @@ async fn handlers_see_the_w3c_trace_context() {
 /// and are kept once, compactly.
 #[tokio::test]
 async fn a_listen_names_only_offered_resources_within_a_byte_bound() {
-    use tidewire_core::schema::{ReadResourceResult, Resource};
-    let server = builder()
-        .resource(Resource::new("file:///a", "a"), |uri, _| async move {
-            Ok(ReadResourceResult::text(uri, "a"))
-        })
-        .build();
-    let (peer, mut rx) = connect(&server);
-    let listen = |uris: Value| modern(json!({"notifications": {"resourceSubscriptions": uris}}));
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire_core::schema::{ReadResourceResult, Resource};
+        let server = builder()
+            .resource(Resource::new("file:///a", "a"), |uri, _| async move {
+                Ok(ReadResourceResult::text(uri, "a"))
+            })
+            .build();
+        let (peer, mut rx) = connect(&server);
+        let listen =
+            |uris: Value| modern(json!({"notifications": {"resourceSubscriptions": uris}}));
 
-    let unknown = call(
-        &peer,
-        "subscriptions/listen",
-        listen(json!(["file:///nope"])),
-    )
-    .await;
-    assert_eq!(code(unknown), -32602);
-    let many: Vec<String> = (0..40).map(|i| format!("file:///a#{i:08000}")).collect();
-    let too_much = call(&peer, "subscriptions/listen", listen(json!(many))).await;
-    let error = too_much.expect_err("refused");
-    let error = error.remote().expect("remote");
-    assert_eq!(error.code, -32602);
-    assert!(error.message.contains("bytes"), "{}", error.message);
-    assert_eq!(server.listener_count(), 0);
+        let unknown = call(
+            &peer,
+            "subscriptions/listen",
+            listen(json!(["file:///nope"])),
+        )
+        .await;
+        assert_eq!(code(unknown), -32602);
+        let many: Vec<String> = (0..40).map(|i| format!("file:///a#{i:08000}")).collect();
+        let too_much = call(&peer, "subscriptions/listen", listen(json!(many))).await;
+        let error = too_much.expect_err("refused");
+        let error = error.remote().expect("remote");
+        assert_eq!(error.code, -32602);
+        assert!(error.message.contains("bytes"), "{}", error.message);
+        assert_eq!(server.listener_count(), 0);
 
-    let held = {
-        let peer = peer.clone();
-        let params = listen(json!(["file:///a"]));
-        tokio::spawn(async move { peer.request_raw("subscriptions/listen", Some(params)).await })
-    };
-    let ack = next(&mut rx).await;
-    assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
-    assert_eq!(
-        ack.params.expect("params")["notifications"]["resourceSubscriptions"],
-        json!(["file:///a"])
-    );
-    server.notify_resource_updated("file:///a").await;
-    let updated = next(&mut rx).await;
-    assert_eq!(updated.method, "notifications/resources/updated");
-    server.end_subscriptions();
-    timeout(LIMIT, held)
-        .await
-        .expect("in time")
-        .expect("task")
-        .expect("the complete result");
+        let held = {
+            let peer = peer.clone();
+            let params = listen(json!(["file:///a"]));
+            tokio::spawn(
+                async move { peer.request_raw("subscriptions/listen", Some(params)).await },
+            )
+        };
+        let ack = next(&mut rx).await;
+        assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack.params.expect("params")["notifications"]["resourceSubscriptions"],
+            json!(["file:///a"])
+        );
+        server.notify_resource_updated("file:///a").await;
+        let updated = next(&mut rx).await;
+        assert_eq!(updated.method, "notifications/resources/updated");
+        server.end_subscriptions();
+        timeout(LIMIT, held)
+            .await
+            .expect("in time")
+            .expect("task")
+            .expect("the complete result");
+    })
+    .await
+    .expect("the test took longer than its limit");
 }

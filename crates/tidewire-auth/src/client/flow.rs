@@ -30,11 +30,14 @@ pub struct HeadlessRedirect {
 }
 
 impl HeadlessRedirect {
-    /// A front channel with its own HTTP client (no redirects followed).
+    /// A front channel with its own HTTP client (no redirects followed; each GET given up
+    /// after 30 s, so an authorization server that never answers fails the login instead of
+    /// holding it).
     pub fn new() -> Self {
         Self {
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                .timeout(std::time::Duration::from_secs(30))
                 .build()
                 .unwrap_or_default(),
         }

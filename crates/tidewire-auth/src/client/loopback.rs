@@ -191,48 +191,52 @@ mod tests {
 
     #[tokio::test]
     async fn the_redirect_is_taken_and_stray_requests_are_not() {
-        let front = LoopbackRedirect::bind().await.expect("bind");
-        let base = front.redirect_uri().replace("/callback", "");
-        let browser = tokio::spawn(async move {
-            let http = reqwest::Client::new();
-            let stray = http
-                .get(format!("{base}/favicon.ico"))
-                .send()
-                .await
-                .expect("stray");
-            assert_eq!(stray.status(), 404);
-            // Issue 26, item 5: any local page could end a login with an `error` before the
-            // state was checked. A callback without this login's state is ignored.
-            for other in [
-                "/callback?error=access_denied",
-                "/callback?error=access_denied&state=other",
-                "/callback?code=stolen&state=s2",
-            ] {
-                let refused = http
-                    .get(format!("{base}{other}"))
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let front = LoopbackRedirect::bind().await.expect("bind");
+            let base = front.redirect_uri().replace("/callback", "");
+            let browser = tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                let stray = http
+                    .get(format!("{base}/favicon.ico"))
                     .send()
                     .await
-                    .expect("answered");
-                assert_eq!(refused.status(), 400, "{other}");
-            }
-            let back = http
-                .get(format!("{base}/callback?code=c&state=s"))
-                .send()
-                .await
-                .expect("redirect");
-            assert_eq!(back.status(), 200);
-        });
-        let redirected = tokio::time::timeout(
-            Duration::from_secs(30),
-            front.authorize("http://as/authorize?client_id=x&state=s"),
-        )
+                    .expect("stray");
+                assert_eq!(stray.status(), 404);
+                // Issue 26, item 5: any local page could end a login with an `error` before the
+                // state was checked. A callback without this login's state is ignored.
+                for other in [
+                    "/callback?error=access_denied",
+                    "/callback?error=access_denied&state=other",
+                    "/callback?code=stolen&state=s2",
+                ] {
+                    let refused = http
+                        .get(format!("{base}{other}"))
+                        .send()
+                        .await
+                        .expect("answered");
+                    assert_eq!(refused.status(), 400, "{other}");
+                }
+                let back = http
+                    .get(format!("{base}/callback?code=c&state=s"))
+                    .send()
+                    .await
+                    .expect("redirect");
+                assert_eq!(back.status(), 200);
+            });
+            let redirected = tokio::time::timeout(
+                Duration::from_secs(30),
+                front.authorize("http://as/authorize?client_id=x&state=s"),
+            )
+            .await
+            .expect("in time")
+            .expect("the redirect");
+            assert!(
+                redirected.ends_with("/callback?code=c&state=s"),
+                "{redirected}"
+            );
+            browser.await.expect("browser");
+        })
         .await
-        .expect("in time")
-        .expect("the redirect");
-        assert!(
-            redirected.ends_with("/callback?code=c&state=s"),
-            "{redirected}"
-        );
-        browser.await.expect("browser");
+        .expect("the test took longer than its limit");
     }
 }

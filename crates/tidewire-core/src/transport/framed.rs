@@ -121,24 +121,28 @@ mod tests {
     /// Fed messages wait in the buffer; one flush writes them all, in order.
     #[tokio::test]
     async fn fed_messages_are_written_at_the_flush() {
-        let (ours, theirs) = tokio::io::duplex(64 * 1024);
-        let (_unused, reader) = tokio::io::duplex(64);
-        let (mut sender, _receiver) = transport(reader, ours, Codec::default());
-        for n in 0..3 {
-            sender.feed(note(n)).await.expect("fed");
-        }
-        let mut lines = BufReader::new(theirs).lines();
-        // `next_line` is cancel-safe: a poll that finds nothing loses nothing.
-        let early = futures::FutureExt::now_or_never(lines.next_line());
-        assert!(early.is_none(), "nothing is written before the flush");
-        sender.flush().await.expect("flushed");
-        for n in 0..3 {
-            let line = tokio::time::timeout(LIMIT, lines.next_line())
-                .await
-                .expect("in time")
-                .expect("read")
-                .expect("a line");
-            assert!(line.contains(&format!("\"n\":{n}")), "{line}");
-        }
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            let (_unused, reader) = tokio::io::duplex(64);
+            let (mut sender, _receiver) = transport(reader, ours, Codec::default());
+            for n in 0..3 {
+                sender.feed(note(n)).await.expect("fed");
+            }
+            let mut lines = BufReader::new(theirs).lines();
+            // `next_line` is cancel-safe: a poll that finds nothing loses nothing.
+            let early = futures::FutureExt::now_or_never(lines.next_line());
+            assert!(early.is_none(), "nothing is written before the flush");
+            sender.flush().await.expect("flushed");
+            for n in 0..3 {
+                let line = tokio::time::timeout(LIMIT, lines.next_line())
+                    .await
+                    .expect("in time")
+                    .expect("read")
+                    .expect("a line");
+                assert!(line.contains(&format!("\"n\":{n}")), "{line}");
+            }
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 }

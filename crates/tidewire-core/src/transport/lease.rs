@@ -158,36 +158,50 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_lease_ends_at_its_expiry() {
-        let lease = AccessLease::until(Some(SystemTime::now() + Duration::from_millis(300)));
-        let ended = tokio::time::timeout(Duration::from_secs(5), lease.ended()).await;
-        assert_eq!(ended, Ok(LeaseEnd::Expired));
-        let past = AccessLease::until(Some(SystemTime::now() - Duration::from_secs(1)));
-        assert_eq!(past.ended().await, LeaseEnd::Expired);
+        tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+            let lease = AccessLease::until(Some(SystemTime::now() + Duration::from_millis(300)));
+            let ended = tokio::time::timeout(Duration::from_secs(5), lease.ended()).await;
+            assert_eq!(ended, Ok(LeaseEnd::Expired));
+            let past = AccessLease::until(Some(SystemTime::now() - Duration::from_secs(1)));
+            assert_eq!(past.ended().await, LeaseEnd::Expired);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_recheck_that_finds_the_token_revoked_ends_it_and_unknown_goes_on() {
-        let checks = Arc::new(AtomicUsize::new(0));
-        let counted = checks.clone();
-        let lease = AccessLease::until(None).recheck_every(Duration::from_secs(60), move || {
-            let n = counted.fetch_add(1, Ordering::SeqCst);
-            Box::pin(async move {
-                match n {
-                    0 => LeaseCheck::Valid { expires_at: None },
-                    1 => LeaseCheck::Unknown,
-                    _ => LeaseCheck::Revoked,
-                }
-            })
-        });
-        let ended = tokio::time::timeout(Duration::from_secs(3600), lease.ended()).await;
-        assert_eq!(ended, Ok(LeaseEnd::Revoked));
-        assert_eq!(checks.load(Ordering::SeqCst), 3);
+        tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+            let checks = Arc::new(AtomicUsize::new(0));
+            let counted = checks.clone();
+            let lease =
+                AccessLease::until(None).recheck_every(Duration::from_secs(60), move || {
+                    let n = counted.fetch_add(1, Ordering::SeqCst);
+                    Box::pin(async move {
+                        match n {
+                            0 => LeaseCheck::Valid { expires_at: None },
+                            1 => LeaseCheck::Unknown,
+                            _ => LeaseCheck::Revoked,
+                        }
+                    })
+                });
+            let ended = tokio::time::timeout(Duration::from_secs(3600), lease.ended()).await;
+            assert_eq!(ended, Ok(LeaseEnd::Revoked));
+            assert_eq!(checks.load(Ordering::SeqCst), 3);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test(start_paused = true)]
     async fn without_expiry_or_recheck_it_never_ends() {
-        let ended =
-            tokio::time::timeout(Duration::from_secs(3600), AccessLease::until(None).ended()).await;
-        assert!(ended.is_err());
+        tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+            let ended =
+                tokio::time::timeout(Duration::from_secs(3600), AccessLease::until(None).ended())
+                    .await;
+            assert!(ended.is_err());
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 }

@@ -223,16 +223,21 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_starting_with_a_split_bom_is_parsed() {
-        let chunks: [&'static [u8]; 3] = [b"\xEF", b"\xBB", b"\xBFid: 1\ndata: {}\n\n"];
-        let body = futures::stream::iter(chunks.map(|c| Ok::<_, StreamFailure>(Bytes::from(c))));
-        let events: Vec<_> =
-            tokio::time::timeout(Duration::from_secs(5), parse(body, 1024).collect())
-                .await
-                .expect("in time");
-        let [Ok(event)] = events.as_slice() else {
-            panic!("expected one event, got {events:?}");
-        };
-        assert_eq!((event.id.as_str(), event.data.as_str()), ("1", "{}"));
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let chunks: [&'static [u8]; 3] = [b"\xEF", b"\xBB", b"\xBFid: 1\ndata: {}\n\n"];
+            let body =
+                futures::stream::iter(chunks.map(|c| Ok::<_, StreamFailure>(Bytes::from(c))));
+            let events: Vec<_> =
+                tokio::time::timeout(Duration::from_secs(5), parse(body, 1024).collect())
+                    .await
+                    .expect("in time");
+            let [Ok(event)] = events.as_slice() else {
+                panic!("expected one event, got {events:?}");
+            };
+            assert_eq!((event.id.as_str(), event.data.as_str()), ("1", "{}"));
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[test]

@@ -102,27 +102,31 @@ mod tests {
 
     #[tokio::test]
     async fn readiness_turns_503_with_retry_after_when_the_drain_starts() {
-        let lifecycle = Lifecycle::new();
-        let app = health(lifecycle.clone());
-        let _request = lifecycle.track();
-        assert_eq!(
-            get(&app, "/readyz").await,
-            (
-                StatusCode::OK,
-                r#"{"status":"ready","inFlight":1}"#.to_owned(),
-                None
-            )
-        );
-        lifecycle.start_draining();
-        let (status, body, retry) = get(&app, "/readyz").await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(body, r#"{"status":"draining","inFlight":1}"#);
-        assert_eq!(retry.as_deref(), Some("1"));
-        // Alive all along.
-        let (status, body, _) = get(&app, "/healthz").await;
-        assert_eq!(
-            (status, body.as_str()),
-            (StatusCode::OK, r#"{"status":"alive"}"#)
-        );
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let lifecycle = Lifecycle::new();
+            let app = health(lifecycle.clone());
+            let _request = lifecycle.track();
+            assert_eq!(
+                get(&app, "/readyz").await,
+                (
+                    StatusCode::OK,
+                    r#"{"status":"ready","inFlight":1}"#.to_owned(),
+                    None
+                )
+            );
+            lifecycle.start_draining();
+            let (status, body, retry) = get(&app, "/readyz").await;
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(body, r#"{"status":"draining","inFlight":1}"#);
+            assert_eq!(retry.as_deref(), Some("1"));
+            // Alive all along.
+            let (status, body, _) = get(&app, "/healthz").await;
+            assert_eq!(
+                (status, body.as_str()),
+                (StatusCode::OK, r#"{"status":"alive"}"#)
+            );
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 }

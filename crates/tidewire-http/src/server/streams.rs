@@ -591,92 +591,104 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn readers_resume_after_an_id_and_streams_end_after_their_response() {
-        let (streams, store) = streams(8, Duration::from_millis(10));
-        let s = streams.open().expect("room");
-        streams.expect_response(s);
-        assert!(streams.push(s, data("a"), false).await);
-        assert!(streams.push(s, data("b"), false).await);
-        let cursor = streams.attach(s, None).expect("attach");
-        let first = streams.take(s, cursor).await.expect("events");
-        assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
-        streams.detach(s);
-        assert!(streams.push(s, data("resp"), true).await);
-        // A resume after event 1 replays 2 and the response, then ends.
-        let cursor = streams.attach(s, Some(1)).expect("resume");
-        let again = streams.take(s, cursor).await.expect("events");
-        assert_eq!(again.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
-        assert!(again[1].last);
-        assert!(
-            streams.take(s, 3).await.is_none(),
-            "the stream ends after its response"
-        );
-        streams.finish(s).await;
-        streams.detach(s);
-        // What the reader handed over may not have arrived: the stream stays resumable a while.
-        assert!(
-            streams.exists(s),
-            "a finished POST stream is kept for its grace"
-        );
-        let cursor = streams.attach(s, Some(2)).expect("resume again");
-        let tail = streams.take(s, cursor).await.expect("events");
-        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3]);
-        streams.detach(s);
-        tokio::time::advance(FINISHED_GRACE).await;
-        let next = streams.open().expect("room");
-        assert!(!streams.exists(s), "then it is forgotten");
-        tokio::task::yield_now().await;
-        assert!(store.is_empty(), "and so are its events");
-        assert!(streams.exists(next));
-        assert_eq!(parse_event_id(&event_id(s, 3)), Some((s, 3)));
-        assert_eq!(parse_event_id("x-1"), None);
+        tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+            let (streams, store) = streams(8, Duration::from_millis(10));
+            let s = streams.open().expect("room");
+            streams.expect_response(s);
+            assert!(streams.push(s, data("a"), false).await);
+            assert!(streams.push(s, data("b"), false).await);
+            let cursor = streams.attach(s, None).expect("attach");
+            let first = streams.take(s, cursor).await.expect("events");
+            assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+            streams.detach(s);
+            assert!(streams.push(s, data("resp"), true).await);
+            // A resume after event 1 replays 2 and the response, then ends.
+            let cursor = streams.attach(s, Some(1)).expect("resume");
+            let again = streams.take(s, cursor).await.expect("events");
+            assert_eq!(again.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
+            assert!(again[1].last);
+            assert!(
+                streams.take(s, 3).await.is_none(),
+                "the stream ends after its response"
+            );
+            streams.finish(s).await;
+            streams.detach(s);
+            // What the reader handed over may not have arrived: the stream stays resumable a while.
+            assert!(
+                streams.exists(s),
+                "a finished POST stream is kept for its grace"
+            );
+            let cursor = streams.attach(s, Some(2)).expect("resume again");
+            let tail = streams.take(s, cursor).await.expect("events");
+            assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3]);
+            streams.detach(s);
+            tokio::time::advance(FINISHED_GRACE).await;
+            let next = streams.open().expect("room");
+            assert!(!streams.exists(s), "then it is forgotten");
+            tokio::task::yield_now().await;
+            assert!(store.is_empty(), "and so are its events");
+            assert!(streams.exists(next));
+            assert_eq!(parse_event_id(&event_id(s, 3)), Some((s, 3)));
+            assert_eq!(parse_event_id("x-1"), None);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_writer_waits_a_window_ahead_of_its_reader_then_goes_on() {
-        let (streams, store) = streams(2, Duration::from_millis(100));
-        assert!(streams.push(STANDALONE, data("1"), false).await);
-        assert!(streams.push(STANDALONE, data("2"), false).await);
-        let started = tokio::time::Instant::now();
-        // Nobody reads: the third push waits out the patience, then goes on.
-        assert!(streams.push(STANDALONE, data("3"), false).await);
-        assert!(started.elapsed() >= Duration::from_millis(100));
-        let cursor = streams.attach(STANDALONE, None).expect("attach");
-        let events = streams.take(STANDALONE, cursor).await.expect("events");
-        assert_eq!(
-            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            vec![1, 2, 3]
-        );
-        // Taken events open the window at once.
-        let started = tokio::time::Instant::now();
-        assert!(streams.push(STANDALONE, data("4"), false).await);
-        assert!(streams.push(STANDALONE, data("5"), false).await);
-        assert_eq!(started.elapsed(), Duration::ZERO);
-        assert!(
-            streams.attach(STANDALONE, None).is_none(),
-            "one reader at a time"
-        );
-        assert_eq!(store.len(), 5);
+        tokio::time::timeout(std::time::Duration::from_secs(3600), async {
+            let (streams, store) = streams(2, Duration::from_millis(100));
+            assert!(streams.push(STANDALONE, data("1"), false).await);
+            assert!(streams.push(STANDALONE, data("2"), false).await);
+            let started = tokio::time::Instant::now();
+            // Nobody reads: the third push waits out the patience, then goes on.
+            assert!(streams.push(STANDALONE, data("3"), false).await);
+            assert!(started.elapsed() >= Duration::from_millis(100));
+            let cursor = streams.attach(STANDALONE, None).expect("attach");
+            let events = streams.take(STANDALONE, cursor).await.expect("events");
+            assert_eq!(
+                events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                vec![1, 2, 3]
+            );
+            // Taken events open the window at once.
+            let started = tokio::time::Instant::now();
+            assert!(streams.push(STANDALONE, data("4"), false).await);
+            assert!(streams.push(STANDALONE, data("5"), false).await);
+            assert_eq!(started.elapsed(), Duration::ZERO);
+            assert!(
+                streams.attach(STANDALONE, None).is_none(),
+                "one reader at a time"
+            );
+            assert_eq!(store.len(), 5);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test]
     async fn a_full_session_drops_kept_streams_but_never_ones_in_flight() {
-        let (streams, _store) = streams(8, Duration::from_millis(10));
-        // Four streams (the limit), each awaiting a response.
-        let ids: Vec<StreamId> = (0..4)
-            .map(|_| {
-                let s = streams.open().expect("room");
-                streams.expect_response(s);
-                s
-            })
-            .collect();
-        assert_eq!(streams.held(), 4);
-        assert_eq!(streams.open(), Err(TooManyStreams(4)), "all in flight");
-        // The second one's request is cancelled and its reader went: kept, and evictable.
-        streams.abandon_response(ids[1]);
-        let fifth = streams.open().expect("room made");
-        assert!(!streams.exists(ids[1]), "the kept stream made room");
-        assert!(streams.exists(ids[0]) && streams.exists(fifth));
-        assert_eq!(streams.held(), 4);
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let (streams, _store) = streams(8, Duration::from_millis(10));
+            // Four streams (the limit), each awaiting a response.
+            let ids: Vec<StreamId> = (0..4)
+                .map(|_| {
+                    let s = streams.open().expect("room");
+                    streams.expect_response(s);
+                    s
+                })
+                .collect();
+            assert_eq!(streams.held(), 4);
+            assert_eq!(streams.open(), Err(TooManyStreams(4)), "all in flight");
+            // The second one's request is cancelled and its reader went: kept, and evictable.
+            streams.abandon_response(ids[1]);
+            let fifth = streams.open().expect("room made");
+            assert!(!streams.exists(ids[1]), "the kept stream made room");
+            assert!(streams.exists(ids[0]) && streams.exists(fifth));
+            assert_eq!(streams.held(), 4);
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     #[tokio::test]

@@ -369,31 +369,35 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_owes_list_changes_and_drops_updates() {
-        let queue = Queue::new(Filter::from(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            resource_subscriptions: Some(vec!["a://x".into()]),
-            ..SubscriptionFilter::default()
-        }));
-        queue.offer(&BusEvent::PromptsListChanged); // not asked for
-        for _ in 0..QUEUE {
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let queue = Queue::new(Filter::from(SubscriptionFilter {
+                tools_list_changed: Some(true),
+                resource_subscriptions: Some(vec!["a://x".into()]),
+                ..SubscriptionFilter::default()
+            }));
+            queue.offer(&BusEvent::PromptsListChanged); // not asked for
+            for _ in 0..QUEUE {
+                queue.offer(&BusEvent::ResourceUpdated {
+                    uri: "a://x".into(),
+                });
+            }
+            queue.offer(&BusEvent::ToolsListChanged); // owed
             queue.offer(&BusEvent::ResourceUpdated {
                 uri: "a://x".into(),
-            });
-        }
-        queue.offer(&BusEvent::ToolsListChanged); // owed
-        queue.offer(&BusEvent::ResourceUpdated {
-            uri: "a://x".into(),
-        }); // lost
-        let mut seen = Vec::new();
-        for _ in 0..=QUEUE {
-            seen.push(
-                tokio::time::timeout(std::time::Duration::from_secs(5), queue.next())
-                    .await
-                    .expect("an event is ready"),
-            );
-        }
-        assert_eq!(seen.last(), Some(&BusEvent::ToolsListChanged));
-        assert!(!seen.contains(&BusEvent::PromptsListChanged));
-        assert!(queue.lock().is_empty());
+            }); // lost
+            let mut seen = Vec::new();
+            for _ in 0..=QUEUE {
+                seen.push(
+                    tokio::time::timeout(std::time::Duration::from_secs(5), queue.next())
+                        .await
+                        .expect("an event is ready"),
+                );
+            }
+            assert_eq!(seen.last(), Some(&BusEvent::ToolsListChanged));
+            assert!(!seen.contains(&BusEvent::PromptsListChanged));
+            assert!(queue.lock().is_empty());
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 }

@@ -624,30 +624,34 @@ mod tests {
     /// though the bus dropped them (too large), and the task stayed `input_required`.
     #[tokio::test]
     async fn answers_the_bus_cannot_carry_are_refused_not_acknowledged() {
-        let store = Arc::new(MemoryTaskStore::default());
-        let tasks = Arc::new(Tasks::new(
-            store.clone(),
-            Duration::from_millis(500),
-            crate::tasks::DEFAULT_LEASE,
-        ));
-        tasks.attach_bus(Arc::new(Narrow));
-        // Waiting for input, and run by another replica: nothing of it is live here.
-        let mut record = TaskRecord::new("t-1".into(), "crawl".into(), None, None);
-        record.status = TaskStatus::InputRequired;
-        record
-            .input_requests
-            .insert("q".into(), InputRequest::ListRoots);
-        store.insert(record).await.expect("stored");
-        let mut responses = serde_json::Map::new();
-        responses.insert("q".into(), Value::String("x".repeat(70_000)));
-        let refused = tokio::time::timeout(
-            Duration::from_secs(30),
-            tasks.answer("t-1", None, responses),
-        )
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let store = Arc::new(MemoryTaskStore::default());
+            let tasks = Arc::new(Tasks::new(
+                store.clone(),
+                Duration::from_millis(500),
+                crate::tasks::DEFAULT_LEASE,
+            ));
+            tasks.attach_bus(Arc::new(Narrow));
+            // Waiting for input, and run by another replica: nothing of it is live here.
+            let mut record = TaskRecord::new("t-1".into(), "crawl".into(), None, None);
+            record.status = TaskStatus::InputRequired;
+            record
+                .input_requests
+                .insert("q".into(), InputRequest::ListRoots);
+            store.insert(record).await.expect("stored");
+            let mut responses = serde_json::Map::new();
+            responses.insert("q".into(), Value::String("x".repeat(70_000)));
+            let refused = tokio::time::timeout(
+                Duration::from_secs(30),
+                tasks.answer("t-1", None, responses),
+            )
+            .await
+            .expect("in time")
+            .expect_err("refused");
+            assert_eq!(refused.code, ErrorCode::INVALID_PARAMS.0, "{refused}");
+            assert!(refused.message.contains("65536"), "{refused}");
+        })
         .await
-        .expect("in time")
-        .expect_err("refused");
-        assert_eq!(refused.code, ErrorCode::INVALID_PARAMS.0, "{refused}");
-        assert!(refused.message.contains("65536"), "{refused}");
+        .expect("the test took longer than its limit");
     }
 }
