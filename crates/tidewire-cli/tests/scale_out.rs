@@ -398,6 +398,9 @@ async fn peer_scenarios_through(url: &str, wire: Wire) -> Harness {
 /// The state of task `id` through `client`, polled until it is `want` (within `limit`); how
 /// long that took.
 async fn until_status(client: &Client, id: &str, want: TaskStatus, limit: Duration) -> Duration {
+    // Polled, not watched: a task whose process died is failed when it is next read (no
+    // process is left to announce it), so a watch would hear of it only at its own periodic
+    // read, every 5 s or more.
     let started = std::time::Instant::now();
     loop {
         let state = client.task(id).state().await.expect("state");
@@ -1668,6 +1671,31 @@ struct Tally {
     completed: std::sync::atomic::AtomicUsize,
     failed: std::sync::atomic::AtomicUsize,
     progress: std::sync::atomic::AtomicUsize,
+    /// Told of each completed call.
+    completions: tokio::sync::Notify,
+}
+
+impl Tally {
+    fn complete(&self) {
+        self.completed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.completions.notify_waiters();
+    }
+
+    /// Returns once `more` calls have completed from now.
+    async fn completes(&self, more: usize) {
+        let target = self.completed.load(std::sync::atomic::Ordering::SeqCst) + more;
+        loop {
+            let told = self.completions.notified();
+            let mut told = std::pin::pin!(told);
+            // Registered before the count is read again: no completion slips between.
+            told.as_mut().enable();
+            if self.completed.load(std::sync::atomic::Ordering::SeqCst) >= target {
+                return;
+            }
+            told.await;
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1718,7 +1746,7 @@ async fn a_rolling_restart_behind_a_checking_balancer_loses_no_call() {
                             if result.content.first().and_then(|c| c.as_text())
                                 == Some("Crawled 4 URLs") =>
                         {
-                            tally.completed.fetch_add(1, Relaxed);
+                            tally.complete();
                         }
                         other => {
                             eprintln!("a call failed: {other:?}");
@@ -1731,10 +1759,7 @@ async fn a_rolling_restart_behind_a_checking_balancer_loses_no_call() {
         // Restart each replica in turn, while the clients call: SIGTERM, its exit, start it
         // again on the same address and name, and wait until it is ready.
         for (i, address) in addresses.iter().enumerate() {
-            let before = tally.completed.load(Relaxed);
-            while tally.completed.load(Relaxed) < before + 4 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            tally.completes(4).await;
             let status = terminate(&mut replicas[i]).await;
             assert!(
                 status.success(),
@@ -1748,10 +1773,7 @@ async fn a_rolling_restart_behind_a_checking_balancer_loses_no_call() {
             replicas[i] = child;
             until_ready(&http, &format!("http://{address}")).await;
         }
-        let before = tally.completed.load(Relaxed);
-        while tally.completed.load(Relaxed) < before + 4 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        tally.completes(4).await;
         stopping.store(true, Relaxed);
         for client in clients {
             tokio::time::timeout(support::LIMIT, client)

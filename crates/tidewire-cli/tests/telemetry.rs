@@ -13,7 +13,7 @@
 mod support;
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,10 +22,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::time::timeout;
 
-/// An OTLP/HTTP receiver: every JSON body POSTed to `/v1/traces`, kept.
-async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let traces = Arc::new(Mutex::new(Vec::new()));
-    let kept = traces.clone();
+/// An OTLP/HTTP receiver: every JSON body POSTed to `/v1/traces`, kept (and watched: a test
+/// waits for the export it expects instead of polling).
+async fn receiver() -> (String, tokio::sync::watch::Receiver<Vec<Value>>) {
+    let (kept, traces) = tokio::sync::watch::channel(Vec::new());
+    let kept = Arc::new(kept);
     let app = axum::Router::new()
         .route(
             "/v1/traces",
@@ -33,7 +34,7 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
                 let kept = kept.clone();
                 async move {
                     if let Ok(value) = serde_json::from_slice::<Value>(&body) {
-                        kept.lock().unwrap().push(value);
+                        kept.send_modify(|all| all.push(value));
                     }
                     ([("content-type", "application/json")], "{}")
                 }
@@ -118,7 +119,7 @@ async fn a_traceparent_over_stdio_reaches_the_otlp_receiver_as_the_servers_paren
         drop(stdin);
         let status = timeout(LIMIT, child.wait()).await.expect("exits").unwrap();
         assert!(status.success(), "{status}");
-        let exported = spans(&traces.lock().unwrap());
+        let exported = spans(&traces.borrow());
         for trace in [session_trace, stateless_trace] {
             let span = exported
                 .iter()
@@ -365,21 +366,15 @@ async fn a_trace_started_in_the_python_sdks_client_continues_in_the_servers_span
             String::from_utf8_lossy(&output.stderr)
         );
         // The server exported its spans as it exited, when the client closed its stdin.
-        let started = Instant::now();
-        let span = loop {
-            let exported = spans(&traces.lock().unwrap());
-            if let Some(span) = exported
-                .iter()
-                .find(|s| s["traceId"] == trace && s["name"] == "tools/call echo")
-            {
-                break span.clone();
-            }
-            assert!(
-                started.elapsed() < LIMIT,
-                "no span of trace {trace} in {exported:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let is_it = |s: &Value| s["traceId"] == trace && s["name"] == "tools/call echo";
+        let mut traces = traces;
+        let span = match timeout(LIMIT, traces.wait_for(|all| spans(all).iter().any(is_it))).await {
+            Ok(Ok(all)) => spans(&all).into_iter().find(is_it),
+            _ => None,
         };
+        let span = span.unwrap_or_else(|| {
+            panic!("no span of trace {trace} in {:#?}", spans(&traces.borrow()))
+        });
         // The SDK's own span is non-recording with only the OpenTelemetry API installed: it
         // carries its parent's context, so the server's parent is the span the test set.
         assert_eq!(span["parentSpanId"], parent, "{span}");

@@ -3,8 +3,6 @@
 
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -256,8 +254,7 @@ async fn shutdown_unblocks_a_send_stuck_on_a_full_pipe() {
         let (mut tx, mut rx, handle) =
             spawn(r#"echo '{"jsonrpc":"2.0","method":"ready"}'; trap '' TERM; exec sleep 30"#);
         assert_eq!(next_message(&mut rx).await.method(), Some("ready"));
-        let sent = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&sent);
+        let (counter, mut sent) = tokio::sync::watch::channel(0_usize);
         let writer = tokio::spawn(async move {
             let big = json!({"data": "x".repeat(16 * 1024)});
             loop {
@@ -265,13 +262,11 @@ async fn shutdown_unblocks_a_send_stuck_on_a_full_pipe() {
                 if let Err(e) = tx.send(Envelope::new(note)).await {
                     return e;
                 }
-                counter.fetch_add(1, Ordering::Relaxed);
+                counter.send_modify(|n| *n += 1);
             }
         });
         // A pipe holds 64 KiB on Linux: after three of these messages the next send stalls.
-        while sent.load(Ordering::Relaxed) < 3 {
-            tokio::task::yield_now().await;
-        }
+        sent.wait_for(|n| *n >= 3).await.expect("the writer runs");
         handle.close_stdin();
         let err = writer.await.unwrap();
         assert!(err.is_closed(), "{err:?}");
