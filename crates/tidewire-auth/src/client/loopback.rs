@@ -16,8 +16,9 @@ use super::flow::FrontChannel;
 const MAX_HEAD: usize = 16 * 1024;
 /// How long one connection may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most connections that are not the redirect (a favicon, a scanner) before giving up.
-const MAX_STRAYS: usize = 32;
+/// The most connections read at once; past it a new one is closed unread. Connections are
+/// read side by side, so one that sends nothing cannot hold up the browser's return.
+const MAX_READING: usize = 16;
 
 /// Waits on a loopback port for the browser's return from the authorization server. The
 /// authorization URL goes to a callback (print it, open a browser), then one request to the
@@ -89,55 +90,71 @@ impl LoopbackRedirect {
 
     /// Waits for the callback carrying `state` (the authorization request's): a request to the
     /// callback path without it (another local page's, or a stale login's, `error=` included)
-    /// is answered 400 and ignored, so no page on this machine can end a login it did not
-    /// start.
+    /// is answered 400 and ignored, and anything else 404, however many come, so no page on
+    /// this machine can end a login it did not start; only the time limit of
+    /// [`authorize`](FrontChannel::authorize) does.
     async fn wait(&self, state: Option<&str>) -> Result<String, AuthError> {
+        use futures::StreamExt as _;
+
         let failed =
             |e: std::io::Error| AuthError::Authorization(format!("the loopback port: {e}"));
-        for _ in 0..MAX_STRAYS {
-            let (mut stream, _) = self.listener.accept().await.map_err(failed)?;
-            let Ok(Ok(head)) = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await
-            else {
-                continue;
-            };
-            let target = head
-                .lines()
-                .next()
-                .and_then(|line| line.strip_prefix("GET "))
-                .and_then(|rest| rest.split(' ').next())
-                .filter(|t| t.starts_with("/callback"));
-            let Some(target) = target else {
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
-                continue;
-            };
-            if state.is_some() && query_state(target).as_deref() != state {
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\
-                          content-length: 45\r\nconnection: close\r\n\r\n\
-                          This is not the login this program waits for.",
-                    )
-                    .await;
-                continue;
+        let mut reading = futures::stream::FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                accepted = self.listener.accept() => {
+                    let (stream, _) = accepted.map_err(failed)?;
+                    if reading.len() < MAX_READING {
+                        reading.push(answer(stream, state));
+                    }
+                }
+                Some(taken) = reading.next(), if !reading.is_empty() => {
+                    if let Some(target) = taken {
+                        return Ok(format!("http://127.0.0.1:{}{target}", self.port));
+                    }
+                }
             }
-            let page = "<!doctype html><title>Authorized</title><p>You can close this window \
-                        and return to the program.</p>";
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
-                 content-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
-            return Ok(format!("http://127.0.0.1:{}{target}", self.port));
         }
-        Err(AuthError::Authorization(
-            "too many requests to the loopback port that were not the redirect".to_owned(),
-        ))
     }
+}
+
+/// Reads one connection's request and answers it: `Some(target)` when it is the callback
+/// carrying `state` (answered with a page telling the user to close it), `None` otherwise
+/// (answered 404 or 400, or dropped when it sends no head in time).
+async fn answer(mut stream: tokio::net::TcpStream, state: Option<&str>) -> Option<String> {
+    let Ok(Ok(head)) = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await else {
+        return None;
+    };
+    let target = head
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix("GET "))
+        .and_then(|rest| rest.split(' ').next())
+        .filter(|t| t.starts_with("/callback"));
+    let Some(target) = target else {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await;
+        return None;
+    };
+    if state.is_some() && query_state(target).as_deref() != state {
+        let _ = stream
+            .write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\
+                  content-length: 45\r\nconnection: close\r\n\r\n\
+                  This is not the login this program waits for.",
+            )
+            .await;
+        return None;
+    }
+    let page = "<!doctype html><title>Authorized</title><p>You can close this window \
+                and return to the program.</p>";
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
+         content-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(answer.as_bytes()).await;
+    Some(target.to_owned())
 }
 
 /// The `state` parameter of a URL or a request target (`/callback?…`), decoded.
@@ -195,7 +212,10 @@ mod tests {
             let front = LoopbackRedirect::bind().await.expect("bind");
             let base = front.redirect_uri().replace("/callback", "");
             let browser = tokio::spawn(async move {
-                let http = reqwest::Client::new();
+                let http = reqwest::Client::builder()
+                    .timeout(Duration::from_secs(10))
+                    .build()
+                    .expect("client");
                 let stray = http
                     .get(format!("{base}/favicon.ico"))
                     .send()
@@ -204,11 +224,20 @@ mod tests {
                 assert_eq!(stray.status(), 404);
                 // Issue 26, item 5: any local page could end a login with an `error` before the
                 // state was checked. A callback without this login's state is ignored.
+                // And however many come (the old bound was 32, then the login ended), while a
+                // connection that sends nothing is open: neither holds up the real return.
+                let _idle = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+                    .await
+                    .expect("idle connection");
+                let strays = std::iter::repeat_n("/callback?error=access_denied&state=other", 40);
                 for other in [
                     "/callback?error=access_denied",
                     "/callback?error=access_denied&state=other",
                     "/callback?code=stolen&state=s2",
-                ] {
+                ]
+                .into_iter()
+                .chain(strays)
+                {
                     let refused = http
                         .get(format!("{base}{other}"))
                         .send()
@@ -223,12 +252,13 @@ mod tests {
                     .expect("redirect");
                 assert_eq!(back.status(), 200);
             });
+            // Well inside the 10 s an idle connection may take to send its request.
             let redirected = tokio::time::timeout(
-                Duration::from_secs(30),
+                Duration::from_secs(5),
                 front.authorize("http://as/authorize?client_id=x&state=s"),
             )
             .await
-            .expect("in time")
+            .expect("in time, whatever the idle connection does")
             .expect("the redirect");
             assert!(
                 redirected.ends_with("/callback?code=c&state=s"),
