@@ -12,15 +12,9 @@
 //!   and the session routing that forwards a session's requests to the replica holding it),
 //!   for the scale-out rows.
 //! - `bench-server --stdio`: stdio.
-//! - `--counts` (with `--bind`): also serves `GET /counts`, the running totals
-//!   `{"allocations": N, "tasks": M}` for `bench --counts` to read before and after a fixed
-//!   number of requests. `allocations` is DHAT's count of heap blocks allocated (every `alloc`
-//!   and `realloc`) since `main` started, and needs the build feature `count-allocs` (which
-//!   makes `dhat::Alloc` the global allocator); `tasks` is tokio's count of tasks spawned on the
-//!   server's runtime (`RuntimeMetrics::spawned_tasks_count`, not `spawn_blocking`), and needs a
-//!   build with `RUSTFLAGS="--cfg tokio_unstable"`. Either is `null` in a build without it.
-//!   Without `--counts` nothing is counted and no route is added; without the feature no
-//!   allocator is installed.
+//! - `--counts` (with `--bind`): also serves `GET /counts`, the running totals of heap
+//!   allocations and spawned tasks for `bench --counts` (see `tidewire_bench::counting`, and
+//!   the builds it needs). Without `--counts` nothing is counted and no route is added.
 //!
 //! - `--otel` (with a build of the feature `otel`): serves with telemetry on — a `tracing`
 //!   subscriber whose OpenTelemetry layer exports every MCP span in batches to an exporter
@@ -35,23 +29,18 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use axum::serve::ListenerExt;
+use tidewire_bench::counting;
 use tidewire_bench::peers::{tidewire_builder, tidewire_server};
 use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, StreamableHttp};
 use tidewire_redis::{Redis, RedisEventStore, RedisTaskStore, SessionRouting, shared_key_ring};
 use tidewire_server::Server;
 use tidewire_server::tasks::TaskLimits;
 
-/// DHAT's allocator, which counts every heap allocation while a profiler runs (`--counts`).
-/// The `unsafe impl GlobalAlloc` is dhat's; installing it needs no `unsafe` here.
-#[cfg(feature = "count-allocs")]
-#[global_allocator]
-static ALLOC: dhat::Alloc = dhat::Alloc;
-
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let counting = args.iter().any(|a| a == "--counts");
     // Lives as long as `main`: allocations are counted while it runs.
-    let _profiler = start_counting(counting);
+    let _counting = counting::start("bench-server", counting);
     let _telemetry = if args.iter().any(|a| a == "--otel") {
         Some(telemetry::start()?)
     } else {
@@ -88,66 +77,6 @@ fn main() -> anyhow::Result<()> {
         None => None,
     };
     runtime.block_on(serve(bind, json, redis, counting))
-}
-
-/// With `count-allocs`: starts DHAT's heap profiler in testing mode (it saves no file and prints
-/// nothing when dropped) when `counting`, keeping 4 frames per backtrace, dhat's minimum (it
-/// records one per allocation; they are never looked at here). Without `counting` nothing
-/// runs, but every allocation still goes through dhat's lock, so this says so.
-#[cfg(feature = "count-allocs")]
-fn start_counting(counting: bool) -> Option<dhat::Profiler> {
-    if !counting {
-        eprintln!(
-            "bench-server: built with the count-allocs feature (dhat's allocator): \
-             its timings are not representative"
-        );
-        return None;
-    }
-    Some(
-        dhat::Profiler::builder()
-            .testing()
-            .trim_backtraces(Some(4))
-            .build(),
-    )
-}
-
-/// Without `count-allocs` there is nothing to start.
-#[cfg(not(feature = "count-allocs"))]
-fn start_counting(_counting: bool) -> Option<()> {
-    None
-}
-
-/// Heap blocks allocated (every `alloc` and `realloc`) since the profiler started.
-#[cfg(feature = "count-allocs")]
-fn allocations() -> Option<u64> {
-    Some(dhat::HeapStats::get().total_blocks)
-}
-
-/// Not counted without `count-allocs`.
-#[cfg(not(feature = "count-allocs"))]
-fn allocations() -> Option<u64> {
-    None
-}
-
-/// Tasks spawned on this runtime since it started (tokio's unstable metric).
-#[cfg(all(tokio_unstable, target_has_atomic = "64"))]
-fn tasks() -> Option<u64> {
-    Some(
-        tokio::runtime::Handle::current()
-            .metrics()
-            .spawned_tasks_count(),
-    )
-}
-
-/// Not counted without `--cfg tokio_unstable`.
-#[cfg(not(all(tokio_unstable, target_has_atomic = "64")))]
-fn tasks() -> Option<u64> {
-    None
-}
-
-/// `GET /counts` (with `--counts`): the running totals, as JSON.
-async fn counts() -> String {
-    serde_json::json!({ "allocations": allocations(), "tasks": tasks() }).to_string()
 }
 
 /// How long a session may sit idle: the server's default.
@@ -208,7 +137,7 @@ async fn serve(
         None => router,
     };
     let router = if counting {
-        router.route("/counts", axum::routing::get(counts))
+        counting::route(router)
     } else {
         router
     };

@@ -11,6 +11,8 @@
 //!   Such a request is told by its body, so `--modern` (which the load generator passes for
 //!   those rows) changes nothing.
 //! - `ceiling-server --stdio`: a blocking line-in/line-out loop over stdin/stdout.
+//! - `--counts` (with `--bind`): also serves `GET /counts` for `bench --counts` (see
+//!   `tidewire_bench::counting`).
 
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader, Write};
@@ -336,13 +338,15 @@ fn main() -> anyhow::Result<()> {
     if args.iter().any(|a| a == "--stdio") {
         return stdio();
     }
+    let counting = args.iter().any(|a| a == "--counts");
+    let _counting = tidewire_bench::counting::start("ceiling-server", counting);
     let Some(bind) = args
         .iter()
         .position(|a| a == "--bind")
         .and_then(|i| args.get(i + 1))
         .cloned()
     else {
-        bail!("usage: ceiling-server (--bind ADDR [--json | --modern] | --stdio)");
+        bail!("usage: ceiling-server (--bind ADDR [--json | --modern] [--counts] | --stdio)");
     };
     let json = args.iter().any(|a| a == "--json");
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -365,6 +369,11 @@ fn main() -> anyhow::Result<()> {
         let app = axum::Router::new()
             .route("/mcp", axum::routing::any(endpoint))
             .with_state(state);
+        let app = if counting {
+            tidewire_bench::counting::route(app)
+        } else {
+            app
+        };
         axum::serve(listener, app).await?;
         Ok(())
     })

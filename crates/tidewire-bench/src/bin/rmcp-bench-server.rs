@@ -15,6 +15,8 @@
 //!   fastest stdio transport: when stdin and stdout are pipes (as the load generator starts it)
 //!   it reopens them non-blocking and drives them on tokio's reactor, instead of `stdio()`'s
 //!   blocking-thread-pool handles (it falls back to those for anything but a FIFO).
+//! - `--counts` (with `--bind`): also serves `GET /counts` for `bench --counts` (see
+//!   `tidewire_bench::counting`).
 //!
 //! The handler implements `ServerHandler::call_tool` by hand (no macros): rmcp's shortest path.
 
@@ -133,6 +135,8 @@ impl ServerHandler for BenchServer {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let counting = args.iter().any(|a| a == "--counts");
+    let _counting = tidewire_bench::counting::start("rmcp-bench-server", counting);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -153,9 +157,9 @@ fn main() -> anyhow::Result<()> {
         .position(|a| a == "--bind")
         .and_then(|i| args.get(i + 1))
     else {
-        bail!("usage: rmcp-bench-server (--bind ADDR [--json | --modern] | --stdio)");
+        bail!("usage: rmcp-bench-server (--bind ADDR [--json | --modern] [--counts] | --stdio)");
     };
-    runtime.block_on(serve(bind, config(&args)))
+    runtime.block_on(serve(bind, config(&args), counting))
 }
 
 /// The Streamable HTTP configuration the command line asks for (see the module docs).
@@ -172,7 +176,11 @@ fn config(args: &[String]) -> StreamableHttpServerConfig {
     }
 }
 
-async fn serve(bind: &str, config: StreamableHttpServerConfig) -> anyhow::Result<()> {
+async fn serve(
+    bind: &str,
+    config: StreamableHttpServerConfig,
+    counting: bool,
+) -> anyhow::Result<()> {
     let server = BenchServer::new();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -188,6 +196,11 @@ async fn serve(bind: &str, config: StreamableHttpServerConfig) -> anyhow::Result
         let _ = tcp.set_nodelay(true);
     });
     let app = axum::Router::new().nest_service("/mcp", service);
+    let app = if counting {
+        tidewire_bench::counting::route(app)
+    } else {
+        app
+    };
     axum::serve(listener, app).await?;
     Ok(())
 }

@@ -1,14 +1,16 @@
-//! Allocations and tasks per request (`bench --counts`), tidewire only: each cell starts a fresh
-//! `bench-server --counts`, opens its callers as the timed cell of the same name does, warms
-//! them up, reads `GET /counts` (the server's running totals of heap allocations and spawned
-//! tasks), sends a fixed number of echo calls (each caller one at a time), reads `GET /counts`
-//! again, and divides the differences by the calls.
+//! Allocations and tasks per request (`bench --counts`), for every peer `--peers` names: each
+//! cell starts a fresh server of that peer with `--counts` (configured as for the timed cell of
+//! the same name), opens its callers as that cell does, warms them up, reads `GET /counts` (the
+//! server's running totals of heap allocations and spawned tasks), sends a fixed number of echo
+//! calls (each caller one at a time), reads `GET /counts` again, and divides the differences by
+//! the calls.
 //!
-//! The counts come from the server's build: allocations from DHAT's allocator (`bench-server`
-//! built with the `count-allocs` feature), tasks from tokio's `spawned_tasks_count` (built with
-//! `RUSTFLAGS="--cfg tokio_unstable"`). A counter the build lacks reads `null` and its rows are
+//! The counts come from the servers' build (`tidewire_bench::counting`): allocations from
+//! DHAT's allocator (the `count-allocs` feature), tasks from tokio's `spawned_tasks_count`
+//! (`RUSTFLAGS="--cfg tokio_unstable"`). A counter the build lacks reads `null` and its rows are
 //! left out; a build with neither fails the run. Such a build is for counting only: dhat's
-//! allocator slows every allocation, so its timings mean nothing.
+//! allocator slows every allocation, so its timings mean nothing. rmcp's tasks are spawned on
+//! the same runtime as everything else in its server, so they count the same way.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,15 +143,21 @@ fn per_request(before: Option<u64>, after: Option<u64>, requests: usize) -> Opti
     Some(after?.saturating_sub(before?) as f64 / requests as f64)
 }
 
-/// The counts of one cell, on a fresh server: about `requests` calls over the cell's callers
-/// (each makes `requests / callers` rounded up; the division is by the calls made).
+/// The counts of one cell, on a fresh server of `peer`: about `requests` calls over the cell's
+/// callers (each makes `requests / callers` rounded up; the division is by the calls made).
 async fn count_cell(
     placement: &Placement,
+    peer: Peer,
     shape: Shape,
     requests: usize,
 ) -> anyhow::Result<PerRequest> {
-    let args = ["--bind", "127.0.0.1:0", "--counts"].map(str::to_owned);
-    let (mut child, url) = placement.start_with(Peer::Tidewire, &args).await?;
+    let mut args = ["--bind", "127.0.0.1:0", "--counts"]
+        .map(str::to_owned)
+        .to_vec();
+    if let Shape::Own(wire, _) = shape {
+        args.extend(wire.server_flag().map(str::to_owned));
+    }
+    let (mut child, url) = placement.start_with(peer, &args).await?;
     let target = Target::from_url(&url)?;
     let measured = measure(&target, shape, requests).await;
     stop(&mut child).await;
@@ -187,42 +195,43 @@ pub async fn run(options: &Options, placement: &Placement, rows: &mut Rows) -> a
     for round in 0..options.rounds {
         eprintln!("counts, round {}/{}", round + 1, options.rounds);
         for &shape in &shapes {
-            let per = count_cell(placement, shape, options.count_requests)
-                .await
-                .with_context(|| format!("counting {}", shape.key()))?;
-            if per.allocations.is_none() && per.tasks.is_none() {
-                bail!(
-                    "bench-server counts nothing: build it with --features count-allocs \
-                     (allocations) and/or RUSTFLAGS=\"--cfg tokio_unstable\" (tasks), in a \
-                     separate CARGO_TARGET_DIR (see docs/performance.md)"
-                );
-            }
-            if !warned {
-                warned = true;
-                if per.allocations.is_none() {
-                    eprintln!("  bench-server was built without count-allocs: no allocation rows");
-                }
-                if per.tasks.is_none() {
-                    eprintln!(
-                        "  bench-server was built without --cfg tokio_unstable: no task rows"
+            for &peer in &options.peers {
+                let per = count_cell(placement, peer, shape, options.count_requests)
+                    .await
+                    .with_context(|| format!("counting {} on {}", shape.key(), peer.name()))?;
+                if per.allocations.is_none() && per.tasks.is_none() {
+                    bail!(
+                        "the servers count nothing: build them with --features count-allocs \
+                         (allocations) and/or RUSTFLAGS=\"--cfg tokio_unstable\" (tasks), in a \
+                         separate CARGO_TARGET_DIR (see docs/performance.md)"
                     );
                 }
+                if !warned {
+                    warned = true;
+                    if per.allocations.is_none() {
+                        eprintln!("  built without count-allocs: no allocation rows");
+                    }
+                    if per.tasks.is_none() {
+                        eprintln!("  built without --cfg tokio_unstable: no task rows");
+                    }
+                }
+                let show = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"));
+                eprintln!(
+                    "  {:8} {:34} {:>7} allocations/req  {:>5} tasks/req",
+                    peer.name(),
+                    shape.label(),
+                    show(per.allocations),
+                    show(per.tasks)
+                );
+                push(rows, peer, shape, per);
             }
-            let show = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"));
-            eprintln!(
-                "  {:34} {:>7} allocations/req  {:>5} tasks/req",
-                shape.label(),
-                show(per.allocations),
-                show(per.tasks)
-            );
-            push(rows, shape, per);
         }
     }
     Ok(())
 }
 
 /// Records one cell's counts (the rows of the counters that were counted).
-fn push(rows: &mut Rows, shape: Shape, per: PerRequest) {
+fn push(rows: &mut Rows, peer: Peer, shape: Shape, per: PerRequest) {
     let (key, label) = (shape.key(), shape.label());
     if let Some(allocations) = per.allocations {
         rows.row(
@@ -231,7 +240,7 @@ fn push(rows: &mut Rows, shape: Shape, per: PerRequest) {
             "per request",
             Better::Lower,
         )
-        .push(Peer::Tidewire, allocations);
+        .push(peer, allocations);
     }
     if let Some(tasks) = per.tasks {
         rows.row(
@@ -240,7 +249,7 @@ fn push(rows: &mut Rows, shape: Shape, per: PerRequest) {
             "per request",
             Better::Lower,
         )
-        .push(Peer::Tidewire, tasks);
+        .push(peer, tasks);
     }
 }
 
@@ -299,7 +308,7 @@ mod tests {
             allocations: Some(75.0),
             tasks: None,
         };
-        push(&mut rows, Shape::Shared, per);
+        push(&mut rows, Peer::Tidewire, Shape::Shared, per);
         assert_eq!(rows.0.len(), 1);
         assert_eq!(rows.0[0].key, "echo_shared_c32_allocs");
         assert_eq!(

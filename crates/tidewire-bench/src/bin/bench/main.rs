@@ -682,16 +682,22 @@ fn counts_mode(
         );
     } else {
         println!(
-            "counts, {} rounds, {} requests per cell, tidewire only, {:.0} s\n",
+            "counts, {} rounds, {} requests per cell, peers {}, {:.0} s\n",
             options.rounds,
             options.count_requests,
+            options
+                .peers
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", "),
             elapsed.as_secs_f64()
         );
         print!("{}", report::markdown(&rows.0));
         println!(
             "\nMedian (min–max) over the rounds, per request, counted in the server between two \
-             readings of GET /counts around the requests (after a warm-up). Only tidewire is \
-             counted. Allocations: dhat's blocks (every alloc and realloc); tasks: tokio's \
+             readings of GET /counts around the requests (after a warm-up), each peer's in its \
+             own fresh server. Allocations: dhat's blocks (every alloc and realloc); tasks: tokio's \
              spawned-task count."
         );
     }
