@@ -70,7 +70,7 @@ impl RedisArgs {
         &self,
         session_ttl: Duration,
         limits: EventStoreLimits,
-    ) -> Result<Option<Shared>, String> {
+    ) -> Result<Option<RedisParts>, String> {
         let Some(url) = &self.redis else {
             return Ok(None);
         };
@@ -87,7 +87,7 @@ impl RedisArgs {
                 .map_err(failed)?;
         let events = Arc::new(RedisEventStore::new(&redis, session_ttl, limits));
         tracing::info!(node = %self.node(), "a replica on Redis");
-        Ok(Some(Shared {
+        Ok(Some(RedisParts {
             store: Arc::new(RedisDemoStore::new(&redis)),
             tasks: Arc::new(RedisTaskStore::new(&redis, TaskLimits::default())),
             bus: Arc::new(bus),
@@ -98,7 +98,7 @@ impl RedisArgs {
 }
 
 /// What the replicas share through Redis.
-pub(crate) struct Shared {
+pub(crate) struct RedisParts {
     /// The peer tools' state.
     pub(crate) store: Arc<dyn DemoStore>,
     tasks: Arc<RedisTaskStore>,
@@ -108,7 +108,7 @@ pub(crate) struct Shared {
     pub(crate) replica: Replica,
 }
 
-impl Shared {
+impl RedisParts {
     /// `builder` with its bus, task store and state key on Redis.
     pub(crate) fn attach(&self, builder: ServerBuilder) -> ServerBuilder {
         builder

@@ -21,7 +21,7 @@ use tidewire_core::version::Eras;
 
 use crate::bus::{BusEvent, NotificationBus};
 use crate::cache::{CacheHint, CacheItem};
-use crate::context::{Context, Shared};
+use crate::context::{Context, ServerInner};
 use crate::error::ToolError;
 use crate::registry::{
     PromptEntry, PromptFn, ReadFn, ResourceEntry, TemplateEntry, ToolEntry, boxed_tool,
@@ -45,7 +45,7 @@ impl Server {
 /// Setters never fail; [`build`](Self::build) returns the server.
 #[must_use]
 pub struct ServerBuilder {
-    inner: Shared,
+    inner: ServerInner,
     /// Task support by tool, written into the tools as the server is built.
     task_support: HashMap<String, TaskSupport>,
 }

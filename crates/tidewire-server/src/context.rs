@@ -27,7 +27,7 @@ use crate::state::ServerState;
 use crate::tasks::{Live, TaskCall, TaskRefused};
 
 /// The state of a server whose handlers take a [`Context`].
-pub(crate) type Shared = ServerState<Context>;
+pub(crate) type ServerInner = ServerState<Context>;
 
 /// What a stateless request's handler knows of it: its `_meta`, and its rounds of questions
 /// when it may ask any.
@@ -51,7 +51,7 @@ pub(crate) struct StatelessCall {
 #[derive(Clone, Debug)]
 pub struct Context {
     request: RequestContext,
-    server: Arc<Shared>,
+    server: Arc<ServerInner>,
     connection: Arc<Connection>,
     stateless: Option<Arc<StatelessCall>>,
     /// Set when the call may run as a task (its tool supports tasks).
@@ -62,7 +62,7 @@ impl Context {
     /// The context of a session-era request.
     pub(crate) fn new(
         request: RequestContext,
-        server: Arc<Shared>,
+        server: Arc<ServerInner>,
         connection: Arc<Connection>,
     ) -> Self {
         Self {
@@ -77,7 +77,7 @@ impl Context {
     /// The context of a stateless request.
     pub(crate) fn stateless(
         request: RequestContext,
-        server: Arc<Shared>,
+        server: Arc<ServerInner>,
         connection: Arc<Connection>,
         call: Arc<StatelessCall>,
     ) -> Self {
@@ -135,7 +135,7 @@ impl Context {
 
     /// The state of the server this request reached (`Context::server`, in the server module,
     /// makes it a `Server`).
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<ServerInner> {
         &self.server
     }
 

@@ -18,7 +18,7 @@ use tidewire_core::transport::text::excerpt;
 
 use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
-use crate::context::{Context, Shared};
+use crate::context::{Context, ServerInner};
 use crate::listing;
 use crate::skills;
 use crate::tasks::{TaskOptIn, TaskPermit, TaskRecord};
@@ -26,12 +26,12 @@ use crate::tasks::{TaskOptIn, TaskPermit, TaskRecord};
 /// The engine handler of one connection.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionHandler {
-    server: Arc<Shared>,
+    server: Arc<ServerInner>,
     connection: Arc<Connection>,
 }
 
 impl ConnectionHandler {
-    pub(crate) fn new(server: Arc<Shared>, connection: Arc<Connection>) -> Self {
+    pub(crate) fn new(server: Arc<ServerInner>, connection: Arc<Connection>) -> Self {
         Self { server, connection }
     }
 

@@ -8,7 +8,7 @@ use tidewire_core::schema::{
 };
 
 use crate::cache::CacheItem;
-use crate::context::{Context, Shared};
+use crate::context::{Context, ServerInner};
 use crate::registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
 
 /// A list result, and where its items come from.
@@ -18,7 +18,7 @@ pub(crate) trait Listing: serde::Serialize + Sized {
     /// One item of the list.
     type Item;
     /// The registry of the list.
-    fn registry(server: &Shared) -> &Registry<Self::Entry>;
+    fn registry(server: &ServerInner) -> &Registry<Self::Entry>;
     /// The item of an entry.
     fn item(entry: &Self::Entry) -> Self::Item;
     /// What a caching hint of the entry is keyed by (the stateless revision).
@@ -32,7 +32,7 @@ pub(crate) trait Listing: serde::Serialize + Sized {
 /// # Errors
 /// `-32602` for a cursor this server did not issue.
 pub(crate) fn list<L: Listing>(
-    server: &Shared,
+    server: &ServerInner,
     params: &PaginatedParams,
 ) -> Result<L, ErrorObject> {
     let (items, next) =
@@ -43,7 +43,7 @@ pub(crate) fn list<L: Listing>(
 impl Listing for ListToolsResult {
     type Entry = ToolEntry<Context>;
     type Item = Tool;
-    fn registry(server: &Shared) -> &Registry<ToolEntry<Context>> {
+    fn registry(server: &ServerInner) -> &Registry<ToolEntry<Context>> {
         &server.tools
     }
     fn item(entry: &ToolEntry<Context>) -> Tool {
@@ -62,7 +62,7 @@ impl Listing for ListToolsResult {
 impl Listing for ListResourcesResult {
     type Entry = ResourceEntry<Context>;
     type Item = Resource;
-    fn registry(server: &Shared) -> &Registry<ResourceEntry<Context>> {
+    fn registry(server: &ServerInner) -> &Registry<ResourceEntry<Context>> {
         &server.resources
     }
     fn item(entry: &ResourceEntry<Context>) -> Resource {
@@ -83,7 +83,7 @@ impl Listing for ListResourcesResult {
 impl Listing for ListResourceTemplatesResult {
     type Entry = TemplateEntry<Context>;
     type Item = ResourceTemplate;
-    fn registry(server: &Shared) -> &Registry<TemplateEntry<Context>> {
+    fn registry(server: &ServerInner) -> &Registry<TemplateEntry<Context>> {
         &server.templates
     }
     fn item(entry: &TemplateEntry<Context>) -> ResourceTemplate {
@@ -104,7 +104,7 @@ impl Listing for ListResourceTemplatesResult {
 impl Listing for ListPromptsResult {
     type Entry = PromptEntry<Context>;
     type Item = Prompt;
-    fn registry(server: &Shared) -> &Registry<PromptEntry<Context>> {
+    fn registry(server: &ServerInner) -> &Registry<PromptEntry<Context>> {
         &server.prompts
     }
     fn item(entry: &PromptEntry<Context>) -> Prompt {

@@ -13,19 +13,19 @@ use tidewire_core::version::Eras;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::Connection;
-use crate::context::Shared;
+use crate::context::ServerInner;
 use crate::stateless::Served;
 
 /// A server's stateless requests, served without a session.
 pub(crate) struct RequestServer {
-    server: Arc<Shared>,
+    server: Arc<ServerInner>,
     /// What a handler's context names as its connection: one for every request served here
     /// (a stateless request reads nothing of it; its `_meta` says who the client is).
     connection: Arc<Connection>,
 }
 
 impl RequestServer {
-    pub(crate) fn new(server: Arc<Shared>) -> Self {
+    pub(crate) fn new(server: Arc<ServerInner>) -> Self {
         let connection = Arc::new(server.connection(Eras::Modern));
         Self { server, connection }
     }

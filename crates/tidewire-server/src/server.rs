@@ -14,7 +14,7 @@ use tidewire_core::transport::{Transport, TransportSender};
 use tidewire_core::version::Eras;
 
 use crate::bus::BusEvent;
-use crate::context::{Context, Shared};
+use crate::context::{Context, ServerInner};
 use crate::dispatch::ConnectionHandler;
 use crate::error::ToolError;
 use crate::registry::{ToolEntry, boxed_tool};
@@ -46,7 +46,7 @@ use crate::served::RequestServer;
 /// ```
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) inner: Arc<Shared>,
+    pub(crate) inner: Arc<ServerInner>,
 }
 
 impl std::fmt::Debug for Server {

@@ -2,7 +2,7 @@
 //! what it offers, its settings and limits, its bus, and the table of its live connections.
 //!
 //! Generic over the context its handlers take (always [`Context`](crate::Context), named
-//! [`Shared`](crate::context::Shared) there), so that this module depends on neither the
+//! [`ServerInner`](crate::context::ServerInner) there), so that this module depends on neither the
 //! context nor anything above it.
 
 use std::collections::{HashMap, HashSet};

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::context::RequestContext;
-use super::peer::{Peer, Queued, Shared};
+use super::peer::{Connection, Peer, Queued};
 use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
 use crate::ProtocolVersion;
@@ -102,7 +102,7 @@ pub(crate) fn driver<S: TransportSender, R: TransportReceiver, H: Handler>(
     sender: S,
     receiver: R,
     handler: Arc<H>,
-    shared: Arc<Shared>,
+    shared: Arc<Connection>,
 ) -> Driver {
     Driver {
         run: Run::Here(Box::pin(run(sender, receiver, handler, shared))),
@@ -113,7 +113,7 @@ async fn run<S: TransportSender, R: TransportReceiver, H: Handler>(
     sender: S,
     receiver: R,
     handler: Arc<H>,
-    shared: Arc<Shared>,
+    shared: Arc<Connection>,
 ) -> Result<(), TransportError> {
     let peer = Peer::unrouted(shared.clone());
     let mut reader = Box::pin(read_loop(receiver, handler, peer));
@@ -152,7 +152,7 @@ async fn run<S: TransportSender, R: TransportReceiver, H: Handler>(
 
 /// Waits, within the drain timeout, until no inbound request is running. Outbound requests fail
 /// first: the peer will send nothing more, so their answers cannot come.
-async fn drain(shared: &Shared) {
+async fn drain(shared: &Connection) {
     shared
         .remote_closed
         .store(true, std::sync::atomic::Ordering::Release);
@@ -192,7 +192,7 @@ fn describe(e: &TransportError) -> String {
 }
 
 /// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`.
-fn finish(shared: &Shared, reason: &str) {
+fn finish(shared: &Connection, reason: &str) {
     *shared
         .close_reason
         .lock()
@@ -219,7 +219,7 @@ fn finish(shared: &Shared, reason: &str) {
 
 async fn write_loop<S: TransportSender>(
     mut sender: S,
-    shared: Arc<Shared>,
+    shared: Arc<Connection>,
 ) -> Result<(), TransportError> {
     let written = write_all(&mut sender, &shared).await;
     // Closed however the writing ended, so a transport can say goodbye (Streamable HTTP sends
@@ -230,7 +230,7 @@ async fn write_loop<S: TransportSender>(
 
 async fn write_all<S: TransportSender>(
     sender: &mut S,
-    shared: &Shared,
+    shared: &Connection,
 ) -> Result<(), TransportError> {
     // Until the queue closes (the session is closing) and what was queued before is sent.
     // Everything queued by the time one message is written goes into the same write: a burst
@@ -290,7 +290,7 @@ impl Sent {
 /// `initialize` handler recorded it (its answer), so a transport never reads it from a message.
 async fn tell_version<S: TransportSender>(
     sender: &mut S,
-    shared: &Shared,
+    shared: &Connection,
     told: &mut Option<ProtocolVersion>,
 ) {
     if let Some(version) = shared.protocol_version()
@@ -305,7 +305,7 @@ async fn tell_version<S: TransportSender>(
 
 async fn write_one<S: TransportSender>(
     sender: &mut S,
-    shared: &Shared,
+    shared: &Connection,
     envelope: Queued,
     told: &mut Option<ProtocolVersion>,
 ) -> Result<(), TransportError> {
@@ -408,7 +408,7 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
 
 /// Queues a reply of the engine's own once the outbound queue has room (or drops it when the
 /// connection closes meanwhile).
-async fn wait_to_send(shared: &Shared, reply: Queued) {
+async fn wait_to_send(shared: &Connection, reply: Queued) {
     let _ = shared.outbound.push(reply).await;
 }
 

@@ -82,7 +82,7 @@ impl Session {
         // Split now: what the engine asks of the transport is the sender's to say.
         let (sender, receiver) = transport.split();
         let profile = sender.profile();
-        let shared = Arc::new(peer::Shared::new(options, profile));
+        let shared = Arc::new(peer::Connection::new(options, profile));
         let peer = Peer::unrouted(shared.clone());
         (peer, driver::driver(sender, receiver, handler, shared))
     }

@@ -21,7 +21,7 @@ use crate::transport::{Envelope, ReplySlot, Route, Settle, TransportProfile};
 pub(crate) type Queued = Box<Envelope>;
 
 /// What a connection shares between its peer handles, its driver and its handler tasks.
-pub(crate) struct Shared {
+pub(crate) struct Connection {
     pub(crate) outbound: Arc<BoundedQueue<Queued>>,
     pub(crate) state: Mutex<State>,
     pub(crate) options: SessionOptions,
@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     pub(crate) sessions_ended: watch::Sender<u64>,
 }
 
-impl Settle for Shared {
+impl Settle for Connection {
     fn fail_pending(&self, id: &RequestId, error: ErrorObject) {
         if let Some(pending) = self.state().take_pending(id) {
             let _ = pending.responder.send(Err(SessionError::Remote(error)));
@@ -51,7 +51,7 @@ impl Settle for Shared {
     }
 }
 
-impl Shared {
+impl Connection {
     pub(crate) fn new(options: SessionOptions, profile: TransportProfile) -> Self {
         Self {
             outbound: Arc::new(BoundedQueue::new(options.outbound_queue)),
@@ -165,7 +165,7 @@ impl Shared {
 /// Streamable HTTP delivers it on that request's stream.
 #[derive(Clone)]
 pub struct Peer {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<Connection>,
     pub(crate) route: Route,
     /// The transport's reply slot of the request this handle is routed to, when it gave one.
     pub(crate) reply: Option<ReplySlot>,
@@ -291,7 +291,7 @@ impl Peer {
     }
 
     /// A handle routed to nothing.
-    pub(crate) fn unrouted(shared: Arc<Shared>) -> Self {
+    pub(crate) fn unrouted(shared: Arc<Connection>) -> Self {
         Self {
             shared,
             route: Route::Unrelated,

@@ -25,7 +25,7 @@ use crate::schema::RequestType;
 use crate::transport::text::excerpt;
 use crate::transport::{Exchange, Settle};
 
-use super::peer::{Peer, Queued, Shared};
+use super::peer::{Connection, Peer, Queued};
 
 // Starting a request belongs with the request: the handle itself lives in `peer`.
 impl Peer {
@@ -513,7 +513,7 @@ fn set_progress_token(params: &mut Option<Value>, token: &RequestId) {
 /// `Timeout` (counted from `started`) when no room came in time, `Closed` when the connection
 /// closed meanwhile.
 async fn wait_for_room(
-    shared: &Shared,
+    shared: &Connection,
     queued: Queued,
     started: Instant,
     deadline: Option<Instant>,
@@ -613,7 +613,7 @@ async fn wait_for_value(
 
 /// Cancels the request when dropped while armed.
 struct CancelGuard {
-    shared: Weak<Shared>,
+    shared: Weak<Connection>,
     id: RequestId,
     method: Cow<'static, str>,
     /// False until the request was handed to the writer; before that, dropping only unregisters.
@@ -684,7 +684,7 @@ impl<T> std::fmt::Debug for InFlight<T> {
 /// receives `notifications/cancelled`. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct CancelHandle {
-    shared: Weak<Shared>,
+    shared: Weak<Connection>,
     id: RequestId,
     method: Cow<'static, str>,
 }

@@ -9,7 +9,7 @@ use tidewire_core::transport::ClientTimeouts;
 use super::base::HttpClientBase;
 use super::error::HttpClientError;
 use super::reconnect::ReconnectPolicy;
-use super::shared::{Config, Shared};
+use super::shared::{Config, TransportState};
 use super::transport::HttpClientTransport;
 
 /// The default limit on how long one HTTP exchange may take to get its answer (see
@@ -116,7 +116,10 @@ impl StreamableHttpClient {
             request_timeout: checked.timeouts.request,
             authorizer: checked.authorizer,
         };
-        Ok(HttpClientTransport::new(Shared::new(config), stateless))
+        Ok(HttpClientTransport::new(
+            TransportState::new(config),
+            stateless,
+        ))
     }
 }
 

@@ -8,14 +8,14 @@ use tokio::sync::oneshot;
 use super::error::chain;
 use super::reply::{Body, body_kind};
 use super::session_end;
-use super::shared::Shared;
+use super::shared::TransportState;
 use super::sse::{Cursor, End, events, pump};
 use super::task::catch;
 
 /// Starts the GET stream task of the current session; it stops when that session ends (or the
 /// transport closes). The receiver fires once the first attempt has concluded: the stream is
 /// open, or the server has none, or the attempt failed.
-pub(crate) fn start(shared: &Arc<Shared>) -> oneshot::Receiver<()> {
+pub(crate) fn start(shared: &Arc<TransportState>) -> oneshot::Receiver<()> {
     let token = shared.snapshot().ended;
     let (ready, ready_rx) = oneshot::channel();
     let task = shared.clone();
@@ -37,7 +37,7 @@ pub(crate) fn start(shared: &Arc<Shared>) -> oneshot::Receiver<()> {
     ready_rx
 }
 
-async fn run(shared: &Arc<Shared>, ready: oneshot::Sender<()>) {
+async fn run(shared: &Arc<TransportState>, ready: oneshot::Sender<()>) {
     let mut ready = Some(ready);
     let mut signal = move || {
         if let Some(ready) = ready.take() {

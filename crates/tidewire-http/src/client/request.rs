@@ -11,7 +11,7 @@ use tidewire_core::transport::Exchange;
 use super::error::{chain, excerpt, http_status_error, transport_error};
 use super::reply::{Body, answers, body_kind, decode_json, error_text, read_limited};
 use super::session_end;
-use super::shared::{Shared, Snapshot};
+use super::shared::{Snapshot, TransportState};
 use super::sse::{Cursor, End, Pumped, events, pump};
 use super::task::catch;
 
@@ -19,7 +19,7 @@ use super::task::catch;
 /// [`supervise`]. Unless the request `opens` a session, it first waits for the session the
 /// client is starting after the server ended the last one (when there is none such, it goes at
 /// once).
-pub(crate) fn spawn(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, opens: bool) {
+pub(crate) fn spawn(shared: Arc<TransportState>, exchange: Exchange, body: Vec<u8>, opens: bool) {
     let task = {
         let (shared, exchange) = (shared.clone(), exchange.clone());
         async move {
@@ -42,7 +42,11 @@ pub(crate) fn spawn(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, open
 /// when that task panics: unless the request is over or the transport closed, it is failed with
 /// an error that says so. (A task that returns has answered or failed the request on every path;
 /// its response may still be on its way through the receiver, so nothing is failed then.)
-async fn supervise(shared: Arc<Shared>, exchange: Exchange, task: impl Future<Output = ()>) {
+async fn supervise(
+    shared: Arc<TransportState>,
+    exchange: Exchange,
+    task: impl Future<Output = ()>,
+) {
     let Err(panic) = catch(task).await else {
         return;
     };
@@ -63,7 +67,7 @@ async fn supervise(shared: Arc<Shared>, exchange: Exchange, task: impl Future<Ou
 /// (with the ended session's id) until it delivers the response or is refused: a server whose
 /// replica holding the session died may still replay what it wrote (`tidewire_redis`). A
 /// request with no stream to resume is failed at once.
-async fn run(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, snapshot: Snapshot) {
+async fn run(shared: Arc<TransportState>, exchange: Exchange, body: Vec<u8>, snapshot: Snapshot) {
     let session = snapshot.ended.clone();
     let resuming = AtomicBool::new(false);
     let ended = async {
@@ -82,7 +86,7 @@ async fn run(shared: Arc<Shared>, exchange: Exchange, body: Vec<u8>, snapshot: S
 }
 
 async fn post(
-    shared: &Arc<Shared>,
+    shared: &Arc<TransportState>,
     exchange: &Exchange,
     body: Vec<u8>,
     snapshot: &Snapshot,
@@ -142,7 +146,7 @@ async fn post(
 }
 
 /// A JSON reply: deliver what it holds; the request must be answered by it.
-async fn json_reply(shared: &Shared, exchange: &Exchange, response: reqwest::Response) {
+async fn json_reply(shared: &TransportState, exchange: &Exchange, response: reqwest::Response) {
     let limit = shared.config.codec.max_message_size();
     let body = match read_limited(response, limit).await {
         Ok(body) => body,
@@ -183,7 +187,7 @@ async fn json_reply(shared: &Shared, exchange: &Exchange, response: reqwest::Res
 /// the response arrives, the policy gives up, or the server refuses. Every attempt names the
 /// request's own session (`snapshot`), even once that has ended: the stream is that session's.
 pub(crate) async fn follow(
-    shared: &Shared,
+    shared: &TransportState,
     exchange: &Exchange,
     snapshot: &Snapshot,
     mut cursor: Cursor,
@@ -309,7 +313,7 @@ mod tests {
     use crate::client::reconnect::ReconnectPolicy;
     use crate::client::shared::Config;
 
-    fn fixture() -> Arc<Shared> {
+    fn fixture() -> Arc<TransportState> {
         let config = Config {
             http: reqwest::Client::new(),
             url: reqwest::Url::parse("http://127.0.0.1:9/mcp").expect("a URL"),
@@ -320,7 +324,7 @@ mod tests {
             request_timeout: Duration::from_secs(5),
             authorizer: Default::default(),
         };
-        Arc::new(Shared::new(config).0)
+        Arc::new(TransportState::new(config).0)
     }
 
     fn explode() {

@@ -5,7 +5,7 @@ use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::transport::{Exchange, TransportError};
 
 use super::error::transport_error;
-use super::shared::Shared;
+use super::shared::TransportState;
 
 /// The error a request of the ended session fails with.
 pub(crate) fn error() -> ErrorObject {
@@ -22,7 +22,7 @@ pub(crate) fn error() -> ErrorObject {
 /// the new one instead of going out with the dead id (a caller retrying at once would otherwise
 /// get a second 404). The request fails next, before the engine hears and starts that new
 /// session, so its caller learns of the end before anything else happens.
-pub(crate) async fn ended(shared: &Shared, generation: u64, request: Option<&Exchange>) {
+pub(crate) async fn ended(shared: &TransportState, generation: u64, request: Option<&Exchange>) {
     let served = shared.end_session(generation);
     if let Some(exchange) = request {
         exchange.fail(error());

@@ -83,7 +83,7 @@ pub(crate) struct Snapshot {
 
 /// The shared state of one transport.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct TransportState {
     pub(crate) config: Config,
     session: Mutex<SessionState>,
     tx: mpsc::Sender<Result<Envelope, TransportError>>,
@@ -100,7 +100,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl Shared {
+impl TransportState {
     pub(crate) fn new(config: Config) -> (Self, mpsc::Receiver<Result<Envelope, TransportError>>) {
         let (tx, rx) = mpsc::channel(INBOUND_QUEUE);
         let shutdown = CancellationToken::new();

@@ -11,7 +11,7 @@ use tidewire_core::transport::Exchange;
 
 use super::error::chain;
 use super::reply::answers;
-use super::shared::Shared;
+use super::shared::TransportState;
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;
 
@@ -152,7 +152,7 @@ pub(crate) struct Pumped {
 /// Reads events until the stream ends, handing each message to the receiver. With `awaiting`,
 /// stops once this stream carried that request's response, or the request is over.
 pub(crate) async fn pump(
-    shared: &Shared,
+    shared: &TransportState,
     mut events: Events,
     cursor: &mut Cursor,
     awaiting: Option<&Exchange>,

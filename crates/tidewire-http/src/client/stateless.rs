@@ -80,7 +80,7 @@ impl StatelessHttpClient {
             authorizer,
         } = self.base.check()?;
         let (tx, rx) = mpsc::channel(INBOUND);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(PostContext {
             http,
             url,
             codec,
@@ -105,7 +105,7 @@ impl StatelessHttpClient {
 /// The transport [`StatelessHttpClient::connect`] makes.
 pub type StatelessHttpTransport = (StatelessSender, StatelessReceiver);
 
-struct Shared {
+struct PostContext {
     http: reqwest::Client,
     url: reqwest::Url,
     codec: Codec,
@@ -122,13 +122,13 @@ struct Shared {
 
 /// The sending half: every request a POST of its own.
 pub struct StatelessSender {
-    shared: Arc<Shared>,
+    shared: Arc<PostContext>,
 }
 
 /// The receiving half: what the answers carried, in the order read.
 pub struct StatelessReceiver {
     rx: mpsc::Receiver<Result<Envelope, TransportError>>,
-    _shared: Arc<Shared>,
+    _shared: Arc<PostContext>,
 }
 
 impl std::fmt::Debug for StatelessSender {
@@ -261,7 +261,7 @@ fn retry_after_unavailable(
     (wait <= UNAVAILABLE_WAIT_MAX).then_some(wait)
 }
 
-impl Shared {
+impl PostContext {
     fn post<B: Into<reqwest::Body>>(&self, headers: HeaderMap, body: B) -> reqwest::RequestBuilder {
         self.http
             .post(self.url.clone())

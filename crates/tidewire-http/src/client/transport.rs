@@ -16,7 +16,7 @@ use super::get_stream;
 use super::reply::{Body, body_kind, decode_json, error_text, read_limited};
 use super::request;
 use super::session_end;
-use super::shared::{MAX_NOTIFICATION_STREAMS, Shared, Snapshot};
+use super::shared::{MAX_NOTIFICATION_STREAMS, Snapshot, TransportState};
 use super::sse::{Cursor, events, pump};
 use super::stateless::{StatelessHttpTransport, StatelessReceiver, StatelessSender};
 use super::task::catch;
@@ -43,7 +43,10 @@ impl fmt::Debug for HttpClientTransport {
 }
 
 impl HttpClientTransport {
-    pub(crate) fn new((shared, rx): (Shared, Inbound), stateless: StatelessHttpTransport) -> Self {
+    pub(crate) fn new(
+        (shared, rx): (TransportState, Inbound),
+        stateless: StatelessHttpTransport,
+    ) -> Self {
         let shared = Arc::new(shared);
         let (stateless_sender, stateless_receiver) = stateless;
         Self {
@@ -80,7 +83,7 @@ impl Transport for HttpClientTransport {
 /// A view of the HTTP session of a running [`HttpClientTransport`]. Cheap to clone.
 #[derive(Clone)]
 pub struct HttpClientHandle {
-    shared: Arc<Shared>,
+    shared: Arc<TransportState>,
 }
 
 impl fmt::Debug for HttpClientHandle {
@@ -140,7 +143,7 @@ impl HttpClientHandle {
 /// background task of the transport; [`close`](TransportSender::close) also ends the session on
 /// the server.
 pub struct HttpSender {
-    shared: Arc<Shared>,
+    shared: Arc<TransportState>,
     closed: bool,
     /// The stateless wire, for a server of the 2026-07-28 revision.
     stateless: StatelessSender,
@@ -166,7 +169,7 @@ impl Drop for HttpSender {
 /// It ends (`None`) once the transport is closed or dropped. A failure that loses the
 /// connection for good (a new session could not be started) comes as a fatal error first.
 pub struct HttpReceiver {
-    shared: Arc<Shared>,
+    shared: Arc<TransportState>,
     rx: Inbound,
     /// What the stateless wire's answers carry.
     stateless: StatelessReceiver,
@@ -322,7 +325,7 @@ enum Accepted {
 
 /// One POST of a notification or a response, and whatever its reply holds.
 async fn accept(
-    shared: &Arc<Shared>,
+    shared: &Arc<TransportState>,
     body: Vec<u8>,
     snapshot: &Snapshot,
 ) -> Result<Accepted, String> {

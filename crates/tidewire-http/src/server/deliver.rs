@@ -19,12 +19,10 @@ use super::sse_body::{EndOnDrop, sse};
 use super::state::State;
 use super::streams::StreamId;
 
-type Shared = Arc<State>;
-
 /// A batch: every message goes to the engine; the requests' responses come back on one SSE
 /// stream, or as one JSON array.
 pub(crate) async fn deliver_batch(
-    state: &Shared,
+    state: &Arc<State>,
     session: &Arc<HttpSession>,
     messages: Vec<Message>,
     extensions: &http::Extensions,
@@ -95,7 +93,7 @@ pub(crate) async fn deliver_batch(
 
 /// Hands one message to the session's engine and answers the POST.
 pub(crate) async fn deliver(
-    state: &Shared,
+    state: &Arc<State>,
     session: &Arc<HttpSession>,
     message: Message,
     extensions: http::Extensions,

@@ -19,11 +19,9 @@ use super::streams::{STANDALONE, parse_event_id};
 
 use tidewire_core::transport::Principal;
 
-type Shared = Arc<State>;
-
 /// The endpoint (behind the router's `HostLayer`): dispatches on the method.
 pub(crate) async fn endpoint(
-    Extract(state): Extract<Shared>,
+    Extract(state): Extract<Arc<State>>,
     method: Method,
     headers: HeaderMap,
     principal: Option<axum::Extension<Principal>>,
@@ -50,7 +48,7 @@ pub(crate) async fn endpoint(
     }
 }
 
-fn get(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
+fn get(state: &Arc<State>, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
     if state.config.one_shot {
         return method_not_allowed("a server of one-shot sessions has no standalone stream");
     }
@@ -108,7 +106,7 @@ fn get(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Re
     }
 }
 
-fn delete(state: &Shared, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
+fn delete(state: &Arc<State>, headers: &HeaderMap, principal: Option<&Principal>) -> Response {
     if state.config.one_shot {
         return method_not_allowed("a server of one-shot sessions has no sessions to end");
     }

@@ -14,11 +14,9 @@ use super::deliver::deliver;
 use super::sse_body::EndOnDrop;
 use super::state::{State, StatelessSlot, server_busy};
 
-type Shared = Arc<State>;
-
 /// Serves one message in a short-lived engine session of its own.
 pub(crate) async fn post(
-    state: &Shared,
+    state: &Arc<State>,
     message: Message,
     mut extensions: http::Extensions,
     version: ProtocolVersion,

@@ -21,13 +21,11 @@ use super::checks::{self, check_accept, check_content_type, error_for};
 use super::refusals::{initialize_refused, session_not_found};
 use super::state::State;
 
-type Shared = Arc<State>;
-
 /// `principal`: who an authentication layer in front of the endpoint (such as
 /// `tidewire_auth::BearerLayer`) says the request acts for; it goes into every message's
 /// envelope, so handlers see it and the server binds tasks and request state to it.
 pub(crate) async fn post(
-    state: &Shared,
+    state: &Arc<State>,
     headers: HeaderMap,
     principal: Option<Principal>,
     body: Body,

@@ -21,7 +21,7 @@ use tower::ServiceExt as _;
 use super::pieces::{PieceReceiver, pieces};
 use super::places::Asked;
 use super::shared::{
-    RELAY_BYTES, RELAY_QUEUE, SESSION_ID, Shared, random_id, session_named, unavailable,
+    RELAY_BYTES, RELAY_QUEUE, Routing, SESSION_ID, random_id, session_named, unavailable,
 };
 
 /// How long the owner may take to start answering a forwarded request.
@@ -98,7 +98,7 @@ pub(super) enum Piece {
     End,
 }
 
-impl Shared {
+impl Routing {
     pub(super) async fn publish(
         &self,
         channel: &str,
@@ -320,7 +320,7 @@ impl Shared {
 /// Tells the owner the client went away (unless the answer was whole), and stops listening,
 /// when a relay ends.
 struct Cleanup {
-    shared: Arc<Shared>,
+    shared: Arc<Routing>,
     rid: String,
     /// The owner sent the end: it has nothing left to drop.
     finished: bool,
@@ -351,7 +351,7 @@ impl Drop for Cleanup {
 /// What a relay holds while its body is read.
 struct Relay {
     pieces: PieceReceiver,
-    shared: Arc<Shared>,
+    shared: Arc<Routing>,
     owner: String,
     cleanup: Cleanup,
 }

@@ -9,13 +9,13 @@ use axum::extract::Request;
 use http::StatusCode;
 use tidewire_core::transport::Principal;
 
-use super::shared::{ALIVE_FOR, Place, Shared, millis};
+use super::shared::{ALIVE_FOR, Place, Routing, millis};
 
 /// The most sessions a replica keeps the places of; past it the least recently used is
 /// forgotten (its requests then reach only this replica).
 const MAX_PLACES: usize = 100_000;
 
-impl Shared {
+impl Routing {
     pub(super) fn places(&self) -> std::sync::MutexGuard<'_, HashMap<String, Place>> {
         self.places.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -115,7 +115,7 @@ impl Asked {
     }
 }
 
-impl Shared {
+impl Routing {
     /// After a request for session `id` of this replica's was answered `status`: its place is
     /// forgotten when it ended (a DELETE done, or 404 to whom it was opened for: to anyone else
     /// a 404 refuses a session that goes on), else kept as used.
@@ -152,7 +152,7 @@ impl Shared {
 /// Forgets the place of a legacy HTTP+SSE session when its stream's body is dropped (the
 /// stream ended, or its client went away): the session ended with it.
 pub(super) struct Forget {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Routing>,
     pub(super) id: String,
 }
 

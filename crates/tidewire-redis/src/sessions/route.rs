@@ -14,7 +14,7 @@ use tidewire_core::transport::Principal;
 use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 
 use super::places::{Asked, Forget};
-use super::shared::{Shared, session_named, unavailable};
+use super::shared::{Routing, session_named, unavailable};
 
 /// A session's replica, whether it is alive, and the session's subject, in one round trip:
 /// `{owner or nil, 0|1, subject or nil, 0|1}`, the last saying, when there is no place,
@@ -34,7 +34,7 @@ return {owner, redis.call('EXISTS', ARGV[1] .. owner .. ':alive'), place[2], 1}
 /// The middleware: a request for a session another live replica owns is forwarded there;
 /// every other request is served here, and a session opened here is made known.
 pub(super) async fn route(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<Routing>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -140,7 +140,7 @@ fn retry_later(why: &str) -> Response {
 /// (the request is answered 404) when it is not such a request or nothing is left to replay,
 /// so a client that has everything learns the session is gone.
 async fn replay_for_dead_owner(
-    shared: &Shared,
+    shared: &Routing,
     session: &str,
     resuming: Option<(u64, u64)>,
 ) -> Option<Response> {
@@ -177,7 +177,7 @@ fn resumed_stream(request: &Request) -> Option<(u64, u64)> {
 
 /// Serves a request for a session of this replica's (or one unknown anywhere, which the
 /// endpoint answers 404): its place is kept while it is used, and forgotten once it ends.
-async fn serve_own(shared: &Arc<Shared>, id: &str, request: Request, next: Next) -> Response {
+async fn serve_own(shared: &Arc<Routing>, id: &str, request: Request, next: Next) -> Response {
     let asked = Asked::of(&request);
     let response = next.run(request).await;
     shared.settle(id, &asked, response.status()).await;

@@ -11,7 +11,7 @@ use tidewire_http::server::StreamableHttp;
 
 use super::forward::Forwarded;
 use super::pieces::pieces;
-use super::shared::{ALIVE_FOR, INBOX_BYTES, RELAY_QUEUE, Shared, millis};
+use super::shared::{ALIVE_FOR, INBOX_BYTES, RELAY_QUEUE, Routing, millis};
 use crate::{Redis, RedisError};
 
 /// How often a replica says it is alive.
@@ -102,7 +102,7 @@ impl RoutingLimits {
 /// Streamable HTTP router with [`wrap`](Self::wrap).
 #[derive(Clone)]
 pub struct SessionRouting {
-    shared: Arc<Shared>,
+    shared: Arc<Routing>,
 }
 
 impl std::fmt::Debug for SessionRouting {
@@ -162,7 +162,7 @@ impl SessionRouting {
             .query_async(&mut redis.connection())
             .await?;
         let (sink, mut stream) = redis.client().get_async_pubsub().await?.split();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Routing {
             redis: redis.clone(),
             node: node.to_owned(),
             session_ttl,

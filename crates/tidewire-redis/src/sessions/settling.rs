@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use super::routing::HEARTBEAT;
-use super::shared::{ALIVE_FOR, Shared, millis};
+use super::shared::{ALIVE_FOR, Routing, millis};
 
 /// How long after Redis lost its data a missing place is not taken to mean a missing session.
 pub(super) const SETTLING: Duration = Duration::from_secs(3 * HEARTBEAT.as_secs());
@@ -32,7 +32,7 @@ if was then return 1 end
 return 0
 ";
 
-impl Shared {
+impl Routing {
     /// The epoch key: missing only while Redis has lost its data.
     pub(super) fn epoch_key(&self) -> String {
         self.redis.key("places:epoch")

@@ -36,7 +36,7 @@ pub(super) struct Place {
 }
 
 /// One replica's routing state, shared by its tasks, its middleware and its relays.
-pub(super) struct Shared {
+pub(super) struct Routing {
     pub(super) redis: Redis,
     /// This replica's name: its inbox and heartbeat keys, and the owner in its places.
     pub(super) node: String,
@@ -60,7 +60,7 @@ pub(super) struct Shared {
     pub(super) leaving: std::sync::atomic::AtomicBool,
 }
 
-impl Drop for Shared {
+impl Drop for Routing {
     fn drop(&mut self) {
         for tasks in [&self.tasks, &self.heart] {
             for task in tasks.lock().unwrap_or_else(PoisonError::into_inner).iter() {
@@ -70,7 +70,7 @@ impl Drop for Shared {
     }
 }
 
-impl Shared {
+impl Routing {
     /// True once this replica gives up its sessions (`SessionRouting::leave`).
     pub(super) fn is_leaving(&self) -> bool {
         self.leaving.load(std::sync::atomic::Ordering::Acquire)
@@ -89,7 +89,7 @@ pub(super) fn random_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl Shared {
+impl Routing {
     pub(super) fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, PieceSender>> {
         self.routes.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 
 use crate::bus::BusEvent;
 use crate::connection::MAX_SUBSCRIBED_URI;
-use crate::context::Shared;
+use crate::context::ServerInner;
 use crate::tasks::TaskRefused;
 
 /// Events one listener holds for its stream before it owes list changes instead.
@@ -34,7 +34,7 @@ pub(crate) const MAX_LISTEN_FILTER_BYTES: usize = 256 * 1024;
 
 /// Serves one `subscriptions/listen` until it ends.
 pub(crate) async fn listen(
-    server: &Arc<Shared>,
+    server: &Arc<ServerInner>,
     params: ListenParams,
     ctx: &RequestContext,
     tasks_declared: bool,
@@ -113,7 +113,7 @@ pub(crate) async fn listen(
 /// resource or task list over the limits (in count, in the length of each, in bytes all
 /// together) or a resource this server does not offer.
 fn honoured(
-    server: &Shared,
+    server: &ServerInner,
     asked: SubscriptionFilter,
     tasks_declared: bool,
 ) -> Result<SubscriptionFilter, ErrorObject> {
@@ -186,7 +186,7 @@ fn honoured(
 
 /// Whether `uri` names a resource this server offers: one of its resources, or a match of one
 /// of its templates (as `resources/read` finds one).
-fn offers(server: &Shared, uri: &str) -> bool {
+fn offers(server: &ServerInner, uri: &str) -> bool {
     server.resources.get(uri).is_some()
         || server
             .templates
@@ -246,7 +246,7 @@ fn wire_form(event: &BusEvent) -> (&'static str, Value) {
 struct ListenerSlot(Arc<AtomicUsize>);
 
 impl ListenerSlot {
-    fn take(server: &Shared) -> Result<Self, ErrorObject> {
+    fn take(server: &ServerInner) -> Result<Self, ErrorObject> {
         let count = server.listeners.clone();
         let before = count.fetch_add(1, Ordering::AcqRel);
         let slot = Self(count);

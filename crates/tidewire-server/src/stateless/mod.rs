@@ -30,7 +30,7 @@ use tidewire_core::version::STATELESS_VERSIONS;
 use crate::cache::{CacheHint, CacheItem};
 use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
-use crate::context::{Context, Shared, StatelessCall};
+use crate::context::{Context, ServerInner, StatelessCall};
 use crate::listing::{self, Listing};
 use crate::rounds::{Binding, Outcome, Rounds, digest, digest_object};
 use crate::skills;
@@ -38,7 +38,7 @@ use crate::tasks::{TaskOptIn, TaskPermit, TaskRefused};
 
 /// Serves one stateless request: its result with `resultType` and `serverInfo`.
 pub(crate) async fn serve(
-    server: &Arc<Shared>,
+    server: &Arc<ServerInner>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
@@ -52,7 +52,7 @@ pub(crate) async fn serve(
 /// written once, straight from its type, with the members every result carries spliced in as
 /// bytes made once per server (no `Value` tree, no copy of `serverInfo`).
 pub(crate) async fn serve_answered(
-    server: &Arc<Shared>,
+    server: &Arc<ServerInner>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
@@ -93,7 +93,7 @@ enum Answer {
 }
 
 impl Answer {
-    fn into_value(self, server: &Shared) -> Result<Value, ErrorObject> {
+    fn into_value(self, server: &ServerInner) -> Result<Value, ErrorObject> {
         let mut result = match self {
             Self::Final(result) => return Ok(result),
             Self::Result(result) => result,
@@ -105,7 +105,7 @@ impl Answer {
 }
 
 /// `result` as one JSON object, `tail` (the members [`finish`] adds, written by
-/// [`Shared::result_tail`]) spliced in before its closing brace.
+/// [`ServerInner::result_tail`]) spliced in before its closing brace.
 fn encode_tool_result(result: &CallToolResult, tail: &[u8]) -> Result<EncodedResult, ErrorObject> {
     let mut out = Vec::with_capacity(128 + tail.len());
     serde_json::to_writer(&mut out, result).map_err(ErrorObject::internal)?;
@@ -122,7 +122,7 @@ fn encode_tool_result(result: &CallToolResult, tail: &[u8]) -> Result<EncodedRes
 
 /// Serves one stateless request, up to its answer.
 async fn answer(
-    server: &Arc<Shared>,
+    server: &Arc<ServerInner>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
@@ -264,7 +264,7 @@ async fn answer(
 }
 
 /// The `server/discover` result.
-fn discover(server: &Shared) -> DiscoverResult {
+fn discover(server: &ServerInner) -> DiscoverResult {
     let hint = server.cache.default;
     DiscoverResult {
         supported_versions: STATELESS_VERSIONS
@@ -283,7 +283,10 @@ fn discover(server: &Shared) -> DiscoverResult {
 /// One page of a list, with the caching hint of the whole list (taken over every entry of its
 /// registry, not only this page's, so every page has the same scope). Without per-item hints
 /// (the common case) it is the server's default, and the registry is not walked.
-fn listed<L: Listing>(server: &Shared, params: &PaginatedParams) -> Result<Value, ErrorObject> {
+fn listed<L: Listing>(
+    server: &ServerInner,
+    params: &PaginatedParams,
+) -> Result<Value, ErrorObject> {
     let mut result = reply(listing::list::<L>(server, params)?)?;
     let hint = if server.cache.items.is_empty() {
         server.cache.default
@@ -301,14 +304,14 @@ fn listed<L: Listing>(server: &Shared, params: &PaginatedParams) -> Result<Value
 
 /// A result with the server's default caching hint (the skills extension's results are
 /// cacheable ones).
-fn hinted(server: &Shared, result: impl serde::Serialize) -> Result<Value, ErrorObject> {
+fn hinted(server: &ServerInner, result: impl serde::Serialize) -> Result<Value, ErrorObject> {
     let mut result = reply(result)?;
     server.cache.default.write(&mut result);
     Ok(result)
 }
 
 /// The hint of `resources/read` for `uri`: its resource's, or its template's, or the default.
-fn read_hint(server: &Shared, uri: &str) -> CacheHint {
+fn read_hint(server: &ServerInner, uri: &str) -> CacheHint {
     if server.resources.get(uri).is_some() {
         return server.cache.of(&CacheItem::Resource(uri.to_owned()));
     }
@@ -344,7 +347,7 @@ fn finish(result: &mut Value, info: &Value) {
 
 /// The call state of a request that may ask the client questions.
 fn retryable(
-    server: &Shared,
+    server: &ServerInner,
     meta: RequestMeta,
     binding: Binding,
     state: Option<String>,

@@ -44,8 +44,6 @@ impl State {
     }
 }
 
-type Shared = Arc<State>;
-
 /// An HTTP error with a JSON-RPC error body (no id).
 fn refuse(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
     answer(status, ErrorObject::new(code, message))
@@ -66,7 +64,7 @@ fn sessions_full(max: usize) -> Response {
 
 /// `GET <sse path>`: a new session, its engine, and its stream.
 pub(crate) async fn open_stream(
-    Extract(state): Extract<Shared>,
+    Extract(state): Extract<Arc<State>>,
     principal: Option<axum::Extension<Principal>>,
     post_path: Arc<str>,
 ) -> Response {
@@ -210,7 +208,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// `POST <post path>?sessionId=…`: one message for a session's engine.
 pub(crate) async fn post_message(
-    Extract(state): Extract<Shared>,
+    Extract(state): Extract<Arc<State>>,
     uri: Uri,
     headers: HeaderMap,
     principal: Option<axum::Extension<Principal>>,

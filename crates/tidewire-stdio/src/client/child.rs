@@ -67,7 +67,7 @@ impl Default for ShutdownTimeouts {
 }
 
 /// State shared by the sender, the receiver and every handle of one process.
-pub(crate) struct Shared {
+pub(crate) struct Process {
     pid: u32,
     /// The process group: the server's pid, since it leads its own group.
     group: Pid,
@@ -81,9 +81,9 @@ pub(crate) struct Shared {
     shutting_down: AtomicBool,
 }
 
-impl fmt::Debug for Shared {
+impl fmt::Debug for Process {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("Process")
             .field("pid", &self.pid)
             .field("program", &self.program)
             .field("exit", &*self.exit.borrow())
@@ -91,7 +91,7 @@ impl fmt::Debug for Shared {
     }
 }
 
-impl Shared {
+impl Process {
     fn current_exit(&self) -> Option<Exit> {
         self.exit.borrow().clone()
     }
@@ -119,7 +119,7 @@ impl Shared {
     }
 }
 
-impl Drop for Shared {
+impl Drop for Process {
     fn drop(&mut self) {
         // The last transport half and the last handle are gone while the server still runs:
         // nobody can ever stop it, so kill its group now. Never blocks; the reaper task collects
@@ -180,7 +180,7 @@ pub(crate) fn start(
 ) -> ChildTransport {
     let (exit_tx, exit_rx) = watch::channel(None);
     runtime.spawn(reap(child, group, exit_tx));
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(Process {
         pid,
         group,
         program: parts.program,
@@ -268,7 +268,7 @@ impl Transport for ChildTransport {
 #[derive(Debug)]
 pub struct ChildSender {
     inner: FramedSender<StdinWriter>,
-    shared: Arc<Shared>,
+    shared: Arc<Process>,
 }
 
 impl ChildSender {
@@ -339,7 +339,7 @@ pub struct ChildReceiver {
     inner: FramedReceiver<ChildStdout>,
     exit: watch::Receiver<Option<Exit>>,
     state: ReadState,
-    shared: Arc<Shared>,
+    shared: Arc<Process>,
 }
 
 impl ChildReceiver {
@@ -446,7 +446,7 @@ impl TransportReceiver for ChildReceiver {
 /// [`kill_on_drop(false)`](super::StdioClient::kill_on_drop).
 #[derive(Debug, Clone)]
 pub struct ChildHandle {
-    shared: Arc<Shared>,
+    shared: Arc<Process>,
 }
 
 impl ChildHandle {
