@@ -282,7 +282,7 @@ async fn connect_auto_picks_the_era_an_http_server_speaks() {
 
         // A server of sessions only: Streamable HTTP with initialize.
         let server = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
-        let endpoint = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), server);
+        let endpoint = StreamableHttp::new(HttpConfig::default(), server);
         let app = endpoint.router("/mcp");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -466,7 +466,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
         // A server of the session era only: the probe is refused, and the default opens a session
         // on the same transport.
         let legacy_only = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
-        let http = StreamableHttp::new(HttpConfig::default().eras(Eras::Legacy), legacy_only);
+        let http = StreamableHttp::new(HttpConfig::default(), legacy_only);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

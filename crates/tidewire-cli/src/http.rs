@@ -45,8 +45,7 @@ pub(crate) fn serve(
         .body_read_timeout(args.body_read_timeout.0)
         .max_sessions(args.max_sessions)
         .max_streams_per_session(args.max_streams_per_session)
-        .event_store_bytes(args.event_store_bytes)
-        .eras(args.era);
+        .event_store_bytes(args.event_store_bytes);
     if args.json_response {
         config = config.response_mode(ResponseMode::Json);
     }

@@ -459,7 +459,9 @@ async fn json_mode_answers_one_body_however_long_the_call() {
 #[tokio::test]
 async fn a_modern_only_endpoint_refuses_sessions() {
     tokio::time::timeout(std::time::Duration::from_secs(300), async move {
-        let (url, _mcp) = start(HttpConfig::default().eras(Eras::Modern)).await;
+        // Set on the server only: the endpoint follows it (issue 27: the eras in one place).
+        let server = tidewire_demo::demo_builder().eras(Eras::Modern).build();
+        let (url, _mcp) = start_with(HttpConfig::default(), server).await;
         let mut raw = Raw::new(&url);
         let response = raw
             .post(&support::raw::init_body(1))
@@ -493,7 +495,9 @@ async fn a_modern_only_endpoint_refuses_sessions() {
 #[tokio::test]
 async fn a_legacy_only_endpoint_serves_as_before() {
     tokio::time::timeout(std::time::Duration::from_secs(300), async move {
-        let (url, _mcp) = start(HttpConfig::default().eras(Eras::Legacy)).await;
+        // Set on the server only: the endpoint follows it (issue 27: the eras in one place).
+        let server = tidewire_demo::demo_builder().eras(Eras::Legacy).build();
+        let (url, _mcp) = start_with(HttpConfig::default(), server).await;
         let raw = Raw::new(&url);
         let response = post(&raw, &body(1, "server/discover", json!({})), &[])
             .send()

@@ -85,6 +85,12 @@ impl<T: Transport> Serve<T> for Server {
     fn lifecycle(&self) -> Option<Lifecycle> {
         Some(self.inner.lifecycle.clone())
     }
+
+    /// The eras set with [`ServerBuilder::eras`](crate::ServerBuilder::eras): the transport
+    /// follows them (an HTTP endpoint's own setting is not needed).
+    fn eras(&self) -> Option<tidewire_core::version::Eras> {
+        Some(self.inner.eras)
+    }
 }
 
 /// How long [`Server::drain`] waits for its connections to write what is queued and close.

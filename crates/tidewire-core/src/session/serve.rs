@@ -7,6 +7,7 @@ use super::{Driver, RequestRun, RequestStream};
 use crate::jsonrpc::Request;
 use crate::lifecycle::Lifecycle;
 use crate::transport::Transport;
+use crate::version::Eras;
 
 /// Starts the engine of each new connection (or HTTP session) a server transport accepts: give
 /// the HTTP, SSE and WebSocket servers a `tidewire_server::Server` (cloned per connection), or
@@ -29,6 +30,15 @@ pub trait Serve<T: Transport>: Send + Sync + 'static {
     /// keeps one of its own, which never drains. A `tidewire_server::Server` has one. Asked
     /// once, when the transport is built.
     fn lifecycle(&self) -> Option<Lifecycle> {
+        None
+    }
+
+    /// Which eras the server serves, for a transport that decides something by era before the
+    /// server sees a message (the Streamable HTTP endpoint answers GET and DELETE 405 when the
+    /// session era is off). `None` (the default, and what a closure gives): the transport's
+    /// own setting. A `tidewire_server::Server` says its own (`ServerBuilder::eras`), so the
+    /// eras are configured in one place. Asked once, when the transport is built.
+    fn eras(&self) -> Option<Eras> {
         None
     }
 }
@@ -84,6 +94,11 @@ impl<T: Transport> BoxedServe<T> {
     /// The server's lifecycle, or a new one that never drains (see [`Serve::lifecycle`]).
     pub fn lifecycle(&self) -> Lifecycle {
         self.0.lifecycle().unwrap_or_default()
+    }
+
+    /// The eras the server says it serves, if it says (see [`Serve::eras`]).
+    pub fn eras(&self) -> Option<Eras> {
+        self.0.eras()
     }
 }
 

@@ -200,8 +200,10 @@ impl HttpConfig {
     /// `io.modelcontextprotocol/protocolVersion`, or whose `MCP-Protocol-Version` is not a
     /// session-era revision, is a stateless request; the others are session-era messages.
     /// [`Eras::Modern`] answers GET and DELETE 405 and refuses `initialize` naming the versions
-    /// it serves; [`Eras::Legacy`] serves as before 2026-07-28. Give the server the same value
-    /// (`ServerBuilder::eras`).
+    /// it serves; [`Eras::Legacy`] serves as before 2026-07-28. Only for an engine that does not
+    /// say its eras (a closure): a `tidewire_server::Server` does
+    /// ([`Serve::eras`](tidewire_core::session::Serve::eras), from `ServerBuilder::eras`), and
+    /// the endpoint follows it whatever this says, so the eras are set in one place.
     #[must_use]
     pub fn eras(mut self, eras: Eras) -> Self {
         self.eras = eras;

@@ -54,7 +54,11 @@ impl std::fmt::Debug for State {
 
 impl State {
     /// The state of an endpoint with `config`, whose sessions `make_driver` serves.
-    pub(crate) fn new(config: HttpConfig, make_driver: BoxedServe<HttpTransport>) -> Self {
+    pub(crate) fn new(mut config: HttpConfig, make_driver: BoxedServe<HttpTransport>) -> Self {
+        // One place for the eras: the server's, when it says (a `tidewire_server::Server`).
+        if let Some(eras) = make_driver.eras() {
+            config.eras = eras;
+        }
         let memory = || -> Arc<dyn EventStore> {
             Arc::new(MemoryEventStore::with_limits(
                 config
