@@ -1,7 +1,8 @@
 //! The 2026-07-28 wire, checked against its official schema: the demo server is asked
 //! everything it offers on that revision (discovery, every list, every tool called, every
-//! resource read, every prompt got, a listen), and every result and every notification it sends
-//! back validates against `$TIDEWIRE_SPEC_DIR/2026-07-28/schema.json`.
+//! resource read, every prompt got, a listen), in memory and over HTTP as stateless POSTs, and
+//! every result and every notification it sends back validates against
+//! `$TIDEWIRE_SPEC_DIR/2026-07-28/schema.json`.
 //!
 //! `schema_conformance.rs` checks the messages tidewire's types can build, revision by revision;
 //! this checks what a server actually sends on the wire every new client speaks. Without
@@ -16,6 +17,8 @@ use tidewire_core::session::{
     Handler, Peer, RequestContext, Session, SessionError, SessionOptions,
 };
 use tidewire_core::transport::memory;
+use tidewire_http::client::StatelessHttpClient;
+use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_tests::LIMIT;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
@@ -143,6 +146,94 @@ fn items<'a>(list: Option<&'a Value>, key: &str) -> Vec<&'a Value> {
         .unwrap_or_default()
 }
 
+/// Asks `server`, through `peer`, everything it offers on 2026-07-28, and checks each answer
+/// and notification (`wire` names where, in the failures).
+async fn exercise(
+    server: &tidewire_server::Server,
+    peer: &Peer,
+    rx: &mut mpsc::UnboundedReceiver<Notification>,
+    checker: &mut Checker,
+    wire: &str,
+) {
+    for method in [
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    ] {
+        let result = ask(peer, method, json!({})).await;
+        let result = result.unwrap_or_else(|| panic!("{method} answered"));
+        checker.result(method, &format!("{method} {wire}"), &result);
+    }
+    let tools = ask(peer, "tools/list", json!({})).await;
+    for tool in items(tools.as_ref(), "tools") {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let params = json!({"name": name, "arguments": {}, "_meta": {"progressToken": name}});
+        let mut params = params;
+        let meta = params["_meta"].clone();
+        params = modern(params);
+        if let Some(map) = params["_meta"].as_object_mut() {
+            map.extend(meta.as_object().cloned().unwrap_or_default());
+        }
+        let called = timeout(PER_CALL, peer.request_raw("tools/call", Some(params))).await;
+        if let Ok(Ok(result)) = called {
+            checker.result("tools/call", &format!("tools/call {name} {wire}"), &result);
+        }
+        checker.notifications(rx);
+    }
+    let resources = ask(peer, "resources/list", json!({})).await;
+    for resource in items(resources.as_ref(), "resources") {
+        let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
+            continue;
+        };
+        if let Some(result) = ask(peer, "resources/read", json!({"uri": uri})).await {
+            checker.result(
+                "resources/read",
+                &format!("resources/read {uri} {wire}"),
+                &result,
+            );
+        }
+    }
+    let prompts = ask(peer, "prompts/list", json!({})).await;
+    for prompt in items(prompts.as_ref(), "prompts") {
+        let Some(name) = prompt.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let arguments: serde_json::Map<String, Value> = items(Some(prompt), "arguments")
+            .iter()
+            .filter_map(|a| a.get("name").and_then(Value::as_str))
+            // A value that is also a URI, for arguments that name one.
+            .map(|a| (a.to_owned(), json!("test://x")))
+            .collect();
+        let params = json!({"name": name, "arguments": arguments});
+        if let Some(result) = ask(peer, "prompts/get", params).await {
+            checker.result(
+                "prompts/get",
+                &format!("prompts/get {name} {wire}"),
+                &result,
+            );
+        }
+    }
+
+    // A listen: its acknowledgement, a list change, and its `complete` result.
+    let listen = {
+        let peer = peer.clone();
+        let params = modern(json!({"notifications": {"toolsListChanged": true}}));
+        tokio::spawn(async move { peer.request_raw("subscriptions/listen", Some(params)).await })
+    };
+    let ack = rx.recv().await.expect("the acknowledgement");
+    let ack = json!({"jsonrpc": "2.0", "method": ack.method, "params": ack.params});
+    checker.check("ServerNotification", "the acknowledgement", &ack);
+    server.notify_tools_changed().await;
+    server.end_subscriptions();
+    let ended = listen.await.expect("joined").expect("the listen's result");
+    checker.result("subscriptions/listen", "the listen's result", &ended);
+    checker.notifications(rx);
+}
+
 #[tokio::test]
 async fn what_the_demo_server_sends_on_2026_07_28_validates() {
     let Some(dir) = std::env::var_os("TIDEWIRE_SPEC_DIR").map(PathBuf::from) else {
@@ -158,84 +249,32 @@ async fn what_the_demo_server_sends_on_2026_07_28_validates() {
         checked: 0,
     };
     timeout(LIMIT * 3, async {
+        // In memory: what the engine sends.
         let server = tidewire_demo::demo_server();
         let (a, b) = memory::duplex();
         let (_peer, driver) = server.serve(a);
         tokio::spawn(driver);
         let (tx, mut rx) = mpsc::unbounded_channel();
         let peer = Session::spawn(b, Recorder(tx), SessionOptions::default());
+        exercise(&server, &peer, &mut rx, &mut checker, "in memory").await;
 
-        for method in [
-            "server/discover",
-            "tools/list",
-            "resources/list",
-            "resources/templates/list",
-            "prompts/list",
-        ] {
-            let result = ask(&peer, method, json!({})).await;
-            let result = result.unwrap_or_else(|| panic!("{method} answered"));
-            checker.result(method, method, &result);
-        }
-        let tools = ask(&peer, "tools/list", json!({})).await;
-        for tool in items(tools.as_ref(), "tools") {
-            let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            let params = json!({"name": name, "arguments": {}, "_meta": {"progressToken": name}});
-            let mut params = params;
-            let meta = params["_meta"].clone();
-            params = modern(params);
-            if let Some(map) = params["_meta"].as_object_mut() {
-                map.extend(meta.as_object().cloned().unwrap_or_default());
-            }
-            let called = timeout(PER_CALL, peer.request_raw("tools/call", Some(params))).await;
-            if let Ok(Ok(result)) = called {
-                checker.result("tools/call", &format!("tools/call {name}"), &result);
-            }
-            checker.notifications(&mut rx);
-        }
-        let resources = ask(&peer, "resources/list", json!({})).await;
-        for resource in items(resources.as_ref(), "resources") {
-            let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
-                continue;
-            };
-            if let Some(result) = ask(&peer, "resources/read", json!({"uri": uri})).await {
-                checker.result("resources/read", &format!("resources/read {uri}"), &result);
-            }
-        }
-        let prompts = ask(&peer, "prompts/list", json!({})).await;
-        for prompt in items(prompts.as_ref(), "prompts") {
-            let Some(name) = prompt.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            let arguments: serde_json::Map<String, Value> = items(Some(prompt), "arguments")
-                .iter()
-                .filter_map(|a| a.get("name").and_then(Value::as_str))
-                // A value that is also a URI, for arguments that name one.
-                .map(|a| (a.to_owned(), json!("test://x")))
-                .collect();
-            let params = json!({"name": name, "arguments": arguments});
-            if let Some(result) = ask(&peer, "prompts/get", params).await {
-                checker.result("prompts/get", &format!("prompts/get {name}"), &result);
-            }
-        }
-
-        // A listen: its acknowledgement, a list change, and its `complete` result.
-        let listen = {
-            let peer = peer.clone();
-            let params = modern(json!({"notifications": {"toolsListChanged": true}}));
-            tokio::spawn(
-                async move { peer.request_raw("subscriptions/listen", Some(params)).await },
-            )
-        };
-        let ack = rx.recv().await.expect("the acknowledgement");
-        let ack = json!({"jsonrpc": "2.0", "method": ack.method, "params": ack.params});
-        checker.check("ServerNotification", "the acknowledgement", &ack);
-        server.notify_tools_changed().await;
-        server.end_subscriptions();
-        let ended = listen.await.expect("joined").expect("the listen's result");
-        checker.result("subscriptions/listen", "the listen's result", &ended);
-        checker.notifications(&mut rx);
+        // Over HTTP, each request a stateless POST: what the endpoint writes, tool results
+        // spliced into the response as bytes, not built as a `Value`.
+        let server = tidewire_demo::demo_server();
+        let http = StreamableHttp::new(HttpConfig::default(), server.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        let app = http.router("/mcp");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let transport = StatelessHttpClient::new(url)
+            .connect()
+            .await
+            .expect("a stateless HTTP transport");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let peer = Session::spawn(transport, Recorder(tx), SessionOptions::default());
+        exercise(&server, &peer, &mut rx, &mut checker, "over HTTP").await;
     })
     .await
     .expect("within the limit");

@@ -348,7 +348,8 @@ async fn the_event_copy_in_redis_is_bounded_in_bytes_as_memory_is() {
         let bytes: usize = copied.iter().map(|e| e.data.len()).sum();
         assert!(bytes <= BUDGET, "{bytes} bytes copied, over {BUDGET}");
         assert_eq!(copied, in_memory, "the copy holds what memory holds");
-        assert!(copied.len() >= 5, "the newest are kept: {}", copied.len());
+        // Each 10 KB event counts the 16 KiB buffer it holds (and its bookkeeping): three fit.
+        assert!(copied.len() >= 3, "the newest are kept: {}", copied.len());
         assert_eq!(copied.last().map(|e| e.seq), Some(50));
     })
     .await

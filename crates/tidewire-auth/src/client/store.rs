@@ -324,7 +324,9 @@ fn private_dir(dir: &Path, _own: bool) -> std::io::Result<()> {
 enum Open {
     /// Created anew, failing if anything (a file, a symbolic link) is at the path.
     CreateNew,
-    /// Created if missing, else opened as it is (the lock file).
+    /// Created if missing, else opened as it is (the lock file), but never through a
+    /// symbolic link: a link planted at the path would have this process create or lock a
+    /// file of the planter's choosing.
     Existing,
 }
 
@@ -339,7 +341,7 @@ fn private_file(path: &Path, how: Open) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
     options.open(path)
 }
@@ -424,6 +426,30 @@ mod tests {
             .save("http://mcp.test/mcp", &grant("b1"))
             .expect("save");
         assert_eq!(mode(&named_dir), 0o755);
+    }
+
+    /// Issue 26, item 5: the lock beside the token file was opened through whatever stood at
+    /// its path, so a planted link had the CLI create (or lock) a file of the planter's choosing.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_as_the_lock_is_refused_and_creates_nothing() {
+        let path = scratch("lock-link");
+        let dir = path.parent().expect("dir").to_owned();
+        std::fs::create_dir_all(&dir).expect("dir");
+        let target = dir
+            .parent()
+            .expect("above")
+            .join(format!("lock-target-{}", std::process::id()));
+        let _ = std::fs::remove_file(&target);
+        let mut lock = path.as_os_str().to_owned();
+        lock.push(".lock");
+        std::os::unix::fs::symlink(&target, &lock).expect("link");
+        let saved = FileStore::new(&path).save("http://mcp.test/mcp", &grant("a1"));
+        assert!(
+            saved.is_err(),
+            "a save through a planted lock link is refused"
+        );
+        assert!(!target.exists(), "nothing created where the link points");
     }
 
     #[test]
