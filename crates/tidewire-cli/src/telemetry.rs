@@ -118,7 +118,8 @@ pub(crate) fn observe_transports(
     sse: &tidewire_sse::server::LegacySse,
     ws: &tidewire_ws::server::WebSocketServer,
 ) {
-    let (m1, m2, sse, ws) = (mcp.clone(), mcp.clone(), sse.clone(), ws.clone());
+    let (m1, m2, m3) = (mcp.clone(), mcp.clone(), mcp.clone());
+    let (sse, ws) = (sse.clone(), ws.clone());
     register(vec![
         (
             "tidewire.http.sessions",
@@ -131,6 +132,13 @@ pub(crate) fn observe_transports(
             "Bytes of POST bodies being read now (as the body budget counts them)",
             "By",
             Box::new(move || m2.body_bytes_reading() as u64),
+        ),
+        (
+            "tidewire.http.event_store.usage",
+            "Bytes of SSE events kept for their readers and for resumption (as the event \
+             store's budget counts them)",
+            "By",
+            Box::new(move || m3.event_store_bytes() as u64),
         ),
         (
             "tidewire.sse.sessions",

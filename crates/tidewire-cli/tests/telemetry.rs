@@ -262,6 +262,7 @@ async fn metrics_are_served_for_prometheus_and_scraped() {
             "gen_ai_tool_name=\"echo\"",
             "tidewire_server_requests_in_flight",
             "tidewire_http_sessions",
+            "tidewire_http_event_store_usage",
             "tidewire_ws_connections",
         ] {
             assert!(

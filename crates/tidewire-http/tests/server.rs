@@ -33,6 +33,12 @@ async fn a_session_is_issued_at_initialize_and_required_after() {
             replies.last().expect("reply")["result"]["content"][0]["text"],
             "hi"
         );
+        // The answer's event is kept a while for resumption, and counted as its buffer.
+        let kept = mcp.event_store_bytes();
+        assert!(
+            (128..tidewire_http::server::EventStoreLimits::DEFAULT_TOTAL_BYTES).contains(&kept),
+            "{kept} bytes kept"
+        );
 
         let anonymous = Raw::new(&url);
         let response = anonymous.post(&echo).send().await.expect("post");

@@ -197,6 +197,11 @@ impl RedisEventStore {
 }
 
 impl EventStore for RedisEventStore {
+    /// What its memory copy holds (the copy in Redis is bounded per stream as that one is).
+    fn bytes_held(&self) -> Option<usize> {
+        Some(self.memory.bytes())
+    }
+
     fn append<'a>(
         &'a self,
         session: &'a str,

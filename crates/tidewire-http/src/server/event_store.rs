@@ -82,6 +82,13 @@ pub trait EventStore: Send + Sync + 'static {
         let _ = (session, stream, seq);
         Box::pin(std::future::ready(()))
     }
+
+    /// The bytes this store holds in this process, as its limits count them, when it keeps
+    /// events in memory; `None` (the default) for a store that does not say. Read by
+    /// [`StreamableHttp::event_store_bytes`](super::StreamableHttp::event_store_bytes).
+    fn bytes_held(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The bounds of a [`MemoryEventStore`], in events and bytes. Past any of them the oldest
@@ -345,7 +352,8 @@ impl MemoryEventStore {
             .sum()
     }
 
-    /// Bytes kept in all, as the limits count them (data plus a small fixed cost per event).
+    /// Bytes kept in all, as the limits count them (each event: its data's buffer and a fixed
+    /// cost for its bookkeeping).
     pub fn bytes(&self) -> usize {
         self.lock().bytes
     }
@@ -441,6 +449,10 @@ impl MemoryEventStore {
 }
 
 impl EventStore for MemoryEventStore {
+    fn bytes_held(&self) -> Option<usize> {
+        Some(self.bytes())
+    }
+
     fn append<'a>(
         &'a self,
         session: &'a str,

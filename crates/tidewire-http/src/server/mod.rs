@@ -115,6 +115,19 @@ impl StreamableHttp {
         self.state.body_budget.in_use()
     }
 
+    /// Bytes of SSE events the endpoint's event stores hold in this process, kept for their
+    /// readers and for resumption, as the stores' budgets count them (see
+    /// [`EventStoreLimits`]; 0 for a store that does not say).
+    pub fn event_store_bytes(&self) -> usize {
+        let state = &self.state;
+        let main = state.store.bytes_held().unwrap_or(0);
+        if Arc::ptr_eq(&state.store, &state.one_shot_store) {
+            main
+        } else {
+            main + state.one_shot_store.bytes_held().unwrap_or(0)
+        }
+    }
+
     /// Ends every session (their streams end, their engines stop).
     pub fn close_all(&self) {
         self.state.sessions.end_all();
