@@ -24,12 +24,12 @@ pub(super) const SETTLING: Duration = Duration::from_secs(3 * HEARTBEAT.as_secs(
 /// 1 when this replica's `alive` key was still there, 0 when it was gone (Redis lost its data,
 /// or this replica was silent past `ALIVE_FOR`): its places are to be written again now.
 const HEARTBEAT_SCRIPT: &str = r"
-local was = redis.call('SET', KEYS[1], 1, 'PX', ARGV[1], 'GET')
+local was = redis.call('EXISTS', KEYS[1])
+redis.call('SET', KEYS[1], 1, 'PX', ARGV[1])
 if redis.call('SET', KEYS[2], 1, 'NX') then
   redis.call('SET', KEYS[3], 1, 'PX', ARGV[2])
 end
-if was then return 1 end
-return 0
+return was
 ";
 
 impl Routing {
