@@ -710,14 +710,11 @@ impl Load {
     /// Starts the callers; returns once each has had one call answered.
     async fn start(callers: Vec<(&'static str, Client, &'static str)>) -> Self {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let (answered, mut first_answers) = mpsc::channel(callers.len());
-        let count = callers.len();
         let mut progress = Vec::new();
         let callers = callers
             .into_iter()
             .map(|(what, client, tool)| {
                 let stopped = stopped.clone();
-                let answered = answered.clone();
                 let (tell, told) = tokio::sync::watch::channel(Progress::default());
                 progress.push(told);
                 tokio::spawn(async move {
@@ -739,9 +736,6 @@ impl Load {
                         let call = text_of(&client, tool, args);
                         match tokio::time::timeout(CALL_LIMIT, call).await {
                             Ok(Ok(_)) => {
-                                if tally.ok.is_empty() {
-                                    let _ = answered.send(()).await;
-                                }
                                 let now = std::time::Instant::now();
                                 tally.ok.push(now);
                                 tell.send_modify(|p| p.last_ok = Some(now));
@@ -761,17 +755,18 @@ impl Load {
                 })
             })
             .collect();
-        for _ in 0..count {
-            first_answers
-                .recv()
-                .await
-                .expect("a caller ended before its first answer");
-        }
-        Self {
+        let mut load = Self {
             stop,
             callers,
             progress,
+        };
+        for progress in &mut load.progress {
+            progress
+                .wait_for(|p| p.last_ok.is_some())
+                .await
+                .expect("a caller ended before its first answer");
         }
+        load
     }
 
     /// Returns once every caller has made a whole call since this was called (the second

@@ -240,9 +240,12 @@ impl SessionEvents {
     /// Drops one event of the session, unless only one is left, and returns the bytes freed:
     /// the first of the [`Victim`] classes that has one, the oldest in it.
     fn evict_oldest(&mut self) -> usize {
+        if !self.keeps_more_than_one() {
+            return 0;
+        }
         Victim::ORDER
             .into_iter()
-            .map(|class| self.evict_oldest_of(class))
+            .map(|class| self.take_oldest_of(class))
             .find(|freed| *freed > 0)
             .unwrap_or(0)
     }
@@ -250,10 +253,20 @@ impl SessionEvents {
     /// Drops the oldest event of `class` (none when the session keeps one event or fewer), and
     /// returns the bytes freed.
     fn evict_oldest_of(&mut self, class: Victim) -> usize {
-        let count: usize = self.streams.values().map(|k| k.events.len()).sum();
-        if count <= 1 {
+        if !self.keeps_more_than_one() {
             return 0;
         }
+        self.take_oldest_of(class)
+    }
+
+    /// Whether the session keeps more than one event (its last one is never dropped: a
+    /// reader needs it).
+    fn keeps_more_than_one(&self) -> bool {
+        self.streams.values().map(|k| k.events.len()).sum::<usize>() > 1
+    }
+
+    /// Drops the oldest event of `class`, if it has one, and returns the bytes freed.
+    fn take_oldest_of(&mut self, class: Victim) -> usize {
         let chosen = match class {
             Victim::Read => self
                 .streams
