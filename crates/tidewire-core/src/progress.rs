@@ -66,14 +66,74 @@ impl ProgressParams {
         use serde_json::Value;
         let mut map = serde_json::Map::new();
         map.insert("progressToken".to_owned(), self.progress_token.to_json());
-        map.insert("progress".to_owned(), Value::from(self.progress.progress));
+        map.insert("progress".to_owned(), number(self.progress.progress));
         if let Some(total) = self.progress.total {
-            map.insert("total".to_owned(), Value::from(total));
+            map.insert("total".to_owned(), number(total));
         }
         if let Some(message) = self.progress.message {
             map.insert("message".to_owned(), Value::String(message));
         }
         Value::Object(map)
+    }
+}
+
+/// The params of `notifications/progress` in wire form, borrowed from the report and the
+/// request's token, written member by member (no `flatten`, no `Value` tree, no copy of the
+/// token).
+pub(crate) struct ProgressWire<'a> {
+    pub token: &'a ProgressToken,
+    pub progress: &'a Progress,
+}
+
+impl Serialize for ProgressWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Progress {
+            progress,
+            total,
+            message,
+        } = self.progress;
+        let members = 2 + usize::from(total.is_some()) + usize::from(message.is_some());
+        let mut map = serializer.serialize_map(Some(members))?;
+        map.serialize_entry("progressToken", self.token)?;
+        map.serialize_entry("progress", &WireNumber(*progress))?;
+        if let Some(total) = total {
+            map.serialize_entry("total", &WireNumber(*total))?;
+        }
+        if let Some(message) = message {
+            map.serialize_entry("message", message)?;
+        }
+        map.end()
+    }
+}
+
+/// The largest integer an `f64` holds exactly (2^53).
+const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+/// A progress value as JSON: a whole number is written as an integer (`3`, not `3.0`; JSON has
+/// one number type, and a counter is what most handlers report), anything else as a float.
+struct WireNumber(f64);
+
+impl Serialize for WireNumber {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        if v.fract() == 0.0 && v.abs() <= EXACT_INTEGERS {
+            // Exact: a whole number within ±2^53 converts without loss.
+            #[allow(clippy::cast_possible_truncation)]
+            serializer.serialize_i64(v as i64)
+        } else {
+            serializer.serialize_f64(v)
+        }
+    }
+}
+
+/// A progress value as a JSON number, as [`WireNumber`] writes it.
+fn number(v: f64) -> serde_json::Value {
+    if v.fract() == 0.0 && v.abs() <= EXACT_INTEGERS {
+        #[allow(clippy::cast_possible_truncation)]
+        serde_json::Value::from(v as i64)
+    } else {
+        serde_json::Value::from(v)
     }
 }
 
@@ -188,7 +248,7 @@ mod tests {
     }
 
     #[test]
-    fn params_built_by_hand_are_what_serde_writes() {
+    fn the_wire_form_and_the_value_agree_and_read_back_as_sent() {
         for progress in [
             Progress::new(1.0),
             Progress {
@@ -197,20 +257,53 @@ mod tests {
                 message: Some("page \"3\"".to_owned()),
             },
             Progress {
-                progress: f64::NAN,
-                total: None,
+                progress: -0.0,
+                total: Some(1e300),
                 message: Some(String::new()),
             },
         ] {
             for token in [ProgressToken::from("t"), ProgressToken::Number(7)] {
+                let wire = serde_json::to_string(&ProgressWire {
+                    token: &token,
+                    progress: &progress,
+                })
+                .expect("serializes");
                 let params = ProgressParams {
                     progress_token: token,
                     progress: progress.clone(),
                 };
-                let by_serde = serde_json::to_value(&params).expect("serializes");
-                assert_eq!(params.into_value(), by_serde);
+                let read: ProgressParams = serde_json::from_str(&wire).expect("reads back");
+                assert_eq!(read, params, "{wire}");
+                let as_value: serde_json::Value = serde_json::from_str(&wire).expect("JSON");
+                assert_eq!(params.into_value(), as_value);
             }
         }
+    }
+
+    #[test]
+    fn whole_numbers_are_written_as_integers_and_fractions_as_floats() {
+        let token = ProgressToken::from("t");
+        let wire = |progress: f64, total: Option<f64>| {
+            serde_json::to_string(&ProgressWire {
+                token: &token,
+                progress: &Progress {
+                    progress,
+                    total,
+                    message: None,
+                },
+            })
+            .expect("serializes")
+        };
+        assert_eq!(
+            wire(3.0, Some(10.0)),
+            r#"{"progressToken":"t","progress":3,"total":10}"#
+        );
+        assert_eq!(wire(0.25, None), r#"{"progressToken":"t","progress":0.25}"#);
+        // Beyond 2^53 an f64 is not an exact integer: written as a float.
+        assert_eq!(
+            wire(1e300, None),
+            r#"{"progressToken":"t","progress":1e+300}"#
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use super::stream::RequestStream;
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
-use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams};
+use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams, ProgressWire};
 use crate::schema::{NotificationType, RequestType};
 use crate::transport::RequestLimits;
 
@@ -31,7 +31,12 @@ struct Reporter {
     token: Option<ProgressToken>,
     outlet: Outlet,
     cancel: CancellationToken,
-    guard: tokio::sync::Mutex<MonotonicGuard>,
+    /// The last value sent; a report is admitted and sent under this lock, so two concurrent
+    /// reports reach the wire in the order they were admitted.
+    guard: std::sync::Mutex<MonotonicGuard>,
+    /// Held across the send to a peer (an `.await` on the engine's queue), which the `guard`,
+    /// a lock not held across an `.await`, cannot be.
+    peer_order: tokio::sync::Mutex<()>,
     limits: Option<RequestLimits>,
 }
 
@@ -120,7 +125,8 @@ impl RequestContext {
                 token,
                 outlet,
                 cancel,
-                guard: tokio::sync::Mutex::new(MonotonicGuard::default()),
+                guard: std::sync::Mutex::new(MonotonicGuard::default()),
+                peer_order: tokio::sync::Mutex::new(()),
                 limits,
             }),
             cancel_policy,
@@ -354,6 +360,13 @@ impl RequestContext {
 }
 
 impl Reporter {
+    /// The last value sent, locked (never across an `.await`).
+    fn guard(&self) -> std::sync::MutexGuard<'_, MonotonicGuard> {
+        self.guard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     async fn report(&self, progress: Progress) -> Result<(), ProgressError> {
         let Some(token) = &self.token else {
             return Ok(());
@@ -366,24 +379,31 @@ impl Reporter {
         if self.cancel.is_cancelled() {
             return Err(ProgressError::Cancelled);
         }
-        // Held across the send so two concurrent reports reach the wire in guard order.
-        let mut guard = self.guard.lock().await;
-        guard.admit(progress.progress)?;
-        let mut progress = progress;
         let peer = match &self.outlet {
             Outlet::Peer(peer) => peer,
             Outlet::Stream(stream) => {
-                let params = ProgressParams {
-                    progress_token: token.clone(),
-                    progress,
-                };
-                // Written straight from the params: no `Value` tree per report.
-                return stream
-                    .notify("notifications/progress", Some(&params))
-                    .await
-                    .map_err(|_| ProgressError::Closed);
+                // Written straight from the report and the token: no `Value` tree, no copy.
+                let bytes = stream
+                    .encode(
+                        "notifications/progress",
+                        Some(&ProgressWire {
+                            token,
+                            progress: &progress,
+                        }),
+                    )
+                    .map_err(|_| ProgressError::Closed)?;
+                // Room first, then admit and send under the guard, without an `.await` between:
+                // what is admitted first is sent first.
+                let room = stream.reserve().await.map_err(|_| ProgressError::Closed)?;
+                let mut guard = self.guard();
+                guard.admit(progress.progress)?;
+                room.send(bytes);
+                return Ok(());
             }
         };
+        let _order = self.peer_order.lock().await;
+        self.guard().admit(progress.progress)?;
+        let mut progress = progress;
         if peer
             .protocol_version()
             .is_some_and(|v| !v.has_progress_message())
@@ -499,5 +519,97 @@ impl Drop for OnCancel {
         {
             cleanup();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::session::stream::request_stream;
+
+    fn context(stream: RequestStream) -> RequestContext {
+        RequestContext::for_stream(
+            RequestId::Number(1),
+            "tools/call",
+            Some(serde_json::json!({"progressToken": "t"})),
+            http::Extensions::new(),
+            stream,
+            CancellationToken::new(),
+            CancelPolicy::Abort,
+        )
+    }
+
+    fn progress_of(bytes: &[u8]) -> f64 {
+        let message: Value = serde_json::from_slice(bytes).expect("JSON");
+        message["params"]["progress"].as_f64().expect("a number")
+    }
+
+    /// Concurrent reports through a stream with room for one: what reaches the stream rises,
+    /// whatever order the reporters won the room in (a report that lost the race is refused).
+    #[tokio::test]
+    async fn concurrent_reports_reach_the_stream_rising() {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            let (stream, mut rx) = request_stream(1, 1 << 20);
+            let ctx = context(stream);
+            let reporters: Vec<_> = (0..4)
+                .map(|k| {
+                    let ctx = ctx.clone();
+                    tokio::spawn(async move {
+                        let mut sent = 0;
+                        for i in 0..200 {
+                            let value = f64::from(i * 4 + k);
+                            match ctx.report_progress(value, None, None).await {
+                                Ok(()) => sent += 1,
+                                Err(ProgressError::NotIncreasing { .. }) => {}
+                                Err(other) => panic!("unexpected: {other}"),
+                            }
+                        }
+                        sent
+                    })
+                })
+                .collect();
+            drop(ctx);
+            let mut seen = Vec::new();
+            while let Some(bytes) = rx.recv().await {
+                seen.push(progress_of(&bytes));
+            }
+            let mut sent = 0;
+            for reporter in reporters {
+                sent += reporter.await.expect("reporter");
+            }
+            assert_eq!(seen.len(), sent);
+            assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        })
+        .await
+        .expect("in time");
+    }
+
+    #[tokio::test]
+    async fn a_report_on_a_closed_stream_fails_and_a_falling_one_is_refused() {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            let (stream, mut rx) = request_stream(4, 1 << 20);
+            let ctx = context(stream);
+            ctx.report_progress(2.0, Some(4.0), None)
+                .await
+                .expect("sent");
+            assert!(matches!(
+                ctx.report_progress(1.0, None, None).await,
+                Err(ProgressError::NotIncreasing { .. })
+            ));
+            let first = rx.recv().await.expect("one report");
+            assert_eq!(
+                std::str::from_utf8(&first).expect("text"),
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2,"total":4}}"#
+            );
+            drop(rx);
+            assert_eq!(
+                ctx.report_progress(3.0, None, None).await,
+                Err(ProgressError::Closed)
+            );
+        })
+        .await
+        .expect("in time");
     }
 }

@@ -81,7 +81,20 @@ impl RequestStream {
             .map_err(|_| SessionError::Closed("the client closed the request's stream".into()))
     }
 
-    fn encode<P: Serialize + ?Sized>(
+    /// Waits for room for one message; the permit sends it without waiting again (so a caller
+    /// can decide what to send, under a lock, once there is room).
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`] once the client has closed the response.
+    pub(crate) async fn reserve(&self) -> Result<mpsc::Permit<'_, Bytes>, SessionError> {
+        self.tx
+            .reserve()
+            .await
+            .map_err(|_| SessionError::Closed("the client closed the request's stream".into()))
+    }
+
+    /// A notification's JSON text, within the size limit.
+    pub(crate) fn encode<P: Serialize + ?Sized>(
         &self,
         method: &str,
         params: Option<&P>,
