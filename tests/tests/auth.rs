@@ -576,6 +576,134 @@ async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
     .expect("within the limit");
 }
 
+/// A server with a resource and a template that need `mcp:vault` (`resource_scopes`) and a
+/// public resource, behind a layer requiring `mcp:use` (Streamable HTTP at `/mcp`, WebSocket
+/// at `/ws`); how many times a scoped resource was read.
+async fn serve_vault() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tidewire_core::schema::{ReadResourceResult, Resource, ResourceTemplate};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let metadata = ProtectedResourceMetadata::new(url.clone(), "http://127.0.0.1:1")
+        .scopes(vec!["mcp:use", "mcp:vault"]);
+    let read = Arc::new(AtomicUsize::new(0));
+    let (plan, entry) = (read.clone(), read.clone());
+    let server = Server::builder(Implementation::new("vault", "1.0"))
+        .resource(
+            Resource::new("public://note", "note"),
+            |uri, _| async move { Ok(ReadResourceResult::text(uri, "hello")) },
+        )
+        .resource(Resource::new("secret://plan", "plan"), move |uri, _| {
+            plan.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(ReadResourceResult::text(uri, "the plan")) }
+        })
+        .resource_template(
+            ResourceTemplate::new("vault://{name}", "vault entries"),
+            move |uri, _, _| {
+                entry.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(ReadResourceResult::text(uri, "an entry")) }
+            },
+        )
+        .resource_scopes("secret://plan", ["mcp:vault"])
+        .resource_scopes("vault://{name}", ["mcp:vault"])
+        .build();
+    let tokens = StaticTokens::new()
+        .with("user-token", VerifiedToken::new("ann", ["mcp:use"]))
+        .with(
+            "vault-token",
+            VerifiedToken::new("root", ["mcp:use", "mcp:vault"]),
+        );
+    let layer = BearerLayer::new(tokens, &metadata).require_scopes(["mcp:use"]);
+    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+        .router("/ws")
+        .layer(layer.clone());
+    let app = StreamableHttp::new(HttpConfig::default(), server)
+        .router("/mcp")
+        .layer(layer)
+        .merge(ws);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, read)
+}
+
+/// Issue 26, item 6: a listen (or a subscription, or a read) named any resource the server
+/// offers, whoever asked. A resource with its own scopes is now refused, with `-32003` naming
+/// them, to a principal without them: read, subscribed to or listened to, on the 2026-07-28
+/// wire, in a session and over WebSocket; one with them reads it, and a public resource stays
+/// open to all.
+#[tokio::test]
+async fn a_resource_scope_holds_for_reads_subscriptions_and_listens_on_every_wire() {
+    use std::sync::atomic::Ordering;
+    use tidewire_core::schema::SubscriptionFilter;
+    tokio::time::timeout(LIMIT, async {
+        let (url, read) = serve_vault().await;
+        let refused = |outcome: Result<(), tidewire_client::ClientError>, what: &str| {
+            let error = outcome.expect_err(what);
+            let remote = error.remote().unwrap_or_else(|| panic!("{what}: {error}"));
+            assert_eq!(remote.code, -32003, "{what}: {remote}");
+            assert_eq!(
+                remote.data.as_ref().map(|d| &d["requiredScopes"]),
+                Some(&json!(["mcp:vault"])),
+                "{what}"
+            );
+        };
+        let ws_url = raw::ws_url(&url);
+        for wire in ["2026-07-28", "session", "websocket"] {
+            for (token, allowed) in [("user-token", false), ("vault-token", true)] {
+                let client = match wire {
+                    "2026-07-28" => with_token(&url, token, Era::Modern).await,
+                    "session" => with_token(&url, token, Era::Legacy).await,
+                    _ => {
+                        let socket = WsClient::new(&ws_url)
+                            .bearer(token)
+                            .connect()
+                            .await
+                            .expect("the upgrade");
+                        Client::builder(Implementation::new("t", "1"))
+                            .connect(socket)
+                            .await
+                            .expect("WebSocket")
+                    }
+                };
+                let public = client.read_resource("public://note").await;
+                assert!(public.is_ok(), "{wire}: the public note: {public:?}");
+                for uri in ["secret://plan", "vault://keys"] {
+                    let what = format!("{wire}, {token}, read {uri}");
+                    let outcome = client.read_resource(uri).await.map(|_| ());
+                    if allowed {
+                        outcome.expect(&what);
+                    } else {
+                        refused(outcome, &what);
+                    }
+                    let what = format!("{wire}, {token}, listen to {uri}");
+                    let listened = client
+                        .listen(SubscriptionFilter {
+                            resource_subscriptions: Some(vec![uri.to_owned()]),
+                            ..SubscriptionFilter::default()
+                        })
+                        .await;
+                    match listened {
+                        Ok(listen) if allowed => drop(listen),
+                        Ok(_) => panic!("{what}: listened"),
+                        Err(error) if allowed => panic!("{what}: {error}"),
+                        Err(error) => refused(Err(error), &what),
+                    }
+                }
+                client.close().await;
+            }
+        }
+        assert_eq!(
+            read.load(Ordering::SeqCst),
+            6,
+            "root's reads only, two per wire"
+        );
+    })
+    .await
+    .expect("within the limit");
+}
+
 /// Issue 26, item 3: an authorization server whose metadata names a `file:` (or plain remote
 /// `http`) authorization endpoint got it opened in the user's browser. The flow now stops at
 /// the metadata: the front channel is never asked, no token is requested.

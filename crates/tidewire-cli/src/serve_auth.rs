@@ -62,15 +62,30 @@ pub(crate) struct AuthArgs {
     /// it gets 403 insufficient_scope, so the client steps up.
     #[arg(long = "auth-tool-scope", value_name = "TOOL=SCOPE", requires = "auth_issuer", value_parser = parse_tool_scope)]
     pub(crate) auth_tool_scopes: Vec<(String, String)>,
+
+    /// A scope reading a resource needs besides, as URI=SCOPE, the URI a resource's or a
+    /// template's (repeat for more): checked by the server for reads, subscriptions and listens
+    /// (-32003 without it).
+    #[arg(long = "auth-resource-scope", value_name = "URI=SCOPE", requires = "auth_issuer", value_parser = parse_resource_scope)]
+    pub(crate) auth_resource_scopes: Vec<(String, String)>,
 }
 
 fn parse_tool_scope(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() => {
-            Ok((tool.to_owned(), scope.to_owned()))
-        }
-        _ => Err("write it as TOOL=SCOPE".to_owned()),
-    }
+    split_scope(text).ok_or_else(|| "write it as TOOL=SCOPE".to_owned())
+}
+
+fn parse_resource_scope(text: &str) -> Result<(String, String), String> {
+    // A URI may hold `=` (a query): the scope is what follows the last one.
+    text.rsplit_once('=')
+        .filter(|(uri, scope)| !uri.is_empty() && !scope.is_empty())
+        .map(|(uri, scope)| (uri.to_owned(), scope.to_owned()))
+        .ok_or_else(|| "write it as URI=SCOPE".to_owned())
+}
+
+fn split_scope(text: &str) -> Option<(String, String)> {
+    text.split_once('=')
+        .filter(|(key, scope)| !key.is_empty() && !scope.is_empty())
+        .map(|(key, scope)| (key.to_owned(), scope.to_owned()))
 }
 
 /// What protects the server: the layer, and the metadata document to serve.
@@ -80,11 +95,15 @@ pub(crate) struct Protection {
 }
 
 impl AuthArgs {
-    /// The server checks each `--auth-tool-scope` itself too, from the request's principal:
-    /// the layer's check covers HTTP bodies only, the server's every transport.
+    /// The server checks each `--auth-tool-scope` itself too, from the request's principal
+    /// (the layer's check covers HTTP bodies only, the server's every transport), and each
+    /// `--auth-resource-scope` (the server's check only).
     pub(crate) fn guard_tools(&self, mut builder: ServerBuilder) -> ServerBuilder {
         for (tool, scope) in &self.auth_tool_scopes {
             builder = builder.tool_scopes(tool, [scope.clone()]);
+        }
+        for (uri, scope) in &self.auth_resource_scopes {
+            builder = builder.resource_scopes(uri, [scope.clone()]);
         }
         builder
     }
@@ -103,7 +122,11 @@ impl AuthArgs {
             .clone()
             .unwrap_or_else(|| mcp_url.to_owned());
         let mut offered = self.auth_scopes.clone();
-        for (_, scope) in &self.auth_tool_scopes {
+        for (_, scope) in self
+            .auth_tool_scopes
+            .iter()
+            .chain(&self.auth_resource_scopes)
+        {
             if !offered.contains(scope) {
                 offered.push(scope.clone());
             }
@@ -150,5 +173,30 @@ impl AuthArgs {
             layer = layer.tool_scopes(tool, scopes);
         }
         Ok(Some(Protection { layer, metadata }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_option_names_its_key_and_its_scope() {
+        assert_eq!(
+            parse_tool_scope("admin=mcp:admin"),
+            Ok(("admin".to_owned(), "mcp:admin".to_owned()))
+        );
+        assert!(parse_tool_scope("admin").is_err());
+        assert!(parse_tool_scope("=mcp:admin").is_err());
+        // A URI with a query keeps its `=`: the scope follows the last one.
+        assert_eq!(
+            parse_resource_scope("db://rows?table=users=mcp:db"),
+            Ok(("db://rows?table=users".to_owned(), "mcp:db".to_owned()))
+        );
+        assert_eq!(
+            parse_resource_scope("vault://{name}=mcp:vault"),
+            Ok(("vault://{name}".to_owned(), "mcp:vault".to_owned()))
+        );
+        assert!(parse_resource_scope("vault://x=").is_err());
     }
 }

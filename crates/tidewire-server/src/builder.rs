@@ -372,13 +372,25 @@ impl ServerBuilder {
         name: &str,
         scopes: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
-        let needed = self.inner.tool_scopes.entry(name.to_owned()).or_default();
-        for scope in scopes {
-            let scope = scope.into();
-            if !needed.contains(&scope) {
-                needed.push(scope);
-            }
-        }
+        add_scopes(&mut self.inner.tool_scopes, name, scopes);
+        self
+    }
+
+    /// The scopes a principal needs to read resource `uri`, or any resource of the template
+    /// `uri` names (its `uriTemplate`, as given to `resource_template`): checked by
+    /// `resources/read`, `resources/subscribe` and a `subscriptions/listen` naming the resource,
+    /// on every transport and in both eras, against the request's
+    /// [`Principal`](tidewire_core::transport::Principal). A request without them, or without a
+    /// principal at all, is refused with `-32003`, its data naming the scopes. A URI is checked
+    /// against what `resources/read` would serve it from: the resource itself, else the first
+    /// template it matches. Listings are not filtered (they name what exists, not what it
+    /// holds). Calling it again for `uri` adds scopes.
+    pub fn resource_scopes(
+        mut self,
+        uri: &str,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        add_scopes(&mut self.inner.resource_scopes, uri, scopes);
         self
     }
 
@@ -462,5 +474,20 @@ impl ServerBuilder {
         let _ = server.inner.sessions_subscription.set(subscription);
         server.inner.tasks.attach_bus(server.inner.bus.clone());
         server
+    }
+}
+
+/// Adds `scopes` to what `key` needs, each once.
+fn add_scopes(
+    table: &mut HashMap<String, Vec<String>>,
+    key: &str,
+    scopes: impl IntoIterator<Item = impl Into<String>>,
+) {
+    let needed = table.entry(key.to_owned()).or_default();
+    for scope in scopes {
+        let scope = scope.into();
+        if !needed.contains(&scope) {
+            needed.push(scope);
+        }
     }
 }

@@ -12,9 +12,10 @@ use tidewire_core::schema::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, GetPromptParams,
     GetPromptResult, ReadResourceResult, TaskSupport,
 };
+use tidewire_core::transport::Principal;
 use tidewire_core::transport::text::excerpt;
 
-use crate::context::Context;
+use crate::context::{Context, ServerInner};
 use crate::error::ToolError;
 use crate::tasks::{TaskCall, TaskOptIn, TaskRecord};
 
@@ -48,16 +49,7 @@ pub(crate) async fn call_tool(
         )));
     };
     if let Some(needed) = server.tool_scopes.get(&params.name) {
-        let principal = ctx.auth();
-        if !needed
-            .iter()
-            .all(|scope| principal.is_some_and(|p| p.has_scope(scope)))
-        {
-            return Err(ErrorObject::insufficient_scope(
-                &format!("the tool {}", params.name),
-                needed,
-            ));
-        }
+        require(needed, ctx.auth(), || format!("the tool {}", params.name))?;
     }
     let args = Value::Object(params.arguments.unwrap_or_default());
     let support = entry.tool.task_support();
@@ -134,14 +126,72 @@ pub(crate) async fn read_resource(
 ) -> Result<ReadResourceResult, ErrorObject> {
     let server = ctx.shared().clone();
     if let Some(entry) = server.resources.get(&uri) {
+        may_read(&server, &uri, &uri, ctx.auth())?;
         return (entry.handler)(uri, HashMap::new(), ctx).await;
     }
     for entry in server.templates.snapshot() {
         if let Some(vars) = entry.parsed.matches(&uri) {
+            may_read(&server, &entry.template.uri_template, &uri, ctx.auth())?;
             return (entry.handler)(uri, vars, ctx).await;
         }
     }
     Err(resource_not_found(&uri))
+}
+
+/// Refuses `uri` to a principal without the scopes its resource needs
+/// (`ServerBuilder::resource_scopes`): the resource's own, else those of the first template it
+/// matches — what [`read_resource`] would serve it from. A URI the server does not offer needs
+/// nothing here (it is refused as unknown where it is used).
+///
+/// # Errors
+/// `-32003` naming the scopes.
+pub(crate) fn check_resource_scopes(
+    server: &ServerInner,
+    uri: &str,
+    principal: Option<&Principal>,
+) -> Result<(), ErrorObject> {
+    if server.resource_scopes.is_empty() {
+        return Ok(());
+    }
+    if server.resources.get(uri).is_some() {
+        return may_read(server, uri, uri, principal);
+    }
+    for entry in server.templates.snapshot() {
+        if entry.parsed.matches(uri).is_some() {
+            return may_read(server, &entry.template.uri_template, uri, principal);
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `uri`, served from `key` (a resource's URI or a template), to a principal without
+/// the scopes `key` needs.
+fn may_read(
+    server: &ServerInner,
+    key: &str,
+    uri: &str,
+    principal: Option<&Principal>,
+) -> Result<(), ErrorObject> {
+    match server.resource_scopes.get(key) {
+        Some(needed) => require(needed, principal, || format!("the resource {uri}")),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a principal (or none) without every scope in `needed`; `what` names what needs them.
+fn require(
+    needed: &[String],
+    principal: Option<&Principal>,
+    what: impl FnOnce() -> String,
+) -> Result<(), ErrorObject> {
+    if needed
+        .iter()
+        .all(|scope| principal.is_some_and(|p| p.has_scope(scope)))
+    {
+        Ok(())
+    } else {
+        Err(ErrorObject::insufficient_scope(&what(), needed))
+    }
 }
 
 /// Gets prompt `params.name`, once its required arguments are there.

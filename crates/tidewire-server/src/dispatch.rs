@@ -150,6 +150,11 @@ impl ConnectionHandler {
                 reply(calls::complete(params, self.context(ctx)).await?)
             }
             ClientRequest::Subscribe(params) => {
+                calls::check_resource_scopes(
+                    server,
+                    &params.uri,
+                    ctx.extensions().get::<Principal>(),
+                )?;
                 self.connection.subscribe(params.uri)?;
                 reply(EmptyResult::new())
             }

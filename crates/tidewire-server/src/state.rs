@@ -79,6 +79,9 @@ pub(crate) struct ServerState<C> {
     pub(crate) deferred_tasks: HashSet<String>,
     /// The scopes a call of each tool needs (`ServerBuilder::tool_scopes`).
     pub(crate) tool_scopes: HashMap<String, Vec<String>>,
+    /// The scopes reading each resource or template needs (`ServerBuilder::resource_scopes`),
+    /// by its URI or URI template.
+    pub(crate) resource_scopes: HashMap<String, Vec<String>>,
     /// The skills offered (the skills extension), if any.
     pub(crate) skills: Option<Arc<SkillSet>>,
     /// Whether the server drains, and its requests in flight (every request served counts).
@@ -131,6 +134,7 @@ impl<C> ServerState<C> {
             )),
             deferred_tasks: HashSet::new(),
             tool_scopes: HashMap::new(),
+            resource_scopes: HashMap::new(),
             skills: None,
             lifecycle: Lifecycle::new(),
         }

@@ -40,7 +40,12 @@ pub(crate) async fn listen(
     tasks_declared: bool,
 ) -> Result<Value, ErrorObject> {
     // The params are moved into the filter, not copied, and nothing else of them is kept.
-    let accepted = honoured(server, params.notifications, tasks_declared)?;
+    let accepted = honoured(
+        server,
+        params.notifications,
+        tasks_declared,
+        ctx.extensions().get::<Principal>(),
+    )?;
     let principal = ctx
         .extensions()
         .get::<Principal>()
@@ -111,11 +116,13 @@ pub(crate) async fn listen(
 
 /// The part of `asked` this server honours (what it can ever send), or `-32602` for a
 /// resource or task list over the limits (in count, in the length of each, in bytes all
-/// together) or a resource this server does not offer.
+/// together) or a resource this server does not offer; `-32003` for a resource `principal`
+/// may not read.
 fn honoured(
     server: &ServerInner,
     asked: SubscriptionFilter,
     tasks_declared: bool,
+    principal: Option<&Principal>,
 ) -> Result<SubscriptionFilter, ErrorObject> {
     let named: usize = asked
         .resource_subscriptions
@@ -170,6 +177,10 @@ fn honoured(
                     "this server offers no resource {:?} to listen to",
                     tidewire_core::transport::text::excerpt(unknown)
                 )));
+            }
+            // And one the principal may read, as `resources/read` would check.
+            for uri in &uris {
+                crate::calls::check_resource_scopes(server, uri, principal)?;
             }
             (!uris.is_empty()).then_some(uris)
         }
