@@ -21,12 +21,36 @@ pub const DEFAULT_ANSWER_CACHE: Duration = Duration::from_secs(30);
 /// How many answers are kept at most unless [`Introspection::cache`] says.
 pub const DEFAULT_CACHED_ANSWERS: usize = 10_000;
 
+/// The subject of a token with `username` and no `sub`: this prefix, then the username.
+const USERNAME_PREFIX: &str = "username:";
+/// The subject of a token with only `client_id`: this prefix, then the client id.
+const CLIENT_PREFIX: &str = "client:";
+/// Written before a `sub` that begins with one of the prefixes (this one included).
+const SUB_PREFIX: &str = "sub:";
+
+/// The subject for a token's `sub`: the `sub` itself, unless it begins like a subject taken
+/// from another claim (`username:`, `client:`) or like an escaped one (`sub:`); then `sub:`
+/// and the `sub`. So no `sub` can pass for a username or a client id, and every claim keeps
+/// its own subjects.
+fn subject_of_sub(sub: String) -> String {
+    if [USERNAME_PREFIX, CLIENT_PREFIX, SUB_PREFIX]
+        .iter()
+        .any(|prefix| sub.starts_with(prefix))
+    {
+        format!("{SUB_PREFIX}{sub}")
+    } else {
+        sub
+    }
+}
+
 /// Checks each token at the authorization server's introspection endpoint (RFC 7662),
 /// authenticating as a client (HTTP Basic). A token is valid when the answer says `active`,
 /// it has not expired, and — when an audience is set — its `aud` names this resource. Its
 /// subject is `sub`; a token without one acts for `username:<username>`, else
-/// `client:<client_id>`, so the three namespaces never meet (a user named like another's
-/// `sub` is not that principal). Its scopes are `scope`.
+/// `client:<client_id>`, and a `sub` that itself begins `username:`, `client:` or `sub:` is
+/// written `sub:<sub>`, so the three namespaces never meet (a user named like another's `sub`
+/// is not that principal, nor a `sub` spelled like a username's subject). Its scopes are
+/// `scope`.
 ///
 /// Answers are kept, by a digest of the token, for [`DEFAULT_ANSWER_CACHE`] (a valid one no
 /// longer than the token's `exp`), at most [`DEFAULT_CACHED_ANSWERS`] of them:
@@ -242,9 +266,9 @@ impl Introspection {
                 }
             }
             let subject = match (answer.sub, answer.username, answer.client_id) {
-                (Some(sub), _, _) => sub,
-                (None, Some(username), _) => format!("username:{username}"),
-                (None, None, Some(client)) => format!("client:{client}"),
+                (Some(sub), _, _) => subject_of_sub(sub),
+                (None, Some(username), _) => format!("{USERNAME_PREFIX}{username}"),
+                (None, None, Some(client)) => format!("{CLIENT_PREFIX}{client}"),
                 (None, None, None) => return Err(TokenError::Invalid("no subject".to_owned())),
             };
             Ok(VerifiedToken {
@@ -332,6 +356,10 @@ mod tests {
             "by-sub" => format!(r#"{{"active":true,"sub":"alice","scope":"a b","exp":{exp}}}"#),
             "by-username" => format!(r#"{{"active":true,"username":"alice","exp":{exp}}}"#),
             "by-client" => format!(r#"{{"active":true,"client_id":"alice","exp":{exp}}}"#),
+            "sub-like-username" => {
+                format!(r#"{{"active":true,"sub":"username:alice","exp":{exp}}}"#)
+            }
+            "sub-like-escaped" => format!(r#"{{"active":true,"sub":"sub:x","exp":{exp}}}"#),
             _ => r#"{"active":false}"#.to_owned(),
         }
     }
@@ -361,6 +389,18 @@ mod tests {
             let client = introspection.verify("by-client").await.expect("active");
             assert_eq!(username.subject, "username:alice");
             assert_eq!(client.subject, "client:alice");
+            // A `sub` spelled like another claim's subject keeps to its own namespace.
+            let spelled = introspection
+                .verify("sub-like-username")
+                .await
+                .expect("active");
+            assert_eq!(spelled.subject, "sub:username:alice");
+            assert_ne!(spelled.subject, username.subject);
+            let escaped = introspection
+                .verify("sub-like-escaped")
+                .await
+                .expect("active");
+            assert_eq!(escaped.subject, "sub:sub:x");
 
             // Bounded: two answers at most, the one due first makes room.
             let (url, asked) = endpoint(answers).await;
