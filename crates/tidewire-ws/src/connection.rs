@@ -385,7 +385,7 @@ impl TransportSender for WsSender {
         if self.closed {
             return Err(TransportError::closed());
         }
-        let bytes = self.codec.encode(&envelope.message)?;
+        let bytes = self.codec.encode_envelope_to_vec(&envelope)?;
         let text = String::from_utf8(bytes).map_err(TransportError::other)?;
         tokio::select! {
             biased;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use super::stream::RequestStream;
+use super::stream::{RequestStream, wire_notification};
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
-use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressParams, ProgressWire};
+use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressWire};
 use crate::schema::{NotificationType, RequestType};
 use crate::transport::RequestLimits;
 
@@ -401,8 +401,6 @@ impl Reporter {
                 return Ok(());
             }
         };
-        let _order = self.peer_order.lock().await;
-        self.guard().admit(progress.progress)?;
         let mut progress = progress;
         if peer
             .protocol_version()
@@ -410,11 +408,19 @@ impl Reporter {
         {
             progress.message = None;
         }
-        let params = ProgressParams {
-            progress_token: token.clone(),
-            progress,
-        };
-        peer.notify_raw("notifications/progress", Some(params.into_value()))
+        // Written straight from the report, as on a request's own stream; the transport sends
+        // the bytes as they are.
+        let wire = wire_notification(
+            "notifications/progress",
+            Some(&ProgressWire {
+                token,
+                progress: &progress,
+            }),
+        )
+        .map_err(|_| ProgressError::Closed)?;
+        let _order = self.peer_order.lock().await;
+        self.guard().admit(progress.progress)?;
+        peer.notify_wire("notifications/progress", wire.into())
             .await
             .map_err(|_| ProgressError::Closed)
     }

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
@@ -201,6 +202,15 @@ impl Peer {
         params: Option<Value>,
     ) -> Result<(), SessionError> {
         let envelope = self.envelope(Notification::new(method, params));
+        self.send_envelope(envelope).await
+    }
+
+    /// Sends notification `method` whose whole JSON text the caller wrote (`wire`): the
+    /// transport sends those bytes as they are (see [`Envelope::wire`]), checked against its
+    /// size limit, with no `Value` tree made for its params.
+    pub(crate) async fn notify_wire(&self, method: &str, wire: Bytes) -> Result<(), SessionError> {
+        let mut envelope = self.envelope(Notification::new(method, None));
+        envelope.wire = Some(wire);
         self.send_envelope(envelope).await
     }
 

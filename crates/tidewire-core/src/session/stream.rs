@@ -62,6 +62,23 @@ struct Wire<'a, P: ?Sized> {
     params: Option<&'a P>,
 }
 
+/// Notification `method` with `params` as JSON text, written straight from the params' type.
+pub(crate) fn wire_notification<P: Serialize + ?Sized>(
+    method: &str,
+    params: Option<&P>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(128);
+    serde_json::to_writer(
+        &mut out,
+        &Wire {
+            jsonrpc: "2.0",
+            method,
+            params,
+        },
+    )?;
+    Ok(out)
+}
+
 impl RequestStream {
     /// Sends a notification `method` with `params` on the stream, waiting for room.
     ///
@@ -103,16 +120,7 @@ impl RequestStream {
             method: method.to_owned(),
             reason,
         };
-        let mut out = Vec::with_capacity(128);
-        serde_json::to_writer(
-            &mut out,
-            &Wire {
-                jsonrpc: "2.0",
-                method,
-                params,
-            },
-        )
-        .map_err(|e| invalid(e.to_string()))?;
+        let out = wire_notification(method, params).map_err(|e| invalid(e.to_string()))?;
         if out.len() > self.max_message_size {
             return Err(invalid(format!(
                 "the notification is {} bytes; the limit is {}",

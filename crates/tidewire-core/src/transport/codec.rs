@@ -1,8 +1,8 @@
 //! The one codec: JSON-RPC messages to and from bytes, with a size limit.
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use super::TransportError;
+use super::{Envelope, TransportError};
 use crate::jsonrpc::{DecodeFailure, EncodedResult, ErrorObject, Message, RequestId, Response};
 
 /// The default limit on one message: 8 MiB.
@@ -74,6 +74,35 @@ impl Codec {
         let mut out = Vec::with_capacity(128);
         self.encode_into(message, &mut out)?;
         Ok(out)
+    }
+
+    /// The wire form of an outbound envelope: its [`wire`](Envelope::wire) bytes when the
+    /// engine wrote them already, else its message encoded; within the size limit either way.
+    ///
+    /// # Errors
+    /// `is_too_large` when the message exceeds the limit.
+    pub fn encode_envelope(&self, envelope: &Envelope) -> Result<Bytes, TransportError> {
+        match &envelope.wire {
+            Some(wire) if wire.len() > self.max_message_size => Err(TransportError::too_large(
+                wire.len(),
+                self.max_message_size,
+                false,
+            )),
+            Some(wire) => Ok(wire.clone()),
+            None => self.encode(&envelope.message).map(Bytes::from),
+        }
+    }
+
+    /// [`encode_envelope`](Self::encode_envelope) into a `Vec` (copying only bytes the engine
+    /// wrote before).
+    ///
+    /// # Errors
+    /// `is_too_large` when the message exceeds the limit.
+    pub fn encode_envelope_to_vec(&self, envelope: &Envelope) -> Result<Vec<u8>, TransportError> {
+        match &envelope.wire {
+            Some(_) => self.encode_envelope(envelope).map(|wire| wire.to_vec()),
+            None => self.encode(&envelope.message),
+        }
     }
 
     /// Encodes the success response to request `id` whose result is already in wire form (see
@@ -220,6 +249,18 @@ impl tokio_util::codec::Decoder for LineCodec {
     }
 }
 
+impl tokio_util::codec::Encoder<&Envelope> for LineCodec {
+    type Error = TransportError;
+
+    fn encode(&mut self, item: &Envelope, dst: &mut BytesMut) -> Result<(), Self::Error> {
+        let bytes = self.codec.encode_envelope(item)?;
+        dst.reserve(bytes.len() + 1);
+        dst.put_slice(&bytes);
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
 impl tokio_util::codec::Encoder<&Message> for LineCodec {
     type Error = TransportError;
 
@@ -251,6 +292,45 @@ mod tests {
             out.push(item);
         }
         out
+    }
+
+    /// An envelope the engine wrote already goes as written (through the line codec too),
+    /// within the same limit as any message; one without goes as its message encodes.
+    #[test]
+    fn an_envelope_written_before_goes_as_written_within_the_limit() {
+        use crate::jsonrpc::Notification;
+        use tokio_util::codec::Encoder;
+        let codec = Codec::new(80);
+        let wire =
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;
+        let mut written = Envelope::new(Notification::new("notifications/progress", None));
+        written.wire = Some(Bytes::from_static(wire));
+        assert_eq!(&codec.encode_envelope(&written).expect("fits")[..], wire);
+        assert_eq!(codec.encode_envelope_to_vec(&written).expect("fits"), wire);
+        let mut line = BytesMut::new();
+        LineCodec::new(codec)
+            .encode(&written, &mut line)
+            .expect("fits");
+        assert_eq!(&line[..line.len() - 1], wire);
+        assert_eq!(line.last(), Some(&b'\n'));
+
+        let mut large = written.clone();
+        large.wire = Some(Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":{{"p":"{}"}}}}"#,
+            "y".repeat(80)
+        )));
+        assert!(
+            codec
+                .encode_envelope(&large)
+                .expect_err("over the limit")
+                .is_too_large()
+        );
+
+        let plain = Envelope::new(Notification::new("ping", None));
+        assert_eq!(
+            &codec.encode_envelope(&plain).expect("fits")[..],
+            br#"{"jsonrpc":"2.0","method":"ping"}"#
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! One message plus the context that does not go on the wire.
 
+use bytes::Bytes;
+
 use super::{Exchange, ReplySlot};
 use crate::jsonrpc::{Message, RequestId};
 
@@ -36,6 +38,13 @@ pub struct Envelope {
     /// (set by the transport); on an outbound message sent for that request, the same slot (set
     /// by the engine). `None` otherwise.
     pub reply: Option<ReplySlot>,
+    /// On an outbound notification the engine wrote in wire form already (a progress report,
+    /// written straight from its values): the JSON text to send, of which `message` holds only
+    /// what the engine and the transports read (the method, the id), without the params. A
+    /// sender sends these bytes instead of encoding `message`:
+    /// [`Codec::encode_envelope`](super::Codec::encode_envelope) does either. `None`
+    /// otherwise.
+    pub wire: Option<Bytes>,
 }
 
 impl Envelope {
@@ -47,6 +56,7 @@ impl Envelope {
             extensions: http::Extensions::new(),
             exchange: None,
             reply: None,
+            wire: None,
         }
     }
 

@@ -56,7 +56,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> TransportSender for FramedSender<W>
         if self.closed {
             return Err(TransportError::closed());
         }
-        self.inner.send(&envelope.message).await
+        self.inner.send(&envelope).await
     }
 
     async fn feed(&mut self, envelope: Envelope) -> Result<(), TransportError> {
@@ -65,14 +65,14 @@ impl<W: AsyncWrite + Send + Unpin + 'static> TransportSender for FramedSender<W>
         }
         // Encoded into the write buffer; written once it passes the codec's high-water mark
         // or at the next flush.
-        self.inner.feed(&envelope.message).await
+        self.inner.feed(&envelope).await
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {
         if self.closed {
             return Ok(());
         }
-        SinkExt::<&crate::jsonrpc::Message>::flush(&mut self.inner).await
+        SinkExt::<&Envelope>::flush(&mut self.inner).await
     }
 
     async fn close(&mut self) -> Result<(), TransportError> {
@@ -80,7 +80,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> TransportSender for FramedSender<W>
             return Ok(());
         }
         self.closed = true;
-        SinkExt::<&crate::jsonrpc::Message>::close(&mut self.inner).await
+        SinkExt::<&Envelope>::close(&mut self.inner).await
     }
 }
 

@@ -90,7 +90,7 @@ pub struct MemoryReceiver {
 
 impl TransportSender for MemorySender {
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
-        let bytes = self.codec.encode(&envelope.message)?;
+        let bytes = self.codec.encode_envelope_to_vec(&envelope)?;
         self.send_bytes(bytes).await
     }
 

@@ -196,10 +196,16 @@ impl TransportSender for StatelessSender {
                 Ok(())
             }
             Message::Notification(notification) => {
-                let body = self
-                    .shared
-                    .codec
-                    .encode(&Message::Notification(notification))?;
+                let body = match envelope.wire {
+                    Some(_) => self.shared.codec.encode_envelope_to_vec(&Envelope {
+                        message: Message::Notification(notification),
+                        ..envelope
+                    })?,
+                    None => self
+                        .shared
+                        .codec
+                        .encode(&Message::Notification(notification))?,
+                };
                 let shared = self.shared.clone();
                 tokio::spawn(async move {
                     let auth = &shared.authorizer;

@@ -241,7 +241,7 @@ impl TransportSender for HttpSender {
         {
             return self.stateless.send(envelope).await;
         }
-        let body = self.shared.config.codec.encode(&envelope.message)?;
+        let body = self.shared.config.codec.encode_envelope_to_vec(&envelope)?;
         match envelope.message {
             Message::Request(request) => {
                 let exchange = envelope.exchange.unwrap_or_else(|| {

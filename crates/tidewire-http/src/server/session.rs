@@ -212,7 +212,7 @@ impl HttpSession {
             .as_ref()
             .and_then(|slot| slot.target::<PostReply>());
         // Encoded once; every stream, the store and the JSON body share these bytes.
-        let data = Bytes::from(codec.encode(&envelope.message)?);
+        let data = codec.encode_envelope(envelope)?;
         let routed = match &envelope.message {
             Message::Response(r) => match reply.and_then(PostReply::take) {
                 Some(ReplyTarget::Json(tx)) => {

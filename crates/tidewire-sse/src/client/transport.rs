@@ -341,7 +341,7 @@ impl TransportSender for SseClientSender {
         if self.closed || self.stop.is_cancelled() {
             return Err(TransportError::closed());
         }
-        let body = self.codec.encode(&envelope.message)?;
+        let body = self.codec.encode_envelope_to_vec(&envelope)?;
         let build = |body: Vec<u8>| {
             self.http
                 .post(self.endpoint.clone())

@@ -133,7 +133,7 @@ impl TransportSender for SseSender {
     }
 
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
-        let bytes = self.codec.encode(&envelope.message)?;
+        let bytes = self.codec.encode_envelope(&envelope)?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
         self.session.touch();
         tokio::select! {
