@@ -573,6 +573,8 @@ fn client(
         first_notifications: Mutex::new(Some(settings.first)),
         template: settings.template,
         max_list_pages: settings.max_list_pages,
+        #[cfg(feature = "otel")]
+        session_clock: session.then(|| crate::telemetry::SessionClock::start(peer)),
     });
     if session {
         crate::reinit::watch(Arc::downgrade(&inner), peer.clone(), renewal);

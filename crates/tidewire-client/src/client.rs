@@ -71,6 +71,9 @@ pub(crate) struct Inner {
     /// Never read; later streams are resubscribed from it.
     pub(crate) template: broadcast::Receiver<ServerNotification>,
     pub(crate) max_list_pages: usize,
+    /// The session's start, for `mcp.client.session.duration` (session era, feature `otel`).
+    #[cfg(feature = "otel")]
+    pub(crate) session_clock: Option<Arc<crate::telemetry::SessionClock>>,
 }
 
 impl Drop for Inner {
@@ -568,6 +571,10 @@ impl Client {
     pub async fn close(&self) {
         self.inner.peer.close();
         self.inner.peer.closed().await;
+        #[cfg(feature = "otel")]
+        if let Some(clock) = &self.inner.session_clock {
+            clock.record(&self.inner.peer);
+        }
     }
 
     /// Waits until the connection has stopped (closed by either side, or failed).

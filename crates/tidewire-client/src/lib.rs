@@ -149,6 +149,8 @@ mod reinit;
 mod rounds;
 mod skills;
 pub mod task;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod tool_headers;
 
 pub use builder::{

@@ -53,6 +53,17 @@ pub fn server_session_duration() -> &'static Histogram<f64> {
     })
 }
 
+/// `mcp.client.session.duration`: from a session's start (its handshake done) to its end.
+pub fn client_session_duration() -> &'static Histogram<f64> {
+    static H: OnceLock<Histogram<f64>> = OnceLock::new();
+    H.get_or_init(|| {
+        duration(
+            sc::MCP_CLIENT_SESSION_DURATION,
+            "The duration of an MCP session as observed on the MCP client",
+        )
+    })
+}
+
 /// Reports `read()` as the gauge `name` (in `unit`) at every collection, for as long as the
 /// process runs: sessions open, requests in flight, listeners, and the like.
 pub fn gauge(

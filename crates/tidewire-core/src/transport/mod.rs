@@ -53,7 +53,8 @@ pub use server_limits::ServerLimits;
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {
-    /// Sends one message.
+    /// Sends one message: its [`Envelope::wire`] bytes when the engine wrote them already,
+    /// else its message encoded ([`Codec::encode_envelope`] does either).
     ///
     /// # Errors
     /// `is_closed` / `is_io` when the connection is gone; `is_too_large` when this one message
