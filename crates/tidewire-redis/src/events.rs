@@ -196,20 +196,12 @@ impl RedisEventStore {
     }
 }
 
-impl EventStore for RedisEventStore {
-    /// What its memory copy holds (the copy in Redis is bounded per stream as that one is).
-    fn bytes_held(&self) -> Option<usize> {
-        Some(self.memory.bytes())
-    }
-
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        stream: StreamId,
-        event: StoredEvent,
-    ) -> BoxFuture<'a, ()> {
+impl RedisEventStore {
+    /// Keeps `event` in memory, and queues its copy to Redis when its stream is copied.
+    fn append_here(&self, session: &str, stream: StreamId, event: StoredEvent) {
         let Some(key) = self.copies(session, stream, &event) else {
-            return self.memory.append(session, stream, event);
+            self.memory.append_now(session, stream, event);
+            return;
         };
         let seq = event.seq;
         let oldest = self
@@ -222,7 +214,34 @@ impl EventStore for RedisEventStore {
             event,
             oldest,
         });
+    }
+}
+
+impl EventStore for RedisEventStore {
+    /// What its memory copy holds (the copy in Redis is bounded per stream as that one is).
+    fn bytes_held(&self) -> Option<usize> {
+        Some(self.memory.bytes())
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: StreamId,
+        event: StoredEvent,
+    ) -> BoxFuture<'a, ()> {
+        self.append_here(session, stream, event);
         Box::pin(std::future::ready(()))
+    }
+
+    /// Never waits: the copy to Redis is queued for the writer task.
+    fn try_append(
+        &self,
+        session: &str,
+        stream: StreamId,
+        event: StoredEvent,
+    ) -> Result<(), StoredEvent> {
+        self.append_here(session, stream, event);
+        Ok(())
     }
 
     fn after<'a>(

@@ -240,7 +240,9 @@ impl Streams {
             },
         };
         let seq = event.seq;
-        self.store.append(&self.session, stream, event).await;
+        if let Err(event) = self.store.try_append(&self.session, stream, event) {
+            self.store.append(&self.session, stream, event).await;
+        }
         let changed = self.lock().get_mut(&stream).map(|s| {
             s.stored = s.stored.max(seq);
             s.changed.clone()
