@@ -463,6 +463,18 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
     .expect("within the limit");
 }
 
+/// Serves `server` behind `layer` on `listener`: Streamable HTTP at `/mcp`, WebSocket at `/ws`.
+fn serve_behind(listener: tokio::net::TcpListener, server: Server, layer: BearerLayer) {
+    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+        .router("/ws")
+        .layer(layer.clone());
+    let app = StreamableHttp::new(HttpConfig::default(), server)
+        .router("/mcp")
+        .layer(layer)
+        .merge(ws);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+}
+
 /// A server whose `admin` tool needs `mcp:admin` (declared on the server and on the layer) and
 /// whose `echo` needs only the layer's `mcp:use`; how many times `admin` ran.
 async fn serve_scoped() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
@@ -495,14 +507,7 @@ async fn serve_scoped() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsiz
     let layer = BearerLayer::new(tokens, &metadata)
         .require_scopes(["mcp:use"])
         .tool_scopes("admin", ["mcp:admin"]);
-    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
-        .router("/ws")
-        .layer(layer.clone());
-    let app = StreamableHttp::new(HttpConfig::default(), server)
-        .router("/mcp")
-        .layer(layer)
-        .merge(ws);
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    serve_behind(listener, server, layer);
     (url, ran)
 }
 
@@ -617,14 +622,7 @@ async fn serve_vault() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize
             VerifiedToken::new("root", ["mcp:use", "mcp:vault"]),
         );
     let layer = BearerLayer::new(tokens, &metadata).require_scopes(["mcp:use"]);
-    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
-        .router("/ws")
-        .layer(layer.clone());
-    let app = StreamableHttp::new(HttpConfig::default(), server)
-        .router("/mcp")
-        .layer(layer)
-        .merge(ws);
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    serve_behind(listener, server, layer);
     (url, read)
 }
 
