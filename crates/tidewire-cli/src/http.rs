@@ -101,6 +101,9 @@ pub(crate) fn serve(
         if telemetry.is_some() {
             crate::telemetry::observe(&server);
             crate::telemetry::observe_transports(&mcp, &sse, &ws);
+            if let Some(routing) = &routing {
+                crate::telemetry::observe_routing(routing);
+            }
         }
         if let (Some(listener), Some(metrics)) = (
             metrics_listener,

@@ -112,6 +112,24 @@ pub(crate) fn observe(server: &Server) {
     );
 }
 
+/// Reports the requests a replica forwarded to the owners of their sessions, and those it
+/// served for other replicas (`--redis`).
+pub(crate) fn observe_routing(routing: &tidewire_redis::SessionRouting) {
+    let (out, served) = (routing.clone(), routing.clone());
+    counter(
+        "tidewire.redis.requests.forwarded",
+        "Requests forwarded to the replica holding their session",
+        "{request}",
+        move || out.requests_forwarded(),
+    );
+    counter(
+        "tidewire.redis.requests.served_forwarded",
+        "Requests other replicas forwarded here, served",
+        "{request}",
+        move || served.forwarded_requests_served(),
+    );
+}
+
 /// Reports the sessions each HTTP transport holds.
 pub(crate) fn observe_transports(
     mcp: &tidewire_http::server::StreamableHttp,

@@ -336,6 +336,62 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
     .expect("within the limit");
 }
 
+/// The value of the counter `name` (its Prometheus name, without labels) on the replica's
+/// `/metrics`; 0 before it is first reported.
+async fn counter(server: &HttpServer, name: &str) -> u64 {
+    let url = server.metrics.as_deref().expect("started with metrics");
+    let text = support::http_client()
+        .get(url)
+        .send()
+        .await
+        .expect("scraped")
+        .text()
+        .await
+        .expect("text");
+    text.lines()
+        .filter(|line| line.split(['{', ' ']).next() == Some(name))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
+
+/// Issue 28: a replica counts the requests it forwarded to the owner of their session, and
+/// the owner those it served for others, as counters on `/metrics`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_counts_what_it_forwards_and_what_it_serves_for_others() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let url = redis.url();
+        let (a, b) = (
+            HttpServer::start_with_metrics(&["--redis", &url, "--node-id", "a"]),
+            HttpServer::start_with_metrics(&["--redis", &url, "--node-id", "b"]),
+        );
+        const FORWARDED: &str = "tidewire_redis_requests_forwarded_total";
+        const SERVED: &str = "tidewire_redis_requests_served_forwarded_total";
+        // Opened on A, then used through B.
+        let front = switch(vec![a.base().to_owned(), b.base().to_owned()], 0, 1).await;
+        let session = session_client(&front.url).await;
+        for n in 0..3 {
+            let text = format!("forwarded {n}");
+            assert_eq!(
+                text_of(&session, "echo", json!({ "text": text })).await,
+                Ok(text)
+            );
+        }
+        // notifications/initialized and three calls at least went from B to A.
+        let (sent, served) = (counter(&b, FORWARDED).await, counter(&a, SERVED).await);
+        assert!(sent >= 4, "B forwarded {sent}");
+        assert!(served >= 4, "A served {served} for others");
+        assert_eq!(counter(&a, FORWARDED).await, 0, "A holds the session");
+        assert_eq!(counter(&b, SERVED).await, 0, "nothing was forwarded to B");
+        session.close().await;
+    })
+    .await
+    .expect("within the limit");
+}
+
 /// How a client reaches the balancer.
 #[derive(Debug, Clone, Copy)]
 enum Wire {

@@ -44,6 +44,8 @@ pub struct HttpServer {
     child: Child,
     /// The Streamable HTTP URL (`http://127.0.0.1:PORT/mcp`).
     pub url: String,
+    /// The Prometheus endpoint's URL, when started with [`HttpServer::start_with_metrics`].
+    pub metrics: Option<String>,
 }
 
 impl HttpServer {
@@ -57,17 +59,49 @@ impl HttpServer {
         Self::start_with_env(extra, &[])
     }
 
+    /// `tidewire serve --bind 127.0.0.1:0 --metrics-bind 127.0.0.1:0 EXTRA…`, with the
+    /// metrics URL the server names on stderr (the rest of stderr is drained).
+    pub fn start_with_metrics(extra: &[&str]) -> Self {
+        let mut args = vec!["--metrics-bind", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = Self::spawn(&args, &[], Stdio::piped());
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(at) = line.split("metrics (Prometheus text format) at ").nth(1) {
+                    let _ = tx.send(at.trim().to_owned());
+                }
+            }
+        });
+        let mut server = Self::started(child);
+        server.metrics = Some(
+            rx.recv_timeout(LIMIT)
+                .expect("the server names its metrics address in time"),
+        );
+        server
+    }
+
     /// `tidewire serve --bind 127.0.0.1:0 EXTRA…` with the environment variables `env`.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(BIN)
+        Self::started(Self::spawn(extra, env, Stdio::null()))
+    }
+
+    fn spawn(extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Child {
+        Command::new(BIN)
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
-            .expect("start tidewire serve --bind");
+            .expect("start tidewire serve --bind")
+    }
+
+    /// The server `child`, once it has printed its URL.
+    fn started(mut child: Child) -> Self {
         let stdout = child.stdout.take().expect("stdout");
         // The first line is the URL; read it on a thread so a silent server cannot hang the test.
         let (tx, rx) = mpsc::channel();
@@ -82,7 +116,11 @@ impl HttpServer {
             .trim()
             .to_owned();
         assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
-        Self { child, url }
+        Self {
+            child,
+            url,
+            metrics: None,
+        }
     }
 
     /// The server's base, `http://127.0.0.1:PORT`.

@@ -4,6 +4,7 @@
 //! of the request's own, until it ends or the relay's client has gone.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -154,6 +155,7 @@ impl Routing {
         let Some(local) = self.local.get().cloned() else {
             return;
         };
+        self.forwarded_in.fetch_add(1, Ordering::Relaxed);
         let reply = self.redis.key(&format!("reply:{}", forwarded.rid));
         let gone = self.redis.key(&format!("gone:{}", forwarded.rid));
         let relay = forwarded.from.clone();
@@ -284,6 +286,7 @@ impl Routing {
         if !matches!(delivered, Ok(n) if n > 0) {
             return unavailable("the replica holding this session cannot be reached");
         }
+        self.forwarded_out.fetch_add(1, Ordering::Relaxed);
         let head = tokio::time::timeout(HEAD_WITHIN, pieces.recv()).await;
         let Ok(Some(head)) = head else {
             return unavailable("the replica holding this session did not answer");

@@ -114,6 +114,21 @@ impl std::fmt::Debug for SessionRouting {
 }
 
 impl SessionRouting {
+    /// Requests this replica has forwarded to the replica owning their session, since it
+    /// started (those sent on their way; refused ones are not counted).
+    pub fn requests_forwarded(&self) -> u64 {
+        self.shared
+            .forwarded_out
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Requests other replicas have forwarded here, since it started.
+    pub fn forwarded_requests_served(&self) -> u64 {
+        self.shared
+            .forwarded_in
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Starts this replica's routing: it listens for requests forwarded to `node`, says every
     /// second that it is alive, and keeps each session it opens known for `session_ttl` after
     /// its last request (the sessions' idle timeout).
@@ -174,6 +189,8 @@ impl SessionRouting {
             tasks: Mutex::new(Vec::new()),
             heart: Mutex::new(Vec::new()),
             leaving: std::sync::atomic::AtomicBool::new(false),
+            forwarded_out: std::sync::atomic::AtomicU64::new(0),
+            forwarded_in: std::sync::atomic::AtomicU64::new(0),
         });
         let inbox = shared.inbox();
         let (tx, mut forwarded) = pieces(RELAY_QUEUE, INBOX_BYTES);

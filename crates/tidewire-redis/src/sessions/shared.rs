@@ -58,6 +58,10 @@ pub(super) struct Routing {
     pub(super) heart: Mutex<Vec<tokio::task::AbortHandle>>,
     /// Set by `SessionRouting::leave`: this replica writes no place any more.
     pub(super) leaving: std::sync::atomic::AtomicBool,
+    /// Requests this replica forwarded to the replica owning their session.
+    pub(super) forwarded_out: std::sync::atomic::AtomicU64,
+    /// Requests other replicas forwarded here that this replica served.
+    pub(super) forwarded_in: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Routing {
