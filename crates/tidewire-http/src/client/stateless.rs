@@ -196,16 +196,11 @@ impl TransportSender for StatelessSender {
                 Ok(())
             }
             Message::Notification(notification) => {
-                let body = match envelope.wire {
-                    Some(_) => self.shared.codec.encode_envelope_to_vec(&Envelope {
-                        message: Message::Notification(notification),
-                        ..envelope
-                    })?,
-                    None => self
-                        .shared
-                        .codec
-                        .encode(&Message::Notification(notification))?,
-                };
+                // Its bytes as the engine wrote them, if it did, else the message encoded.
+                let body = self.shared.codec.encode_envelope_to_vec(&Envelope {
+                    message: Message::Notification(notification),
+                    ..envelope
+                })?;
                 let shared = self.shared.clone();
                 tokio::spawn(async move {
                     let auth = &shared.authorizer;
