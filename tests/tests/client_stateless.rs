@@ -520,3 +520,66 @@ async fn with_fallback_picks_the_transport_the_server_speaks() {
     .await
     .expect("the test took longer than its limit");
 }
+
+/// The fallback to legacy HTTP+SSE follows the HTTP status the transport read, never a status a
+/// server writes into an error's `data`: an `initialize` answered 200 with an error claiming
+/// `"httpStatus": 404` is that server's error, and no legacy stream is opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_written_in_an_error_does_not_steer_the_fallback() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use std::sync::atomic::AtomicUsize;
+
+        use axum::routing::post;
+        use tidewire::connect::{FallbackError, with_fallback};
+
+        let gets = Arc::new(AtomicUsize::new(0));
+        let counted = gets.clone();
+        let app = axum::Router::new().route(
+            "/mcp",
+            post(|body: String| async move {
+                let id = serde_json::from_str::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|request| request.get("id").cloned())
+                    .unwrap_or(serde_json::Value::Null);
+                let answer = json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {"code": -32600, "message": "not today", "data": {"httpStatus": 404}},
+                });
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    answer.to_string(),
+                )
+            })
+            .get(move || async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                axum::http::StatusCode::METHOD_NOT_ALLOWED
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let builder = || peer_client(&Arc::new(Counters::default())).era(Era::Legacy);
+        let failed = timeout(LIMIT, with_fallback(&url, builder))
+            .await
+            .expect("in time")
+            .map(|(_, how)| how)
+            .expect_err("the server refused the handshake");
+        let FallbackError::StreamableHttp(error) = failed else {
+            panic!("a fallback was tried: {failed:?}");
+        };
+        assert_eq!(error.http_status(), None, "{error:?}");
+        assert_eq!(error.remote().map(|e| e.code), Some(-32600), "{error:?}");
+        assert_eq!(
+            gets.load(Ordering::SeqCst),
+            0,
+            "no legacy stream was opened"
+        );
+        server.abort();
+    })
+    .await
+    .expect("the test took longer than its limit");
+}

@@ -384,12 +384,7 @@ async fn login_session(
 
 /// Whether the server refused the handshake with 401 (it wants a token).
 fn unauthorized(failure: &Failure) -> bool {
-    failure
-        .cause
-        .as_ref()
-        .and_then(ClientError::remote)
-        .and_then(|remote| remote.data.as_ref()?.get("httpStatus")?.as_u64())
-        == Some(401)
+    failure.cause.as_ref().and_then(ClientError::http_status) == Some(401)
 }
 
 /// Kills a server process when dropped, unless taken out first.
@@ -410,7 +405,7 @@ async fn legacy_sse(
     args: &ConnectArgs,
     observer: Option<Observer>,
     target: &Target,
-    status: u64,
+    status: u16,
     auth: Option<OAuthSession>,
 ) -> Result<Connection, CliError> {
     let mut builder = SseClient::new(url).request_headers(request_headers(args)?);
@@ -473,16 +468,9 @@ fn request_headers(args: &ConnectArgs) -> Result<RequestHeaders, CliError> {
 }
 
 /// The HTTP status of a refused `initialize` POST when it means "not a Streamable HTTP endpoint"
-/// (400, 404, 405); the Streamable HTTP transport puts it in the error's data as `httpStatus`.
-fn refused_status(failure: &Failure) -> Option<u64> {
-    let status = failure
-        .cause
-        .as_ref()?
-        .remote()?
-        .data
-        .as_ref()?
-        .get("httpStatus")?
-        .as_u64()?;
+/// (400, 404, 405), as the transport read it from the HTTP response.
+fn refused_status(failure: &Failure) -> Option<u16> {
+    let status = failure.cause.as_ref()?.http_status()?;
     matches!(status, 400 | 404 | 405).then_some(status)
 }
 

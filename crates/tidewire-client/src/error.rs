@@ -101,6 +101,12 @@ impl ClientError {
         self.session().and_then(SessionError::remote)
     }
 
+    /// The HTTP status that failed the request, on an HTTP transport (a refused POST): taken
+    /// from the HTTP response, never from a message the server wrote.
+    pub fn http_status(&self) -> Option<u16> {
+        self.session().and_then(SessionError::http_status)
+    }
+
     /// The session error underneath, if this is one.
     pub fn session(&self) -> Option<&SessionError> {
         match self {

@@ -746,7 +746,7 @@ async fn a_stream_without_event_ids_cannot_be_resumed() {
 }
 
 #[tokio::test]
-async fn http_errors_on_a_request_become_clear_error_answers() {
+async fn http_errors_fail_the_request_with_their_status() {
     within(async {
         let fake = serve(|req| async move {
             if let Some(reply) = handshake(&req, Some("s-1")) {
@@ -775,17 +775,23 @@ async fn http_errors_on_a_request_become_clear_error_answers() {
             .await
             .expect_err("HTTP 500");
         assert!(started.elapsed() < Duration::from_secs(5), "no hang");
-        let (code, message) = remote_message(&error);
-        assert_eq!(code, -32000);
-        assert_eq!(message, "HTTP 500 Internal Server Error: database on fire");
+        // A transport error with the response's status, not an answer made up from the body.
+        assert_eq!(error.http_status(), Some(500));
+        assert!(error.remote().is_none(), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "HTTP 500 Internal Server Error: database on fire"
+        );
 
         let error = client
             .call_tool("bad", json!({}))
             .await
             .expect_err("HTTP 400");
+        assert_eq!(error.http_status(), Some(400));
         let (code, message) = remote_message(&error);
         assert_eq!(code, -32602, "the JSON-RPC error in the body is kept");
-        assert_eq!(message, "HTTP 400 Bad Request: bad arguments");
+        assert_eq!(message, "bad arguments");
+        assert_eq!(error.to_string(), "HTTP 400 Bad Request: bad arguments");
 
         // The connection goes on.
         let result = client.call_tool("ok", json!({})).await.expect("call");

@@ -131,9 +131,8 @@ pub async fn auto(
 }
 
 /// The HTTP status of a refused `initialize` POST, when it is one that means "not a Streamable
-/// HTTP endpoint" (400, 404, 405). The Streamable HTTP transport puts the status in the error's
-/// data as `httpStatus`.
-fn refused_status(error: &ClientError) -> Option<u64> {
-    let status = error.remote()?.data.as_ref()?.get("httpStatus")?.as_u64()?;
+/// HTTP endpoint" (400, 404, 405), as the transport read it from the HTTP response.
+fn refused_status(error: &ClientError) -> Option<u16> {
+    let status = error.http_status()?;
     matches!(status, 400 | 404 | 405).then_some(status)
 }

@@ -57,9 +57,11 @@ pub enum SessionError {
         /// The capabilities needed, as the `requiredCapabilities` object (`{"sampling": {}}`).
         required: serde_json::Value,
     },
-    /// The transport refused the message (for example, it exceeds the size limit).
-    #[error("the transport refused the message")]
-    Transport(#[source] TransportError),
+    /// The transport refused the message (for example, it exceeds the size limit), or failed
+    /// the request (an HTTP status that is not success: see
+    /// [`http_status`](Self::http_status)).
+    #[error(transparent)]
+    Transport(TransportError),
 }
 
 impl SessionError {
@@ -83,10 +85,21 @@ impl SessionError {
         matches!(self, Self::QueueFull(_))
     }
 
-    /// The JSON-RPC error the peer answered with, if that is what happened.
+    /// The JSON-RPC error the peer answered with, if that is what happened: a JSON-RPC error
+    /// response, or the JSON-RPC error in the body of an HTTP status that is not success.
     pub fn remote(&self) -> Option<&ErrorObject> {
         match self {
             Self::Remote(e) => Some(e),
+            Self::Transport(e) => e.http_answer(),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status that failed the request, on an HTTP transport: taken from the HTTP
+    /// response, never from a message a server wrote.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Transport(e) => e.http_status(),
             _ => None,
         }
     }

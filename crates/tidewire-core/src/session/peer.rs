@@ -13,10 +13,10 @@ use super::SessionOptions;
 use super::error::SessionError;
 use super::state::State;
 use crate::ProtocolVersion;
-use crate::jsonrpc::{ErrorObject, Message, Notification, RequestId};
+use crate::jsonrpc::{Message, Notification, RequestId};
 use crate::queue::BoundedQueue;
 use crate::schema::NotificationType;
-use crate::transport::{Envelope, ReplySlot, Route, Settle, TransportProfile};
+use crate::transport::{Envelope, Failure, ReplySlot, Route, Settle, TransportProfile};
 
 /// An envelope waiting for the writer. Boxed so the queue's slots stay small (8 bytes each).
 pub(crate) type Queued = Box<Envelope>;
@@ -45,9 +45,13 @@ pub(crate) struct Connection {
 }
 
 impl Settle for Connection {
-    fn fail_pending(&self, id: &RequestId, error: ErrorObject) {
+    fn fail_pending(&self, id: &RequestId, failure: Failure) {
         if let Some(pending) = self.state().take_pending(id) {
-            let _ = pending.responder.send(Err(SessionError::Remote(error)));
+            let error = match failure {
+                Failure::Answer(error) => SessionError::Remote(error),
+                Failure::Transport(error) => SessionError::Transport(error),
+            };
+            let _ = pending.responder.send(Err(error));
         }
     }
 }

@@ -32,6 +32,19 @@ enum Kind {
     },
     Other(Arc<dyn std::error::Error + Send + Sync>),
     SessionEnded(String),
+    HttpStatus(Box<HttpFailure>),
+}
+
+/// A request's HTTP exchange answered with a status that is not success.
+#[derive(Clone)]
+struct HttpFailure {
+    status: u16,
+    /// The JSON-RPC error the body carried, if it carried one.
+    answer: Option<ErrorObject>,
+    /// The start of a body that carried no JSON-RPC error, made safe to print.
+    detail: String,
+    /// What the transport was doing, when it was not the request's own POST.
+    context: Option<String>,
 }
 
 impl TransportError {
@@ -92,6 +105,58 @@ impl TransportError {
         }
     }
 
+    /// The server answered a request's HTTP exchange with `status`, not a success: the request
+    /// fails with this error and the connection goes on. When `body` is a JSON-RPC error
+    /// response (as servers send with a 4xx), that error is kept whole
+    /// ([`http_answer`](Self::http_answer)); otherwise the start of the body is kept for the
+    /// message, made safe to print.
+    pub fn http(status: u16, body: impl AsRef<[u8]>) -> Self {
+        let body = body.as_ref();
+        let answer = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|mut v| v.get_mut("error").map(serde_json::Value::take))
+            .and_then(|e| serde_json::from_value::<ErrorObject>(e).ok());
+        let detail = match &answer {
+            Some(_) => String::new(),
+            None => super::text::excerpt(&String::from_utf8_lossy(body)),
+        };
+        Self {
+            kind: Kind::HttpStatus(Box::new(HttpFailure {
+                status,
+                answer,
+                detail,
+                context: None,
+            })),
+        }
+    }
+
+    /// Says what the transport was doing when an HTTP status failed it (for a failure that is
+    /// not the request's own POST: resuming its stream, say). Other errors are unchanged.
+    #[must_use]
+    pub fn during(mut self, context: impl Into<String>) -> Self {
+        if let Kind::HttpStatus(failure) = &mut self.kind {
+            failure.context = Some(context.into());
+        }
+        self
+    }
+
+    /// The HTTP status that failed the request, when that is what happened
+    /// ([`http`](Self::http)). Read from the HTTP response itself, never from a message body.
+    pub fn http_status(&self) -> Option<u16> {
+        match &self.kind {
+            Kind::HttpStatus(failure) => Some(failure.status),
+            _ => None,
+        }
+    }
+
+    /// The JSON-RPC error the body of a failed HTTP exchange carried, if it carried one.
+    pub fn http_answer(&self) -> Option<&ErrorObject> {
+        match &self.kind {
+            Kind::HttpStatus(failure) => failure.answer.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The server ended the session; the connection goes on (see
     /// [`session_ended`](Self::session_ended)).
     pub fn is_session_ended(&self) -> bool {
@@ -120,7 +185,10 @@ impl TransportError {
 
     /// True when the error concerns a single message and the connection can go on.
     pub fn is_recoverable(&self) -> bool {
-        self.is_malformed() || self.is_too_large() || self.is_session_ended()
+        self.is_malformed()
+            || self.is_too_large()
+            || self.is_session_ended()
+            || self.http_status().is_some()
     }
 
     /// The JSON-RPC error response to send back for a bad inbound message, if it deserves one.
@@ -154,6 +222,24 @@ impl fmt::Display for TransportError {
             }
             Kind::Other(_) => f.write_str("transport failure"),
             Kind::SessionEnded(reason) => write!(f, "the server ended the session: {reason}"),
+            Kind::HttpStatus(failure) => {
+                if let Some(context) = &failure.context {
+                    write!(f, "{context}: ")?;
+                }
+                let reason = http::StatusCode::from_u16(failure.status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or("");
+                write!(f, "HTTP {} {reason}", failure.status)?;
+                let detail = match &failure.answer {
+                    Some(answer) => super::text::excerpt(&answer.message),
+                    None => failure.detail.clone(),
+                };
+                if !detail.is_empty() {
+                    write!(f, ": {detail}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -180,5 +266,41 @@ impl From<std::io::Error> for TransportError {
         } else {
             Self::io(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_http_failure_keeps_the_json_rpc_error_of_its_body() {
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"Bad version","data":{"supported":["2026-07-28"]}}}"#;
+        let e = TransportError::http(400, body);
+        assert_eq!(e.http_status(), Some(400));
+        let answer = e.http_answer().expect("the body's error");
+        assert_eq!(answer.code, -32022);
+        assert_eq!(answer.data, Some(json!({"supported": ["2026-07-28"]})));
+        assert_eq!(e.to_string(), "HTTP 400 Bad Request: Bad version");
+        assert!(e.is_recoverable() && !e.is_closed());
+    }
+
+    #[test]
+    fn an_http_failure_quotes_a_plain_body_safely() {
+        let e = TransportError::http(500, "boom\n  at line 3\u{1b}[2J");
+        assert_eq!(e.http_answer(), None);
+        assert!(
+            e.to_string()
+                .starts_with("HTTP 500 Internal Server Error: boom at line 3")
+        );
+        assert!(!e.to_string().contains('\u{1b}'), "{e}");
+        let e = TransportError::http(502, "").during("resuming the stream failed");
+        assert_eq!(
+            e.to_string(),
+            "resuming the stream failed: HTTP 502 Bad Gateway"
+        );
+        assert_eq!(TransportError::closed().http_status(), None);
     }
 }

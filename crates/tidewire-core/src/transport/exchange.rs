@@ -12,6 +12,8 @@ use tokio_util::sync::CancellationToken;
 use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorObject, RequestId};
 
+use super::TransportError;
+
 /// The engine's side of one request it sent, attached to the request's [`Envelope`]
 /// (`envelope.exchange`) for a transport that asks for it
 /// ([`TransportProfile::tracks_requests`]).
@@ -19,9 +21,9 @@ use crate::jsonrpc::{ErrorObject, RequestId};
 /// [`over`](Self::over) resolves once the engine no longer waits for the response: it arrived,
 /// the request was cancelled or timed out, its caller gave up, or the connection closed. The
 /// transport then stops whatever it runs for the request (on Streamable HTTP, reading the
-/// request's stream). [`fail`](Self::fail) is how a transport ends a request it cannot complete
-/// (a refused POST, a stream that broke for good): the caller gets the error, and no response
-/// message is made up.
+/// request's stream). [`fail`](Self::fail) and [`fail_transport`](Self::fail_transport) are how
+/// a transport ends a request it cannot complete (a refused POST, a stream that broke for
+/// good): the caller gets the error, and no response message is made up.
 ///
 /// [`Envelope`]: super::Envelope
 /// [`TransportProfile::tracks_requests`]: super::TransportProfile::tracks_requests
@@ -32,10 +34,22 @@ pub struct Exchange {
     owner: Weak<dyn Settle>,
 }
 
+/// How a transport ended a request it could not complete.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Failure {
+    /// As though the peer had answered with this error (the caller sees
+    /// `SessionError::Remote`).
+    Answer(ErrorObject),
+    /// The transport failed the request (the caller sees `SessionError::Transport`): an HTTP
+    /// status that is not success ([`TransportError::http`]), for one.
+    Transport(TransportError),
+}
+
 /// The engine's table of pending requests, as an exchange sees it.
 pub(crate) trait Settle: Send + Sync {
-    /// Fails pending request `id` with `error`, if it is still pending.
-    fn fail_pending(&self, id: &RequestId, error: ErrorObject);
+    /// Fails pending request `id` with `failure`, if it is still pending.
+    fn fail_pending(&self, id: &RequestId, failure: Failure);
 }
 
 impl Exchange {
@@ -62,11 +76,22 @@ impl Exchange {
     /// Ends the request with `error`, as though the peer had answered so. Does nothing once the
     /// request is over.
     pub fn fail(&self, error: ErrorObject) {
+        self.end_with(Failure::Answer(error));
+    }
+
+    /// Ends the request with a transport error (an HTTP status that is not success, say): the
+    /// caller sees it as the transport's failure, not as the peer's answer. Does nothing once
+    /// the request is over.
+    pub fn fail_transport(&self, error: TransportError) {
+        self.end_with(Failure::Transport(error));
+    }
+
+    fn end_with(&self, failure: Failure) {
         if self.is_over() {
             return;
         }
         if let Some(owner) = self.owner.upgrade() {
-            owner.fail_pending(&self.id, error);
+            owner.fail_pending(&self.id, failure);
         }
     }
 }
@@ -75,17 +100,17 @@ impl Exchange {
 #[derive(Debug)]
 pub struct Standalone {
     owner: Arc<StandaloneOwner>,
-    failure: oneshot::Receiver<ErrorObject>,
+    failure: oneshot::Receiver<Failure>,
 }
 
 #[derive(Debug)]
 struct StandaloneOwner {
     over: CancellationToken,
-    failure: Mutex<Option<oneshot::Sender<ErrorObject>>>,
+    failure: Mutex<Option<oneshot::Sender<Failure>>>,
 }
 
 impl Settle for StandaloneOwner {
-    fn fail_pending(&self, _id: &RequestId, error: ErrorObject) {
+    fn fail_pending(&self, _id: &RequestId, error: Failure) {
         let taken = self
             .failure
             .lock()
@@ -104,8 +129,8 @@ impl Standalone {
         self.owner.over.cancel();
     }
 
-    /// The error the transport failed the request with; `None` when it ended otherwise.
-    pub async fn failure(self) -> Option<ErrorObject> {
+    /// How the transport failed the request; `None` when it ended otherwise.
+    pub async fn failure(self) -> Option<Failure> {
         let Self { owner, failure } = self;
         tokio::select! {
             biased;

@@ -41,7 +41,7 @@ pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
 pub(crate) use exchange::Settle;
-pub use exchange::{Exchange, SessionEvent, Standalone};
+pub use exchange::{Exchange, Failure, SessionEvent, Standalone};
 pub use host_layer::{HostCheck, HostLayer};
 pub use host_policy::{HostPolicy, HostRefused};
 pub use lease::{AccessLease, LeaseCheck, LeaseEnd, MIN_RECHECK_INTERVAL};

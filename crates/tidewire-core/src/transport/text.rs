@@ -28,7 +28,8 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 /// Also the one way to quote a peer's text (a method, tool or prompt name, a URI, an id, a serde
 /// error that quotes the input) in a message sent back or logged: the result is at most 200
 /// characters plus the `…`, so under a kilobyte however large the input. It allocates only what
-/// it keeps.
+/// it keeps. A control character (a terminal escape, say) or a bidirectional override is
+/// replaced by `�`, so the text cannot drive a terminal or reorder a log line.
 ///
 /// ```
 /// use tidewire_core::transport::text::excerpt;
@@ -36,6 +37,7 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 /// assert_eq!(excerpt("tools/call"), "tools/call");
 /// let cut = excerpt(&"x".repeat(2 << 20));
 /// assert!(cut.len() < 210 && cut.ends_with('…'));
+/// assert_eq!(excerpt("a\u{1b}[2J\u{202e}b"), "a�[2J�b");
 /// ```
 pub fn excerpt(body: &str) -> String {
     const MAX_CHARS: usize = 200;
@@ -49,11 +51,17 @@ pub fn excerpt(body: &str) -> String {
                 out.push('…');
                 return out;
             }
-            out.push(c);
+            out.push(if printable(c) { c } else { '\u{FFFD}' });
             kept += 1;
         }
     }
     out
+}
+
+/// Not a control character, nor one that reorders the text around it (the bidirectional
+/// embeddings, overrides and isolates).
+fn printable(c: char) -> bool {
+    !c.is_control() && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The message a panic was raised with (what `catch_unwind` hands back), for the error that

@@ -1,7 +1,5 @@
 //! Errors of the client transport: building it, and the failures that end a connection.
 
-use http::StatusCode;
-use serde_json::json;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 pub(crate) use tidewire_core::transport::text::{chain, excerpt};
 
@@ -49,54 +47,7 @@ pub enum HttpClientError {
 /// The code of JSON-RPC errors the transport makes up for a request it could not complete.
 pub(crate) const TRANSPORT_ERROR_CODE: ErrorCode = ErrorCode::CONNECTION_CLOSED;
 
-/// The error answer for a request whose POST failed at the HTTP level.
-///
-/// When the body is a JSON-RPC error (many servers send one with a 4xx), its code and message are
-/// kept; otherwise the code is `-32000` and the message quotes the start of the body.
-pub(crate) fn http_status_error(status: StatusCode, body: &str) -> ErrorObject {
-    let reason = status.canonical_reason().unwrap_or("");
-    let wire = serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("error").cloned())
-        .and_then(|e| serde_json::from_value::<ErrorObject>(e).ok());
-    let (code, detail) = match wire {
-        Some(e) => (ErrorCode(e.code), e.message),
-        None => (TRANSPORT_ERROR_CODE, excerpt(body)),
-    };
-    let mut message = format!("HTTP {} {reason}", status.as_u16());
-    if !detail.is_empty() {
-        message.push_str(": ");
-        message.push_str(&detail);
-    }
-    ErrorObject::new(code, message).with_data(json!({ "httpStatus": status.as_u16() }))
-}
-
 /// An error answer made up by the transport (network failure, broken stream, …).
 pub(crate) fn transport_error(message: impl Into<String>) -> ErrorObject {
     ErrorObject::new(TRANSPORT_ERROR_CODE, message)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn http_errors_keep_a_json_rpc_error_from_the_body() {
-        let e = http_status_error(
-            StatusCode::BAD_REQUEST,
-            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad session"}}"#,
-        );
-        assert_eq!(e.code, -32600);
-        assert_eq!(e.message, "HTTP 400 Bad Request: Bad session");
-        assert_eq!(e.data, Some(json!({"httpStatus": 400})));
-    }
-
-    #[test]
-    fn http_errors_quote_a_plain_body() {
-        let e = http_status_error(StatusCode::INTERNAL_SERVER_ERROR, "boom\n  at line 3");
-        assert_eq!(e.code, -32000);
-        assert_eq!(e.message, "HTTP 500 Internal Server Error: boom at line 3");
-        let e = http_status_error(StatusCode::INTERNAL_SERVER_ERROR, "");
-        assert_eq!(e.message, "HTTP 500 Internal Server Error");
-    }
 }

@@ -50,11 +50,14 @@
 //!   is tolerated: usable messages in the body are delivered, the rest is logged at debug level.
 //!   An SSE stream in answer to them is read until it ends or the transport closes, but at most
 //!   [`MAX_NOTIFICATION_STREAMS`] at once: past that, a new one is closed unread (and logged).
-//! - **HTTP errors fail the request.** A request whose POST fails (connection refused, HTTP 4xx
-//!   or 5xx, a reply without its response) fails through its
-//!   [`Exchange`](tidewire_core::transport::Exchange) with a JSON-RPC error, code `-32000` or the
-//!   code of a JSON-RPC error in the body, with a message like
-//!   `HTTP 400 Bad Request: <start of the body>`; the caller sees it as the server's error. A
+//! - **HTTP errors fail the request.** A request whose POST is answered with a status that is
+//!   not success fails through its [`Exchange`](tidewire_core::transport::Exchange) with a
+//!   transport error ([`TransportError::http`](tidewire_core::transport::TransportError::http)):
+//!   the caller reads the status with `ClientError::http_status`, read from the HTTP response and
+//!   never from the body, and a JSON-RPC error the body carried with `ClientError::remote`; it
+//!   prints as `HTTP 400 Bad Request: <its message or the start of the body>`. A request the
+//!   transport could not complete otherwise (connection refused, a reply without its response)
+//!   fails with a JSON-RPC error of code `-32000` saying why. A
 //!   caller never hangs on a dead exchange: even a task of the transport that panics while
 //!   reading a reply fails its request with an error saying so.
 //! - **Redirects** are followed only within the endpoint's origin (scheme, host and port). A

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::StatusCode;
-use tidewire_core::transport::Exchange;
+use tidewire_core::transport::{Exchange, TransportError};
 
-use super::error::{chain, excerpt, http_status_error, transport_error};
+use super::error::{chain, excerpt, transport_error};
 use super::reply::{Body, answers, body_kind, decode_json, error_text, read_limited};
 use super::session_end;
 use super::shared::{Snapshot, TransportState};
@@ -112,7 +112,7 @@ async fn post(
     }
     if !status.is_success() {
         let text = error_text(response, shared.config.request_timeout).await;
-        exchange.fail(http_status_error(status, &text));
+        exchange.fail_transport(TransportError::http(status.as_u16(), &text));
         return;
     }
     shared.adopt_session_id(snapshot, response.headers());
@@ -280,12 +280,9 @@ pub(crate) async fn follow(
         if !status.is_success() {
             // 405: the server cannot resume; other 4xx will not fix themselves either.
             let text = error_text(response, shared.config.request_timeout).await;
-            let mut error = http_status_error(status, &text);
-            error.message = format!(
-                "the response stream ended before the response, and resuming it failed: {}",
-                error.message
-            );
-            exchange.fail(error);
+            let error = TransportError::http(status.as_u16(), &text)
+                .during("the response stream ended before the response, and resuming it failed");
+            exchange.fail_transport(error);
             return;
         }
         if body_kind(&response) != Body::EventStream {
@@ -307,7 +304,7 @@ mod tests {
 
     use http::HeaderMap;
     use tidewire_core::jsonrpc::RequestId;
-    use tidewire_core::transport::Codec;
+    use tidewire_core::transport::{Codec, Failure};
 
     use super::*;
     use crate::client::reconnect::ReconnectPolicy;
@@ -337,7 +334,9 @@ mod tests {
             let shared = fixture();
             let (exchange, far) = Exchange::standalone(RequestId::from(7));
             tokio::spawn(supervise(shared, exchange, async { explode() }));
-            let error = far.failure().await.expect("a failure");
+            let Some(Failure::Answer(error)) = far.failure().await else {
+                panic!("a failure made up as an answer");
+            };
             assert!(error.message.contains("panicked"), "{}", error.message);
             assert!(
                 error.message.contains("the parser broke"),

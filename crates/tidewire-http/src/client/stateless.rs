@@ -353,7 +353,11 @@ impl PostContext {
                 Err(reason) => tracing::debug!(%reason, "an answer that is no message"),
             }
         }
-        exchange.fail(failure(format!("HTTP {status} with no JSON-RPC response")));
+        if status.is_success() {
+            exchange.fail(failure(format!("HTTP {status} with no JSON-RPC response")));
+        } else {
+            exchange.fail_transport(TransportError::http(status.as_u16(), &text));
+        }
     }
 
     /// Hands a message to the engine. False when nobody reads any more.

@@ -10,8 +10,6 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
-use serde_json::json;
-use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 use tidewire_core::transport::TransportProfile;
 use tidewire_core::transport::sse_lines::SseLines;
 use tidewire_core::transport::text::panic_message;
@@ -385,17 +383,7 @@ impl TransportSender for SseClientSender {
             return Ok(());
         };
         // The request will never be answered on the stream: it fails here.
-        let wire = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v.get("error").cloned())
-            .and_then(|e| serde_json::from_value::<ErrorObject>(e).ok());
-        let (code, detail) = match wire {
-            Some(e) => (ErrorCode(e.code), e.message),
-            None => (ErrorCode::CONNECTION_CLOSED, excerpt(&body)),
-        };
-        let error = ErrorObject::new(code, format!("HTTP {}: {detail}", status.as_u16()))
-            .with_data(json!({ "httpStatus": status.as_u16() }));
-        exchange.fail(error);
+        exchange.fail_transport(TransportError::http(status.as_u16(), &body));
         Ok(())
     }
 
