@@ -336,6 +336,81 @@ async fn three_replicas_on_redis_behind_a_round_robin_balancer_serve_as_one() {
     .expect("within the limit");
 }
 
+/// A task started on replica A, answered through replica B with more than the bus carries
+/// (70,000 bytes, past its 64 KiB bound): B refuses the answer with an error that says why, and
+/// acknowledges nothing; the task still waits for its answer, and a small one completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_answer_too_large_to_cross_replicas_is_refused_not_lost() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let (a, b) = (replica(&redis, "a"), replica(&redis, "b"));
+        let starting = confirming(&a.url).await;
+        let oversized = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Modern)
+            .elicitation_handler(
+                |_: tidewire_core::schema::ElicitParams,
+                 _: tidewire_core::session::RequestContext| async move {
+                    Ok(tidewire_core::schema::ElicitResult::accept(
+                        [
+                            ("confirm".to_owned(), true.into()),
+                            ("note".to_owned(), "x".repeat(70_000).into()),
+                        ]
+                        .into_iter()
+                        .collect(),
+                    ))
+                },
+            )
+            .connect(
+                StatelessHttpClient::new(&b.url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("connected");
+        let asking = starting
+            .call_tool("confirm_delete", json!({ "filename": "notes.txt" }))
+            .as_task()
+            .await
+            .expect("started on A")
+            .task()
+            .expect("a task");
+        let id = asking.id().to_owned();
+        until_status(
+            &oversized,
+            &id,
+            TaskStatus::InputRequired,
+            Duration::from_secs(10),
+        )
+        .await;
+
+        let refused = oversized
+            .task(&id)
+            .result()
+            .await
+            .expect_err("an answer the bus cannot carry is refused");
+        let error = refused.remote().unwrap_or_else(|| panic!("{refused:?}"));
+        assert_eq!(error.code, -32602, "{error:?}");
+        assert!(
+            error.message.contains("cannot reach it"),
+            "the error says why: {error:?}"
+        );
+        println!("a 70,000-byte answer through B: {}", error.message);
+        // Nothing was acknowledged: the task still waits on A for its answer.
+        let state = starting.task(&id).state().await.expect("state");
+        assert_eq!(state.status, TaskStatus::InputRequired, "{state:?}");
+
+        // A small answer through B crosses, and the task completes with it.
+        let answering = confirming(&b.url).await;
+        let answered = answering.task(&id).result().await.expect("completed");
+        assert_eq!(answered.first_text(), Some("notes.txt deleted"));
+    })
+    .await
+    .expect("within the limit");
+}
+
 /// The value of the counter `name` (its Prometheus name, without labels) on the replica's
 /// `/metrics`; 0 before it is first reported.
 async fn counter(server: &HttpServer, name: &str) -> u64 {
