@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::json;
-use tidewire_client::{Era, Spoken};
+use tidewire_client::Era;
 use tidewire_core::ProtocolVersion;
 use tidewire_core::transport::memory;
 use tidewire_server::Eras;
@@ -55,7 +55,7 @@ async fn peer_scenarios_in(era: Era) {
             )
             .await
             .expect("connected in time");
-            assert_eq!(h.client.era(), Spoken::Stateless, "{}", transport.name());
+            assert_eq!(h.client.era(), Era::Modern, "{}", transport.name());
             assert_eq!(h.client.protocol_version(), ProtocolVersion::V2026_07_28);
             assert_eq!(h.client.server_info().name, "tidewire-demo");
             let outcome = timeout(LIMIT, scenarios::run_peer_scenario(&h, scenario))
@@ -104,7 +104,7 @@ async fn peer_scenarios_over_streamable_http_in_era_modern() {
             .await
             .expect("connected in time")
             .expect("connected");
-            assert_eq!(client.era(), Spoken::Stateless);
+            assert_eq!(client.era(), Era::Modern);
             let h = harness::Harness::for_client(client, "http-stateless", counters);
             let outcome = timeout(LIMIT, scenarios::run_peer_scenario(&h, scenario))
                 .await
@@ -199,7 +199,7 @@ async fn auto_falls_back_to_a_session_and_modern_says_it_cannot() {
             .await
             .expect("in time")
             .expect("auto connects");
-        assert_eq!(client.era(), Spoken::Session);
+        assert_eq!(client.era(), Era::Legacy);
         assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
         assert_eq!(
             text_of(&client, "echo", json!({"text": "hi"})).await,
@@ -218,7 +218,7 @@ async fn auto_falls_back_to_a_session_and_modern_says_it_cannot() {
 
         // And the default stays the session era, against a dual server too.
         let h = harness::connect(&TransportUnderTest::Memory).await;
-        assert_eq!(h.client.era(), Spoken::Session);
+        assert_eq!(h.client.era(), Era::Legacy);
         h.finish().await;
     })
     .await
@@ -273,7 +273,7 @@ async fn connect_auto_picks_the_era_an_http_server_speaks() {
             .expect("in time")
             .expect("connects");
         assert!(matches!(how, Fallback::Stateless), "{how:?}");
-        assert_eq!(client.era(), Spoken::Stateless);
+        assert_eq!(client.era(), Era::Modern);
         assert_eq!(
             text_of(&client, "echo", json!({"text": "a"})).await,
             Ok("a".to_owned())
@@ -297,7 +297,7 @@ async fn connect_auto_picks_the_era_an_http_server_speaks() {
         .expect("in time")
         .expect("connects");
         assert!(matches!(how, Fallback::StreamableHttp(_)), "{how:?}");
-        assert_eq!(client.era(), Spoken::Session);
+        assert_eq!(client.era(), Era::Legacy);
         assert_eq!(
             text_of(&client, "echo", json!({"text": "b"})).await,
             Ok("b".to_owned())
@@ -434,7 +434,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
         // A server of both eras: the default over Streamable HTTP reaches 2026-07-28.
         let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
         let client = streamable(url.clone()).await;
-        assert_eq!(client.era(), Spoken::Stateless);
+        assert_eq!(client.era(), Era::Modern);
         assert_eq!(client.protocol_version().as_str(), "2026-07-28");
         assert_eq!(
             text_of(&client, "echo", json!({"text": "new"})).await,
@@ -460,7 +460,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
         .await
         .expect("in time")
         .expect("connects");
-        assert_eq!(client.era(), Spoken::Stateless);
+        assert_eq!(client.era(), Era::Modern);
         client.close().await;
 
         // A server of the session era only: the probe is refused, and the default opens a session
@@ -473,7 +473,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
         let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
         tokio::spawn(axum::serve(listener, http.router("/mcp")).into_future());
         let client = streamable(url).await;
-        assert_eq!(client.era(), Spoken::Session);
+        assert_eq!(client.era(), Era::Legacy);
         assert_eq!(
             text_of(&client, "echo", json!({"text": "old"})).await,
             Ok("old".to_owned())
@@ -489,7 +489,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
             .await
             .expect("in time")
             .expect("connects");
-        assert_eq!(client.era(), Spoken::Stateless);
+        assert_eq!(client.era(), Era::Modern);
         client.close().await;
     })
     .await

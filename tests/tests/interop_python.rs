@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tidewire_client::{Client, Era, Spoken};
+use tidewire_client::{Client, Era};
 use tidewire_core::transport::Transport;
 use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
 use tidewire_sse::client::SseClient;
@@ -39,12 +39,10 @@ enum Wire {
 impl Wire {
     /// The era our client should end up speaking: the Python server speaks 2026-07-28 to a
     /// client that asks, everywhere but on legacy HTTP+SSE.
-    fn expected(self) -> Spoken {
+    fn expected(self) -> Era {
         match self {
-            Wire::StreamableHttp | Wire::LegacySse | Wire::WebSocket(Era::Legacy) => {
-                Spoken::Session
-            }
-            _ => Spoken::Stateless,
+            Wire::StreamableHttp | Wire::LegacySse | Wire::WebSocket(Era::Legacy) => Era::Legacy,
+            _ => Era::Modern,
         }
     }
 

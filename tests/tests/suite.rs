@@ -442,7 +442,7 @@ async fn error_mapping(h: Harness) -> Harness {
         .await
         .expect_err("unknown resource");
     // 2026-07-28 names a missing resource -32602 (the session era -32002).
-    let missing = if c.era() == tidewire_client::Spoken::Stateless {
+    let missing = if c.era() == tidewire_client::Era::Modern {
         ErrorCode::INVALID_PARAMS.0
     } else {
         ErrorCode::RESOURCE_NOT_FOUND.0

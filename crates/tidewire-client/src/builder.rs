@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 
 use crate::client::{Client, Inner};
 use crate::dispatch::{Answerers, Dispatcher};
-use crate::era::{self, Era, Spoken};
+use crate::era::{self, Era};
 use crate::error::ClientError;
 use crate::handlers::{
     DynElicitation, DynRoots, DynSampling, ElicitationHandler, ElicitationModes, RootsHandler,
@@ -560,9 +560,9 @@ fn client(
         reinitializations: AtomicU64::new(0),
         marks: crate::tool_headers::Marks::default(),
         spoken: if envelope.is_some() {
-            Spoken::Stateless
+            Era::Modern
         } else {
-            Spoken::Session
+            Era::Legacy
         },
         envelope,
         answerers: settings.answerers,

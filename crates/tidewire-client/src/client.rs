@@ -22,7 +22,7 @@ use tidewire_core::transport::HttpHeaders;
 use tokio::sync::broadcast;
 
 use crate::dispatch::Answerers;
-use crate::era::Spoken;
+use crate::era::Era;
 use crate::error::ClientError;
 use crate::notifications::NotificationStream;
 
@@ -55,7 +55,7 @@ pub(crate) struct Inner {
     pub(crate) marks: crate::tool_headers::Marks,
     pub(crate) capabilities: ClientCapabilities,
     /// The era spoken.
-    pub(crate) spoken: Spoken,
+    pub(crate) spoken: Era,
     /// The `_meta` every request carries on the stateless revision.
     pub(crate) envelope: Option<JsonObject>,
     /// What answers the server's questions.
@@ -166,12 +166,12 @@ impl Client {
     /// new session updates), or the stateless one.
     pub fn protocol_version(&self) -> ProtocolVersion {
         match self.inner.spoken {
-            Spoken::Session => self
+            Era::Modern => self.inner.version,
+            _ => self
                 .inner
                 .peer
                 .protocol_version()
                 .unwrap_or(self.inner.version),
-            Spoken::Stateless => self.inner.version,
         }
     }
 
@@ -182,8 +182,9 @@ impl Client {
         self.inner.reinitializations.load(Ordering::Relaxed)
     }
 
-    /// The era spoken with this server.
-    pub fn era(&self) -> Spoken {
+    /// The era spoken with this server: [`Era::Modern`] (the stateless revision) or
+    /// [`Era::Legacy`] (a session opened by `initialize`), never [`Era::Auto`].
+    pub fn era(&self) -> Era {
         self.inner.spoken
     }
 

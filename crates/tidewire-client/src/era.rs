@@ -7,7 +7,9 @@ use tidewire_core::jsonrpc::ErrorCode;
 use tidewire_core::schema::{ClientCapabilities, Implementation, JsonObject, meta_keys};
 use tidewire_core::version::STATELESS_VERSIONS;
 
-/// The era a client asks for ([`ClientBuilder::era`](crate::ClientBuilder::era)).
+/// The two eras of MCP, and the choice between them: what a client asks for
+/// ([`ClientBuilder::era`](crate::ClientBuilder::era)) and what a connected one speaks
+/// ([`Client::era`](crate::Client::era): `Modern` or `Legacy`, never `Auto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Era {
@@ -19,20 +21,11 @@ pub enum Era {
     /// at once.
     #[default]
     Auto,
-    /// The stateless revision only: connecting fails if the server does not serve it.
+    /// The stateless revision (2026-07-28): every request carries its `_meta`. Asked for, the
+    /// only one: connecting fails if the server does not serve it.
     Modern,
-    /// The session era only (`initialize`), as before 2026-07-28.
+    /// The session era (`initialize`, 2024-11-05 … 2025-11-25). Asked for, the only one.
     Legacy,
-}
-
-/// The era a connected client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Spoken {
-    /// Sessions: `initialize` ran.
-    Session,
-    /// The stateless revision: each request carries its `_meta`.
-    Stateless,
 }
 
 /// The `_meta` envelope every stateless request carries.

@@ -159,7 +159,7 @@ pub use builder::{
 };
 pub use call::{CallToolBuilder, ToolCall, ToolProgress};
 pub use client::Client;
-pub use era::{Era, Spoken};
+pub use era::Era;
 pub use error::ClientError;
 pub use handlers::{
     ElicitationHandler, ElicitationModes, RootsHandler, SamplingHandler, StaticRoots,

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use tidewire_client::schema::{
     CallToolResult, LoggingLevel, LoggingMessageParams, ServerNotification,
 };
-use tidewire_client::{ClientError, NotificationStream, Spoken, TaskStart, ToolCall, ToolProgress};
+use tidewire_client::{ClientError, Era, NotificationStream, TaskStart, ToolCall, ToolProgress};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::task::{self, Following};
@@ -108,7 +108,7 @@ pub(crate) async fn run(args: CallArgs, ui: Ui) -> Result<Outcome, CliError> {
     }
     // On a session the server sends logs unasked; on the stateless revision only when a
     // request asks (its `_meta` log level): the call shows them in both eras alike.
-    if connection.client.era() == Spoken::Stateless
+    if connection.client.era() == Era::Modern
         && connection.client.server_capabilities().logging.is_some()
     {
         let _ = connection
