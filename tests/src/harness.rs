@@ -11,7 +11,7 @@ use tidewire_core::schema::{
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::transport::memory;
-use tidewire_stdio::client::{ChildHandle, StderrMode, StdioClient};
+use tidewire_stdio::client::{ChildHandle, StderrMode, StdioConnector};
 
 /// The transports the suite runs on.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ pub enum TransportUnderTest {
     /// WebSocket (subprotocol `mcp`), server in-process on a loopback port.
     WebSocket,
     /// The stateless revision (2026-07-28) over one of memory, stdio, Streamable HTTP
-    /// (`StatelessHttpClient`) or WebSocket: the client in `Era::Modern`.
+    /// (`StatelessHttpConnector`) or WebSocket: the client in `Era::Modern`.
     Stateless(Box<TransportUnderTest>),
 }
 
@@ -282,7 +282,7 @@ pub async fn connect_with(
             }
         }
         TransportUnderTest::Stdio { program, args } => {
-            let child = StdioClient::command(program)
+            let child = StdioConnector::command(program)
                 .args(args)
                 .stderr(StderrMode::Inherit)
                 .spawn()
@@ -300,7 +300,7 @@ pub async fn connect_with(
         }
         TransportUnderTest::LegacySse => {
             let (url, server, _sse) = start_sse(tidewire_sse::server::SseConfig::default()).await;
-            let client_transport = tidewire_sse::client::SseClient::new(url)
+            let client_transport = tidewire_sse::client::LegacySseConnector::new(url)
                 .connect()
                 .await
                 .expect("open the legacy SSE stream");
@@ -319,7 +319,7 @@ pub async fn connect_with(
         }
         TransportUnderTest::WebSocket => {
             let (url, server, _ws) = start_ws(tidewire_ws::server::WsConfig::default()).await;
-            let client_transport = tidewire_ws::client::WsClient::new(url)
+            let client_transport = tidewire_ws::client::WebSocketConnector::new(url)
                 .connect()
                 .await
                 .expect("open the WebSocket");
@@ -340,7 +340,7 @@ pub async fn connect_with(
             let builder = builder.era(tidewire_client::Era::Modern);
             if let TransportUnderTest::Http(_) = **inner {
                 let (url, server, http) = start_http(HttpMode::Sse).await;
-                let transport = tidewire_http::client::StatelessHttpClient::new(url.clone())
+                let transport = tidewire_http::client::StatelessHttpConnector::new(url.clone())
                     .connect()
                     .await
                     .expect("a stateless HTTP transport");
@@ -365,7 +365,7 @@ pub async fn connect_with(
         TransportUnderTest::Http(mode) => {
             let (url, server, http) = start_http(*mode).await;
             let url_for_harness = url.clone();
-            let client_transport = tidewire_http::client::StreamableHttpClient::new(url)
+            let client_transport = tidewire_http::client::StreamableHttpConnector::new(url)
                 .connect()
                 .await
                 .expect("an HTTP client transport");
@@ -422,11 +422,11 @@ pub async fn start_ws(
 ) -> (
     String,
     tidewire_server::Server,
-    tidewire_ws::server::WebSocketServer,
+    tidewire_ws::server::WebSocket,
 ) {
     let server = crate::suite_server();
     let serving = server.clone();
-    let ws = tidewire_ws::server::WebSocketServer::new(config, serving);
+    let ws = tidewire_ws::server::WebSocket::new(config, serving);
     let app = ws.router("/ws");
     let addr = serve_on_loopback(app).await;
     (format!("ws://{addr}/ws"), server, ws)

@@ -10,14 +10,14 @@ use tidewire_auth::{
 };
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::{CallToolResult, Implementation};
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
 use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_server::{Context, NoArgs, Server};
-use tidewire_sse::client::SseClient;
+use tidewire_sse::client::LegacySseConnector;
 use tidewire_sse::server::{LegacySse, SseConfig};
 use tidewire_tests::{LIMIT, raw};
-use tidewire_ws::client::WsClient;
-use tidewire_ws::server::{WebSocketServer, WsConfig};
+use tidewire_ws::client::WebSocketConnector;
+use tidewire_ws::server::{WebSocket, WsConfig};
 
 /// Serves a `whoami` tool behind the layer (Streamable HTTP at `/mcp`, legacy SSE at `/sse`,
 /// WebSocket at `/ws`), whose metadata document, served beside it, names `issuer` and the
@@ -42,7 +42,7 @@ async fn serve_protected(issuer: &str, tokens: StaticTokens, required: &[&str]) 
     let sse = LegacySse::new(SseConfig::default(), server.clone())
         .router("/sse", "/messages")
         .layer(layer.clone());
-    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+    let ws = WebSocket::new(WsConfig::default(), server.clone())
         .router("/ws")
         .layer(layer.clone());
     let app = StreamableHttp::new(HttpConfig::default(), server)
@@ -76,11 +76,17 @@ async fn with_token(url: &str, token: &str, era: Era) -> Client {
     let builder = Client::builder(Implementation::new("t", "1")).era(era);
     let connected = match era {
         Era::Modern => {
-            let transport = StatelessHttpClient::new(url).bearer(token).connect().await;
+            let transport = StatelessHttpConnector::new(url)
+                .bearer(token)
+                .connect()
+                .await;
             builder.connect(transport.expect("transport")).await
         }
         _ => {
-            let transport = StreamableHttpClient::new(url).bearer(token).connect().await;
+            let transport = StreamableHttpConnector::new(url)
+                .bearer(token)
+                .connect()
+                .await;
             builder.connect(transport.expect("transport")).await
         }
     };
@@ -143,7 +149,7 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
         }
 
         let sse_url = url.replace("/mcp", "/sse");
-        let legacy = SseClient::new(&sse_url)
+        let legacy = LegacySseConnector::new(&sse_url)
             .bearer("alice-token")
             .connect()
             .await
@@ -154,11 +160,11 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
             .expect("legacy HTTP+SSE with the token");
         assert_eq!(whoami(&client).await, "alice");
         client.close().await;
-        let refused = SseClient::new(&sse_url).connect().await;
+        let refused = LegacySseConnector::new(&sse_url).connect().await;
         assert!(refused.is_err(), "no token, no stream");
 
         let ws_url = raw::ws_url(&url);
-        let socket = WsClient::new(&ws_url)
+        let socket = WebSocketConnector::new(&ws_url)
             .bearer("alice-token")
             .connect()
             .await
@@ -170,7 +176,7 @@ async fn no_token_is_challenged_too_few_scopes_forbidden_and_a_valid_one_reaches
         assert_eq!(whoami(&client).await, "alice", "WebSocket");
         client.close().await;
         assert!(
-            WsClient::new(&ws_url).connect().await.is_err(),
+            WebSocketConnector::new(&ws_url).connect().await.is_err(),
             "no token, no upgrade"
         );
     })
@@ -421,13 +427,13 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
                 let builder = Client::builder(Implementation::new("t", "1")).era(era);
                 let client = match era {
                     Era::Modern => {
-                        let transport = StatelessHttpClient::new(&url).authorizer(session);
+                        let transport = StatelessHttpConnector::new(&url).authorizer(session);
                         builder
                             .connect(transport.connect().await.expect("transport"))
                             .await
                     }
                     _ => {
-                        let transport = StreamableHttpClient::new(&url).authorizer(session);
+                        let transport = StreamableHttpConnector::new(&url).authorizer(session);
                         builder
                             .connect(transport.connect().await.expect("transport"))
                             .await
@@ -445,7 +451,7 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
                 HeadlessRedirect::new(),
             ))
             .expect("client");
-            let transport = SseClient::new(url.replace("/mcp", "/sse"))
+            let transport = LegacySseConnector::new(url.replace("/mcp", "/sse"))
                 .authorizer(OAuthSession::new(oauth, url.clone()))
                 .connect()
                 .await
@@ -465,7 +471,7 @@ async fn the_oauth_client_goes_from_a_challenge_to_a_token_and_refuses_a_wrong_i
 
 /// Serves `server` behind `layer` on `listener`: Streamable HTTP at `/mcp`, WebSocket at `/ws`.
 fn serve_behind(listener: tokio::net::TcpListener, server: Server, layer: BearerLayer) {
-    let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+    let ws = WebSocket::new(WsConfig::default(), server.clone())
         .router("/ws")
         .layer(layer.clone());
     let app = StreamableHttp::new(HttpConfig::default(), server)
@@ -552,7 +558,7 @@ async fn a_tool_scope_holds_against_a_repeated_name_and_over_websocket() {
 
         let ws_url = raw::ws_url(&url);
         for (token, allowed) in [("user-token", false), ("admin-token", true)] {
-            let socket = WsClient::new(&ws_url)
+            let socket = WebSocketConnector::new(&ws_url)
                 .bearer(token)
                 .connect()
                 .await
@@ -654,7 +660,7 @@ async fn a_resource_scope_holds_for_reads_subscriptions_and_listens_on_every_wir
                     "2026-07-28" => with_token(&url, token, Era::Modern).await,
                     "session" => with_token(&url, token, Era::Legacy).await,
                     _ => {
-                        let socket = WsClient::new(&ws_url)
+                        let socket = WebSocketConnector::new(&ws_url)
                             .bearer(token)
                             .connect()
                             .await
@@ -796,7 +802,7 @@ async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
                 Ok(CallToolResult::text(ctx.principal().unwrap_or("nobody")))
             })
             .build();
-        let ws = WebSocketServer::new(WsConfig::default(), server.clone())
+        let ws = WebSocket::new(WsConfig::default(), server.clone())
             .router("/ws")
             .layer(layer.clone());
         let app = StreamableHttp::new(HttpConfig::default(), server)
@@ -806,7 +812,7 @@ async fn a_revoked_token_ends_the_websocket_and_the_sse_stream_it_opened() {
         tokio::spawn(async move { axum::serve(listener, app).await });
 
         let ws_url = raw::ws_url(&url);
-        let socket = WsClient::new(&ws_url)
+        let socket = WebSocketConnector::new(&ws_url)
             .bearer("live-token")
             .connect()
             .await

@@ -4,7 +4,7 @@
 //! change notifications through `subscriptions/listen`), in `Era::Modern` and `Era::Auto`;
 //! several rounds and a prompt that asks; and how `Auto` and `Modern` meet a session-only server.
 //!
-//! On Streamable HTTP, `Era::Modern` runs over `StatelessHttpClient` (each request a POST of its
+//! On Streamable HTTP, `Era::Modern` runs over `StatelessHttpConnector` (each request a POST of its
 //! own; closing it cancels); `Era::Auto` over HTTP needs a change of transport and is not written
 //! yet.
 
@@ -93,7 +93,7 @@ async fn peer_scenarios_over_streamable_http_in_era_modern() {
         for scenario in SCENARIOS {
             let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
             let counters = Arc::new(Counters::default());
-            let transport = tidewire_http::client::StatelessHttpClient::new(url)
+            let transport = tidewire_http::client::StatelessHttpConnector::new(url)
                 .connect()
                 .await
                 .expect("a stateless HTTP transport");
@@ -229,7 +229,7 @@ async fn auto_falls_back_to_a_session_and_modern_says_it_cannot() {
 async fn tool_parameters_travel_in_headers_once_the_tool_is_listed() {
     tokio::time::timeout(std::time::Duration::from_secs(60), async {
         let (url, _server, _endpoint) = harness::start_http(harness::HttpMode::Sse).await;
-        let transport = tidewire_http::client::StatelessHttpClient::new(url)
+        let transport = tidewire_http::client::StatelessHttpConnector::new(url)
             .connect()
             .await
             .expect("a stateless HTTP transport");
@@ -410,7 +410,7 @@ async fn crawl_is_cancelled(client: &tidewire_client::Client) {
 }
 
 /// One era rule for every transport (issue 27): the default, `Era::Auto`, probes with
-/// `server/discover` and speaks the newest era both sides offer — over `StreamableHttpClient`
+/// `server/discover` and speaks the newest era both sides offer — over `StreamableHttpConnector`
 /// too, which carries both; HTTP+SSE carries sessions only. A call cancels in either era.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
@@ -419,7 +419,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
 
         let info = || tidewire_core::schema::Implementation::new("default", "1");
         let streamable = |url: String| async move {
-            let transport = tidewire_http::client::StreamableHttpClient::new(url)
+            let transport = tidewire_http::client::StreamableHttpConnector::new(url)
                 .connect()
                 .await
                 .expect("transport");
@@ -447,7 +447,7 @@ async fn the_default_negotiates_the_newest_era_both_offer_on_every_transport() {
         );
         client.close().await;
         // `Era::Modern` asks for it, over the same transport.
-        let transport = tidewire_http::client::StreamableHttpClient::new(url)
+        let transport = tidewire_http::client::StreamableHttpConnector::new(url)
             .connect()
             .await
             .expect("transport");

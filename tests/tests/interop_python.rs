@@ -12,21 +12,21 @@ use std::time::Duration;
 
 use tidewire_client::{Client, Era};
 use tidewire_core::transport::Transport;
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
-use tidewire_sse::client::SseClient;
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
+use tidewire_sse::client::LegacySseConnector;
 use tidewire_tests::external::{PythonPeerServer, python_peers};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
 use tidewire_tests::scenarios;
-use tidewire_ws::client::WsClient;
+use tidewire_ws::client::WebSocketConnector;
 
 const SCENARIO_LIMIT: Duration = Duration::from_secs(60);
 
 /// How our client reaches the Python peer server.
 #[derive(Debug, Clone, Copy)]
 enum Wire {
-    /// Streamable HTTP sessions (`StreamableHttpClient`).
+    /// Streamable HTTP sessions (`StreamableHttpConnector`).
     StreamableHttp,
-    /// The stateless revision over Streamable HTTP (`StatelessHttpClient`, `Era::Modern`).
+    /// The stateless revision over Streamable HTTP (`StatelessHttpConnector`, `Era::Modern`).
     StatelessHttp,
     /// `tidewire::connect::auto`: whichever era the HTTP server speaks.
     HttpAuto,
@@ -78,7 +78,7 @@ async fn run_over(wire: Wire, url: &str, scenario: &str) -> Result<String, Strin
     let mut sessions = None;
     let client = match wire {
         Wire::StreamableHttp => {
-            let transport = StreamableHttpClient::new(url)
+            let transport = StreamableHttpConnector::new(url)
                 .connect()
                 .await
                 .map_err(|e| format!("transport: {e}"))?;
@@ -91,7 +91,7 @@ async fn run_over(wire: Wire, url: &str, scenario: &str) -> Result<String, Strin
             client
         }
         Wire::StatelessHttp => {
-            let transport = StatelessHttpClient::new(url)
+            let transport = StatelessHttpConnector::new(url)
                 .connect()
                 .await
                 .map_err(|e| format!("transport: {e}"))?;
@@ -109,7 +109,7 @@ async fn run_over(wire: Wire, url: &str, scenario: &str) -> Result<String, Strin
             client
         }
         Wire::LegacySse => {
-            let transport = SseClient::new(url)
+            let transport = LegacySseConnector::new(url)
                 .connect()
                 .await
                 .map_err(|e| format!("open the stream: {e}"))?;
@@ -119,7 +119,7 @@ async fn run_over(wire: Wire, url: &str, scenario: &str) -> Result<String, Strin
             connect(transport, Era::Legacy, &counters).await?
         }
         Wire::WebSocket(era) => {
-            let transport = WsClient::new(url)
+            let transport = WebSocketConnector::new(url)
                 .connect()
                 .await
                 .map_err(|e| format!("open the WebSocket: {e}"))?;

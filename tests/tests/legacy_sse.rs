@@ -12,7 +12,7 @@ use tidewire_client::Client;
 use tidewire_core::jsonrpc::Message;
 use tidewire_core::schema::Implementation;
 use tidewire_core::transport::{Transport, TransportReceiver};
-use tidewire_sse::client::{SseClient, SseClientError};
+use tidewire_sse::client::{LegacySseConnector, SseClientError};
 use tidewire_sse::server::SseConfig;
 use tidewire_tests::harness::start_sse;
 
@@ -199,7 +199,7 @@ async fn a_silent_call_longer_than_the_idle_timeout_is_not_expired() {
         // sends nothing for 800 ms (no progress token) and must still get its answer.
         let config = SseConfig::default().idle_timeout(Duration::from_millis(200));
         let (url, _server, sse) = start_sse(config).await;
-        let transport = SseClient::new(&url)
+        let transport = LegacySseConnector::new(&url)
             .connect()
             .await
             .expect("the stream opens");
@@ -244,12 +244,12 @@ async fn the_client_refuses_an_endpoint_on_another_origin() {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let err = SseClient::new(format!("http://{addr}/sse"))
+        let err = LegacySseConnector::new(format!("http://{addr}/sse"))
             .connect()
             .await
             .expect_err("refused");
         assert!(matches!(err, SseClientError::BadEndpoint { .. }), "{err}");
-        let err = SseClient::new(format!("http://{addr}/nothing"))
+        let err = LegacySseConnector::new(format!("http://{addr}/nothing"))
             .connect()
             .await
             .expect_err("404");
@@ -295,7 +295,7 @@ async fn the_client_reads_a_stream_that_starts_with_a_byte_order_mark() {
             }),
         );
         let addr = serve_app(app).await;
-        let transport = SseClient::new(format!("http://{addr}/sse"))
+        let transport = LegacySseConnector::new(format!("http://{addr}/sse"))
             .connect()
             .await
             .expect("the endpoint event is read");
@@ -351,7 +351,7 @@ async fn the_client_refuses_a_redirect_to_another_origin() {
             }),
         );
         let addr = serve_app(app).await;
-        let err = SseClient::new(format!("http://{addr}/sse"))
+        let err = LegacySseConnector::new(format!("http://{addr}/sse"))
             .header("x-api-key", "secret-key")
             .connect()
             .await

@@ -15,7 +15,7 @@ use tidewire_auth::{
 };
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::{CallToolResult, Implementation};
-use tidewire_http::client::StreamableHttpClient;
+use tidewire_http::client::StreamableHttpConnector;
 use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_server::{Context, NoArgs, Server};
 use tidewire_tests::LIMIT;
@@ -99,7 +99,7 @@ fn oauth() -> OAuthClient {
 }
 
 async fn connect(url: &str, session: OAuthSession) -> Client {
-    let transport = StreamableHttpClient::new(url)
+    let transport = StreamableHttpConnector::new(url)
         .authorizer(session)
         .connect()
         .await
@@ -262,7 +262,7 @@ async fn a_grant_that_cannot_be_saved_is_not_used_and_says_why() {
         let auth = TestAuthorizationServer::start(3600).await;
         let url = protected(&auth, Check::Jwks).await;
         let session = OAuthSession::with_store(oauth(), &url, Arc::new(Broken));
-        let transport = StreamableHttpClient::new(&url)
+        let transport = StreamableHttpConnector::new(&url)
             .authorizer(session.clone())
             .connect()
             .await

@@ -17,7 +17,7 @@ use tidewire_core::session::{
     Handler, Peer, RequestContext, Session, SessionError, SessionOptions,
 };
 use tidewire_core::transport::memory;
-use tidewire_http::client::StatelessHttpClient;
+use tidewire_http::client::StatelessHttpConnector;
 use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_tests::LIMIT;
 use tokio::sync::mpsc;
@@ -268,7 +268,7 @@ async fn what_the_demo_server_sends_on_2026_07_28_validates() {
         let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
         let app = http.router("/mcp");
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let transport = StatelessHttpClient::new(url)
+        let transport = StatelessHttpConnector::new(url)
             .connect()
             .await
             .expect("a stateless HTTP transport");

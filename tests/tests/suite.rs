@@ -713,7 +713,7 @@ mod http {
         tokio::time::timeout(std::time::Duration::from_secs(300), async move {
             run(sse(), Needs::Session, |h| async move {
                 let (_, url) = h.http.clone().expect("an HTTP harness");
-                let transport = tidewire_http::client::StreamableHttpClient::new(url)
+                let transport = tidewire_http::client::StreamableHttpConnector::new(url)
                     .connect()
                     .await
                     .expect("transport");
@@ -787,7 +787,7 @@ async fn crawl_stopped(client: &tidewire_client::Client) -> serde_json::Value {
 mod legacy_sse_cases {
     use super::*;
     use tidewire_core::schema::Implementation;
-    use tidewire_sse::client::SseClient;
+    use tidewire_sse::client::LegacySseConnector;
     use tidewire_sse::server::SseConfig;
 
     /// The server drops the stream under a running call: the call fails with an error that says
@@ -796,7 +796,10 @@ mod legacy_sse_cases {
     async fn dropped_stream_fails_clearly_and_a_reconnect_gets_a_new_session() {
         tokio::time::timeout(LIMIT, async {
             let (url, _server, sse) = harness::start_sse(SseConfig::default()).await;
-            let transport = SseClient::new(&url).connect().await.expect("stream");
+            let transport = LegacySseConnector::new(&url)
+                .connect()
+                .await
+                .expect("stream");
             let old_endpoint = transport.endpoint().to_owned();
             let client = tidewire_client::Client::builder(Implementation::new("t", "1"))
                 .connect(transport)
@@ -824,7 +827,10 @@ mod legacy_sse_cases {
                 .expect("POST");
             assert_eq!(answer.status().as_u16(), 404);
             // Connecting again opens a new session.
-            let transport = SseClient::new(&url).connect().await.expect("stream again");
+            let transport = LegacySseConnector::new(&url)
+                .connect()
+                .await
+                .expect("stream again");
             assert_ne!(transport.endpoint(), old_endpoint);
             let again = tidewire_client::Client::builder(Implementation::new("t", "1"))
                 .connect(transport)
@@ -848,7 +854,10 @@ mod legacy_sse_cases {
         tokio::time::timeout(LIMIT, async {
             let (url, _server, sse) = harness::start_sse(SseConfig::default()).await;
             let connect = || async {
-                let transport = SseClient::new(&url).connect().await.expect("stream");
+                let transport = LegacySseConnector::new(&url)
+                    .connect()
+                    .await
+                    .expect("stream");
                 tidewire_client::Client::builder(Implementation::new("t", "1"))
                     .connect(transport)
                     .await
@@ -886,7 +895,7 @@ mod websocket_cases {
     use super::*;
     use futures::SinkExt;
     use tidewire_core::schema::Implementation;
-    use tidewire_ws::client::WsClient;
+    use tidewire_ws::client::WebSocketConnector;
     use tidewire_ws::server::WsConfig;
     use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -1028,7 +1037,7 @@ mod websocket_cases {
             assert_eq!(progress["method"], json!("notifications/progress"), "{progress}");
             drop(socket);
             let observer = tidewire_client::Client::builder(Implementation::new("t", "1"))
-                .connect(WsClient::new(&url).connect().await.expect("ws"))
+                .connect(WebSocketConnector::new(&url).connect().await.expect("ws"))
                 .await
                 .expect("connect");
             let status = crawl_stopped(&observer).await;
@@ -1078,7 +1087,7 @@ mod websocket_cases {
             let config = WsConfig::default().max_message_size(64 * 1024);
             let (url, _server, _ws) = harness::start_ws(config).await;
             let client = tidewire_client::Client::builder(Implementation::new("t", "1"))
-                .connect(WsClient::new(&url).connect().await.expect("ws"))
+                .connect(WebSocketConnector::new(&url).connect().await.expect("ws"))
                 .await
                 .expect("connect");
             let slow = json!({"urls": ["https://a.example"], "delay_ms": 10_000});

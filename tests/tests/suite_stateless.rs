@@ -18,7 +18,7 @@ use tidewire_core::session::{
 };
 use tidewire_core::transport::Transport;
 use tidewire_core::transport::memory as memory_transport;
-use tidewire_stdio::client::{StderrMode, StdioClient};
+use tidewire_stdio::client::{StderrMode, StdioConnector};
 use tidewire_tests::harness::{self, HttpMode};
 use tokio::sync::{Mutex, mpsc};
 use tokio::time::timeout;
@@ -108,7 +108,7 @@ impl Stateless {
                 Via::Engine(engine(b, tx))
             }
             Wire::Stdio => {
-                let child = StdioClient::command(env!("CARGO_BIN_EXE_tidewire-demo-stdio"))
+                let child = StdioConnector::command(env!("CARGO_BIN_EXE_tidewire-demo-stdio"))
                     .stderr(StderrMode::Inherit)
                     .spawn()
                     .expect("spawn the stdio server");
@@ -120,7 +120,7 @@ impl Stateless {
                     harness::start_ws(tidewire_ws::server::WsConfig::default()).await;
                 keep.push(Box::new(server));
                 keep.push(Box::new(ws));
-                let transport = tidewire_ws::client::WsClient::new(url)
+                let transport = tidewire_ws::client::WebSocketConnector::new(url)
                     .connect()
                     .await
                     .expect("open the WebSocket");

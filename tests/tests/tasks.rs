@@ -6,10 +6,10 @@ use futures::StreamExt;
 use serde_json::json;
 use tidewire_client::{Client, ClientBuilder, Era, TaskHandle, TaskStart};
 use tidewire_core::schema::{Implementation, TaskStatus};
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
 use tidewire_tests::LIMIT;
 use tidewire_tests::harness::{HttpMode, start_http, start_ws};
-use tidewire_ws::client::WsClient;
+use tidewire_ws::client::WebSocketConnector;
 
 /// How a client reaches the server.
 #[derive(Debug, Clone, Copy)]
@@ -30,7 +30,7 @@ async fn connect(wire: Wire, url: &str) -> Client {
     match wire {
         Wire::HttpModern => builder(Era::Modern)
             .connect(
-                StatelessHttpClient::new(url)
+                StatelessHttpConnector::new(url)
                     .connect()
                     .await
                     .expect("transport"),
@@ -39,7 +39,7 @@ async fn connect(wire: Wire, url: &str) -> Client {
             .expect("connect"),
         Wire::HttpSession => builder(Era::Legacy)
             .connect(
-                StreamableHttpClient::new(url)
+                StreamableHttpConnector::new(url)
                     .connect()
                     .await
                     .expect("transport"),
@@ -47,7 +47,12 @@ async fn connect(wire: Wire, url: &str) -> Client {
             .await
             .expect("connect"),
         Wire::WebSocket => builder(Era::Modern)
-            .connect(WsClient::new(url).connect().await.expect("transport"))
+            .connect(
+                WebSocketConnector::new(url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
             .await
             .expect("connect"),
     }
@@ -247,7 +252,7 @@ async fn a_task_outlives_its_request_in_memory_in_both_eras() {
 async fn a_task_outlives_its_request_over_stdio_in_both_eras() {
     tokio::time::timeout(LIMIT, async {
         for era in [Era::Modern, Era::Legacy] {
-            let child = tidewire_stdio::client::StdioClient::command(env!(
+            let child = tidewire_stdio::client::StdioConnector::command(env!(
                 "CARGO_BIN_EXE_tidewire-demo-stdio"
             ))
             .spawn()
@@ -264,7 +269,7 @@ async fn a_task_outlives_its_request_on_legacy_sse() {
     tokio::time::timeout(LIMIT, async {
         let (url, _server, _sse) =
             tidewire_tests::harness::start_sse(tidewire_sse::server::SseConfig::default()).await;
-        let transport = tidewire_sse::client::SseClient::new(url)
+        let transport = tidewire_sse::client::LegacySseConnector::new(url)
             .connect()
             .await
             .expect("the stream");
@@ -294,7 +299,7 @@ async fn a_task_asks_and_the_watcher_answers_with_its_handlers() {
                 },
             )
             .connect(
-                StatelessHttpClient::new(&url)
+                StatelessHttpConnector::new(&url)
                     .connect()
                     .await
                     .expect("transport"),

@@ -209,7 +209,7 @@ async fn a_tidewire_clients_trace_reaches_a_python_servers_handler() {
             return;
         };
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/py/otel_peer.py");
-        let child = tidewire_stdio::client::StdioClient::command(&peers.python)
+        let child = tidewire_stdio::client::StdioConnector::command(&peers.python)
             .args([script, "server"])
             .stderr(tidewire_stdio::client::StderrMode::Inherit)
             .spawn()

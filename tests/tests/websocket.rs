@@ -1,7 +1,7 @@
 //! The WebSocket upgrade's checks, and the client's handshake refusals.
 
 use tidewire_tests::harness::start_ws;
-use tidewire_ws::client::{WsClient, WsClientError};
+use tidewire_ws::client::{WebSocketConnector, WsClientError};
 use tidewire_ws::server::WsConfig;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -86,7 +86,10 @@ async fn the_upgrade_is_checked() {
             .expect("GET");
         assert!(plain.status().is_client_error(), "{}", plain.status());
         // One connection fills the table; the next upgrade is told to come back later.
-        let first = WsClient::new(&url).connect().await.expect("first");
+        let first = WebSocketConnector::new(&url)
+            .connect()
+            .await
+            .expect("first");
         tokio::time::timeout(LIMIT, async {
             while ws.connection_count() != 1 {
                 tokio::task::yield_now().await;
@@ -125,17 +128,17 @@ async fn the_client_refuses_what_is_not_an_mcp_websocket() {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let err = WsClient::new(format!("ws://{addr}/ws"))
+        let err = WebSocketConnector::new(format!("ws://{addr}/ws"))
             .connect()
             .await
             .expect_err("no subprotocol chosen");
         assert!(matches!(err, WsClientError::Handshake { .. }), "{err}");
-        let err = WsClient::new(format!("ws://{addr}/elsewhere"))
+        let err = WebSocketConnector::new(format!("ws://{addr}/elsewhere"))
             .connect()
             .await
             .expect_err("404");
         assert!(err.to_string().contains("404"), "{err}");
-        let err = WsClient::new(format!("http://{addr}/ws"))
+        let err = WebSocketConnector::new(format!("http://{addr}/ws"))
             .connect()
             .await
             .expect_err("not ws://");

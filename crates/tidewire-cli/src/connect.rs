@@ -12,10 +12,10 @@ use tidewire_core::jsonrpc::Message;
 use tidewire_core::transport::{
     Envelope, RequestHeaders, Transport, TransportError, TransportReceiver,
 };
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
-use tidewire_sse::client::SseClient;
-use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioClient};
-use tidewire_ws::client::WsClient;
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
+use tidewire_sse::client::LegacySseConnector;
+use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioConnector};
+use tidewire_ws::client::WebSocketConnector;
 
 use tidewire_auth::client::OAuthSession;
 
@@ -239,7 +239,7 @@ pub(crate) async fn connect_observed(
             connect_authorized(url, args, observer, target, session).await
         }
         Target::WebSocket(url) => {
-            let builder = WsClient::new(url).request_headers(request_headers(args)?);
+            let builder = WebSocketConnector::new(url).request_headers(request_headers(args)?);
             let transport = builder.connect().await.map_err(|e| {
                 CliError::new(format!(
                     "cannot connect to {url}: {}",
@@ -256,7 +256,7 @@ pub(crate) async fn connect_observed(
             args: argv,
         } => {
             let tail = Tail::default();
-            let transport = StdioClient::command(program)
+            let transport = StdioConnector::command(program)
                 .args(argv)
                 .stderr(stderr_mode(args.show_stderr, ui.clone(), tail.clone()))
                 .shutdown_timeouts(ShutdownTimeouts::new(CLOSE_TIMEOUT, CLOSE_TIMEOUT))
@@ -408,7 +408,7 @@ async fn legacy_sse(
     status: u16,
     auth: Option<OAuthSession>,
 ) -> Result<Connection, CliError> {
-    let mut builder = SseClient::new(url).request_headers(request_headers(args)?);
+    let mut builder = LegacySseConnector::new(url).request_headers(request_headers(args)?);
     if let Some(auth) = auth {
         builder = builder.authorizer(auth);
     }
@@ -431,7 +431,7 @@ async fn stateless_transport(
     args: &ConnectArgs,
     auth: Option<OAuthSession>,
 ) -> Result<tidewire_http::client::StatelessHttpTransport, CliError> {
-    let mut builder = StatelessHttpClient::new(url).request_headers(request_headers(args)?);
+    let mut builder = StatelessHttpConnector::new(url).request_headers(request_headers(args)?);
     if let Some(auth) = auth {
         builder = builder.authorizer(auth);
     }
@@ -485,7 +485,7 @@ async fn http_transport(
              `--features tls` for https:// targets"
         )));
     }
-    let mut builder = StreamableHttpClient::new(url).request_headers(request_headers(args)?);
+    let mut builder = StreamableHttpConnector::new(url).request_headers(request_headers(args)?);
     if let Some(auth) = auth {
         builder = builder.authorizer(auth);
     }

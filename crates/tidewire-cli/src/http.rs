@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use tidewire_http::server::{EventStoreLimits, HttpConfig, ResponseMode, StreamableHttp, health};
 use tidewire_sse::server::{LegacySse, SseConfig};
-use tidewire_ws::server::{WebSocketServer, WsConfig};
+use tidewire_ws::server::{WebSocket, WsConfig};
 
 use std::sync::Arc;
 
@@ -97,7 +97,7 @@ pub(crate) fn serve(
         // HTTP+SSE carries sessions only: the server serves the session era there by itself.
         let mcp = StreamableHttp::new(config, server.clone());
         let sse = LegacySse::new(sse_config, server.clone());
-        let ws = WebSocketServer::new(ws_config, server.clone());
+        let ws = WebSocket::new(ws_config, server.clone());
         if telemetry.is_some() {
             crate::telemetry::observe(&server);
             crate::telemetry::observe_transports(&mcp, &sse, &ws);

@@ -134,7 +134,7 @@ pub(crate) fn observe_routing(routing: &tidewire_redis::SessionRouting) {
 pub(crate) fn observe_transports(
     mcp: &tidewire_http::server::StreamableHttp,
     sse: &tidewire_sse::server::LegacySse,
-    ws: &tidewire_ws::server::WebSocketServer,
+    ws: &tidewire_ws::server::WebSocket,
 ) {
     let (m1, m2, m3) = (mcp.clone(), mcp.clone(), mcp.clone());
     let (sse, ws) = (sse.clone(), ws.clone());

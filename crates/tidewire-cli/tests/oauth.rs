@@ -12,7 +12,7 @@ use support::HttpServer;
 use tidewire_auth::client::{HeadlessRedirect, OAuthClient, OAuthConfig, OAuthSession};
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::Implementation;
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
 use tidewire_tests::authorization_server::{INTROSPECTION_CLIENT, TestAuthorizationServer};
 use tidewire_tests::external::PythonAuthorizationServer;
 
@@ -120,13 +120,13 @@ async fn connect(url: &str, session: OAuthSession, era: Era) -> Client {
     let builder = Client::builder(Implementation::new("t", "1")).era(era);
     let connected = match era {
         Era::Modern => {
-            let transport = StatelessHttpClient::new(url).authorizer(session.clone());
+            let transport = StatelessHttpConnector::new(url).authorizer(session.clone());
             builder
                 .connect(transport.connect().await.expect("transport"))
                 .await
         }
         _ => {
-            let transport = StreamableHttpClient::new(url).authorizer(session.clone());
+            let transport = StreamableHttpConnector::new(url).authorizer(session.clone());
             builder
                 .connect(transport.connect().await.expect("transport"))
                 .await
@@ -255,7 +255,7 @@ async fn the_same_flow_against_the_python_sdk_authorization_server() {
 
 /// The status of a bare POST (no token) to `url`.
 async fn status_without_token(url: &str) -> u16 {
-    let transport = StreamableHttpClient::new(url)
+    let transport = StreamableHttpConnector::new(url)
         .connect()
         .await
         .expect("transport");

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use support::HttpServer;
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::{Implementation, SubscriptionFilter, TaskStatus};
-use tidewire_http::client::StatelessHttpClient;
+use tidewire_http::client::StatelessHttpConnector;
 use tidewire_tests::authorization_server::{INTROSPECTION_CLIENT, TestAuthorizationServer};
 use tidewire_tests::external::{RedisServer, free_port, skip};
 use tidewire_tests::harness::{Counters, Harness, peer_client};
@@ -121,7 +121,7 @@ async fn balancer_for(
 }
 
 async fn modern(url: &str) -> Client {
-    let transport = StatelessHttpClient::new(url)
+    let transport = StatelessHttpConnector::new(url)
         .connect()
         .await
         .expect("transport");
@@ -134,7 +134,7 @@ async fn modern(url: &str) -> Client {
 
 /// A client of `url` in the session era, over Streamable HTTP.
 async fn session_client(url: &str) -> Client {
-    let transport = tidewire_http::client::StreamableHttpClient::new(url)
+    let transport = tidewire_http::client::StreamableHttpConnector::new(url)
         .connect()
         .await
         .expect("transport");
@@ -157,7 +157,7 @@ async fn confirming(url: &str) -> Client {
                 ))
             },
         )
-        .connect(StatelessHttpClient::new(url).connect().await.expect("transport"))
+        .connect(StatelessHttpConnector::new(url).connect().await.expect("transport"))
         .await
         .expect("connected")
 }
@@ -363,7 +363,7 @@ async fn a_task_answer_too_large_to_cross_replicas_is_refused_not_lost() {
                 },
             )
             .connect(
-                StatelessHttpClient::new(&b.url)
+                StatelessHttpConnector::new(&b.url)
                     .connect()
                     .await
                     .expect("transport"),
@@ -486,14 +486,14 @@ async fn peer_scenarios_through(url: &str, wire: Wire) -> Harness {
     let counters = Arc::new(Counters::default());
     let client = match wire {
         Wire::Stateless => {
-            let transport = StatelessHttpClient::new(url).connect().await;
+            let transport = StatelessHttpConnector::new(url).connect().await;
             peer_client(&counters)
                 .era(Era::Modern)
                 .connect(transport.expect("transport"))
                 .await
         }
         Wire::StreamableHttp => {
-            let transport = tidewire_http::client::StreamableHttpClient::new(url)
+            let transport = tidewire_http::client::StreamableHttpConnector::new(url)
                 .connect()
                 .await;
             peer_client(&counters)
@@ -502,7 +502,9 @@ async fn peer_scenarios_through(url: &str, wire: Wire) -> Harness {
                 .await
         }
         Wire::LegacySse => {
-            let transport = tidewire_sse::client::SseClient::new(url).connect().await;
+            let transport = tidewire_sse::client::LegacySseConnector::new(url)
+                .connect()
+                .await;
             peer_client(&counters)
                 .era(Era::Legacy)
                 .connect(transport.expect("transport"))
@@ -1030,7 +1032,7 @@ async fn a_relaying_replica_killed_mid_stream_loses_nothing_the_client_resumes_t
         let spare = replica(&redis, "spare");
         let base = |s: &HttpServer| s.base().to_owned();
         let front = switch(vec![base(&owner), base(&relay), base(&spare)], 0, 1).await;
-        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+        let transport = tidewire_http::client::StreamableHttpConnector::new(&front.url)
             .connect()
             .await
             .expect("transport");
@@ -1183,7 +1185,7 @@ async fn what_a_dead_owner_wrote_is_replayed_through_another_replica() {
         let spare = replica(&redis, "spare");
         let base = |s: &HttpServer| s.base().to_owned();
         let front = switch(vec![base(&owner), base(&relay), base(&spare)], 0, 1).await;
-        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+        let transport = tidewire_http::client::StreamableHttpConnector::new(&front.url)
             .connect()
             .await
             .expect("transport");
@@ -1532,7 +1534,7 @@ async fn past_its_forwarded_streams_a_replica_refuses_calls_but_not_the_answers_
         let (asked_tx, mut asked) = mpsc::channel::<()>(1);
         let release = Arc::new(tokio::sync::Semaphore::new(0));
         let answering = release.clone();
-        let transport = tidewire_http::client::StreamableHttpClient::new(&front.url)
+        let transport = tidewire_http::client::StreamableHttpConnector::new(&front.url)
             .connect()
             .await
             .expect("transport");

@@ -131,7 +131,7 @@ impl ClientBuilder {
     /// to `initialize`), [`Era::Modern`] (the stateless revision 2026-07-28 only) or
     /// [`Era::Legacy`] (`initialize`). Over a transport built around sessions (the session-era
     /// Streamable HTTP and HTTP+SSE clients) `Auto` is the session era; on Streamable HTTP,
-    /// `StatelessHttpClient` carries the stateless revision.
+    /// `StatelessHttpConnector` carries the stateless revision.
     pub fn era(mut self, era: Era) -> Self {
         self.era = era;
         self
@@ -411,7 +411,7 @@ async fn handshake(peer: Peer, settings: Settings) -> Result<Client, ClientError
         Era::Modern if settings.session_only => {
             return Err(ClientError::Session(SessionError::NotSupported(
                 "the stateless revision over a session-era transport (on Streamable HTTP, \
-                 connect with tidewire_http::client::StatelessHttpClient)"
+                 connect with tidewire_http::client::StatelessHttpConnector)"
                     .to_owned(),
             )));
         }

@@ -16,7 +16,7 @@ pub enum Era {
     /// Probe with `server/discover`: a discover result (or a recognised stateless error) means
     /// the stateless revision; any other error, or no answer within the handshake timeout (10 s
     /// by default), means the session era, on the same connection. The default, on every
-    /// transport that carries both eras (stdio, WebSocket, in-memory, `StreamableHttpClient`);
+    /// transport that carries both eras (stdio, WebSocket, in-memory, `StreamableHttpConnector`);
     /// over one built around sessions only (the legacy HTTP+SSE client) it is the session era
     /// at once.
     #[default]

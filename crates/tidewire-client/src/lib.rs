@@ -84,7 +84,7 @@
 //!   inside `input_required` results are answered by the same handlers, round after round;
 //!   [`Client::listen`] is one stream of change notifications in both eras; results with a
 //!   `ttlMs` are cached ([`Client::fresh`] asks anyway). On Streamable HTTP the stateless
-//!   revision needs `tidewire_http::client::StatelessHttpClient` (or
+//!   revision needs `tidewire_http::client::StatelessHttpConnector` (or
 //!   `tidewire::connect::auto`, which picks).
 //! - Skills (the skills extension): [`Client::list_skills`] lists them and reads nothing;
 //!   [`Client::load_skill`] reads a `SKILL.md` and checks it against its entry (size, digest,

@@ -808,7 +808,7 @@ async fn an_unreachable_server_fails_the_handshake_clearly() {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             listener.local_addr().expect("addr").port()
         };
-        let transport = tidewire_http::client::StreamableHttpClient::new(format!(
+        let transport = tidewire_http::client::StreamableHttpConnector::new(format!(
             "http://127.0.0.1:{port}/mcp"
         ))
         .connect()

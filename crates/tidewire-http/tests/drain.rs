@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::response::IntoResponse;
 use tidewire_client::{Client, Era};
-use tidewire_http::client::StatelessHttpClient;
+use tidewire_http::client::StatelessHttpConnector;
 use tidewire_http::server::StreamableHttp;
 
 use serde_json::{Value, json};
@@ -202,7 +202,7 @@ async fn refusing(server: Server, refusals: usize) -> (String, Arc<AtomicUsize>)
 }
 
 async fn stateless_client(url: &str) -> Client {
-    let transport = StatelessHttpClient::new(url)
+    let transport = StatelessHttpConnector::new(url)
         .connect()
         .await
         .expect("transport");

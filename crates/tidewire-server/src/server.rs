@@ -58,7 +58,7 @@ impl std::fmt::Debug for Server {
 }
 
 /// A server serves every connection a transport's server accepts: give it (cloned) to
-/// `StreamableHttp::new`, `LegacySse::new` or `WebSocketServer::new`. A transport that carries
+/// `StreamableHttp::new`, `LegacySse::new` or `WebSocket::new`. A transport that carries
 /// sessions only (HTTP+SSE) is served the session era whatever [`ServerBuilder::eras`](crate::ServerBuilder::eras) says.
 impl<T: Transport> Serve<T> for Server {
     fn serve_connection(&self, transport: T) -> Driver {

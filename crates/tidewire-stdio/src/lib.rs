@@ -23,9 +23,9 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use tidewire_core::jsonrpc::{Message, Notification};
 //! use tidewire_core::transport::{Envelope, Transport, TransportReceiver, TransportSender};
-//! use tidewire_stdio::client::{StderrMode, StdioClient};
+//! use tidewire_stdio::client::{StderrMode, StdioConnector};
 //!
-//! let transport = StdioClient::command("cat")
+//! let transport = StdioConnector::command("cat")
 //!     .stderr(StderrMode::Null)
 //!     .spawn()?;
 //! // Keep a handle before the transport is split and moved away.
@@ -87,7 +87,7 @@
 //!   request still waiting for an answer.
 //! - Dropping the transport halves and every handle while the server still runs kills its group
 //!   with `SIGKILL` right away (nothing blocks in `Drop`); turn that off with
-//!   [`StdioClient::kill_on_drop`](client::StdioClient::kill_on_drop). If the Tokio runtime that
+//!   [`StdioConnector::kill_on_drop`](client::StdioConnector::kill_on_drop). If the Tokio runtime that
 //!   spawned the server shuts down first, the group is killed then.
 //! - The exit status is available from [`ChildHandle::wait`](client::ChildHandle::wait) and
 //!   [`ChildHandle::exit_status`](client::ChildHandle::exit_status).

@@ -15,7 +15,7 @@ use tidewire_core::transport::{
 };
 use tidewire_stdio::client::{
     ChildHandle, ChildReceiver, ChildSender, ServerExited, ShutdownTimeouts, SpawnError,
-    StderrMode, StdioClient,
+    StderrMode, StdioConnector,
 };
 use tokio::sync::mpsc;
 
@@ -30,8 +30,8 @@ async fn within<T>(f: impl Future<Output = T>) -> T {
 const QUICK: ShutdownTimeouts =
     ShutdownTimeouts::new(Duration::from_millis(100), Duration::from_millis(200));
 
-fn sh(script: &str) -> StdioClient {
-    StdioClient::command("sh")
+fn sh(script: &str) -> StdioConnector {
+    StdioConnector::command("sh")
         .args(["-c", script])
         .stderr(StderrMode::Null)
 }
@@ -316,7 +316,7 @@ async fn kill_on_drop_can_be_turned_off() {
 async fn stderr_lines_reach_a_channel() {
     within(async {
         let (lines_tx, mut lines) = mpsc::channel(16);
-        let transport = StdioClient::command("sh")
+        let transport = StdioConnector::command("sh")
             .args([
                 "-c",
                 r#"echo one >&2; printf 'two\r\n' >&2; printf 'caf\303\251 ' >&2; printf 'partial' >&2"#,
@@ -339,7 +339,7 @@ async fn stderr_lines_reach_a_channel() {
 async fn stderr_lines_reach_a_callback() {
     within(async {
         let (lines_tx, mut lines) = mpsc::unbounded_channel();
-        let (_tx, mut rx, _handle) = StdioClient::command("sh")
+        let (_tx, mut rx, _handle) = StdioConnector::command("sh")
             .args(["-c", "echo hello >&2; echo world >&2; exit 0"])
             .env("UNUSED", "1")
             .current_dir("/")
@@ -362,7 +362,7 @@ async fn stderr_lines_reach_a_callback() {
 #[tokio::test]
 async fn environment_and_working_directory_are_applied() {
     within(async {
-        let (_tx, mut rx, _handle) = StdioClient::command("sh")
+        let (_tx, mut rx, _handle) = StdioConnector::command("sh")
             .args([
                 "-c",
                 r#"printf '{"jsonrpc":"2.0","method":"env","params":{"v":"%s","d":"%s","gone":"%s"}}\n' "$TW_VALUE" "$(pwd)" "${TW_GONE-unset}""#,
@@ -400,7 +400,7 @@ async fn the_size_limit_applies_to_what_the_server_writes() {
 #[tokio::test]
 async fn a_missing_program_is_a_spawn_error() {
     within(async {
-        let err = StdioClient::command("/nonexistent/tidewire-no-such-server")
+        let err = StdioConnector::command("/nonexistent/tidewire-no-such-server")
             .spawn()
             .unwrap_err();
         assert!(matches!(err, SpawnError::Spawn { .. }), "{err:?}");
@@ -412,7 +412,7 @@ async fn a_missing_program_is_a_spawn_error() {
 
 #[test]
 fn spawning_outside_a_runtime_is_an_error() {
-    let err = StdioClient::command("true").spawn().unwrap_err();
+    let err = StdioConnector::command("true").spawn().unwrap_err();
     assert!(matches!(err, SpawnError::NoRuntime), "{err:?}");
 }
 

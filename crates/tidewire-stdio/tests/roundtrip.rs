@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use tidewire_core::jsonrpc::{Message, Request, RequestId, Response};
 use tidewire_core::transport::{Envelope, Transport, TransportReceiver, TransportSender};
-use tidewire_stdio::client::{ChildReceiver, StderrMode, StdioClient};
+use tidewire_stdio::client::{ChildReceiver, StderrMode, StdioConnector};
 use tokio::sync::mpsc;
 
 const SERVER_MODE: &str = "TIDEWIRE_STDIO_ECHO_SERVER";
@@ -61,8 +61,8 @@ async fn echo_server() {
     tx.close().await.expect("close");
 }
 
-fn server() -> StdioClient {
-    StdioClient::command(std::env::current_exe().expect("current exe")).env(SERVER_MODE, "1")
+fn server() -> StdioConnector {
+    StdioConnector::command(std::env::current_exe().expect("current exe")).env(SERVER_MODE, "1")
 }
 
 async fn next_response(rx: &mut ChildReceiver) -> Response {
@@ -113,7 +113,7 @@ async fn requests_are_answered_and_stdin_eof_ends_the_server() {
 async fn bad_lines_get_an_error_answer_and_serving_goes_on() {
     // A shell feeds the server one line that is not JSON, then whatever we send.
     let exe = std::env::current_exe().expect("current exe");
-    let (mut tx, mut rx, handle) = StdioClient::command("sh")
+    let (mut tx, mut rx, handle) = StdioConnector::command("sh")
         .arg("-c")
         .arg(r#"{ printf 'not json\n'; cat; } | exec "$0""#)
         .arg(exe)

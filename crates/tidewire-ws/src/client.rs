@@ -3,10 +3,10 @@
 //! ```no_run
 //! use tidewire_client::Client;
 //! use tidewire_core::schema::Implementation;
-//! use tidewire_ws::client::WsClient;
+//! use tidewire_ws::client::WebSocketConnector;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let transport = WsClient::new("ws://127.0.0.1:8080/ws").connect().await?;
+//! let transport = WebSocketConnector::new("ws://127.0.0.1:8080/ws").connect().await?;
 //! let client = Client::builder(Implementation::new("my-agent", "1.0.0"))
 //!     .connect(transport)
 //!     .await?;
@@ -15,7 +15,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`WsClient::connect`] opens the connection offering the subprotocol `mcp`; a server that
+//! [`WebSocketConnector::connect`] opens the connection offering the subprotocol `mcp`; a server that
 //! does not choose it is refused. When the connection is lost, every call in flight fails with
 //! an error naming the reason: there is no resumption on WebSocket, so connect again.
 
@@ -35,7 +35,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use crate::SUBPROTOCOL;
 use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
 
-/// Why [`WsClient::connect`] failed.
+/// Why [`WebSocketConnector::connect`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WsClientError {
@@ -73,7 +73,7 @@ pub enum WsClientError {
 /// the first problem.
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it connects"]
-pub struct WsClient {
+pub struct WebSocketConnector {
     url: String,
     headers: RequestHeaders,
     max_message_size: usize,
@@ -82,7 +82,7 @@ pub struct WsClient {
     timeouts: ClientTimeouts,
 }
 
-impl WsClient {
+impl WebSocketConnector {
     tidewire_core::__request_header_setters!(headers, "the upgrade request");
     tidewire_core::__client_timeout_setters!(timeouts, connect_only);
 

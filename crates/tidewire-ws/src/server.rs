@@ -2,11 +2,11 @@
 //!
 //! ```no_run
 //! # async fn demo(make_driver: impl Fn(tidewire_ws::WsTransport) -> tidewire_core::session::Driver + Send + Sync + 'static) -> std::io::Result<()> {
-//! use tidewire_ws::server::{WebSocketServer, WsConfig};
+//! use tidewire_ws::server::{WebSocket, WsConfig};
 //!
 //! // `make_driver` starts one engine session per connection, e.g.
 //! // a `tidewire_server::Server` (cloned per connection), or any `Fn(transport) -> Driver`.
-//! let ws = WebSocketServer::new(WsConfig::default(), make_driver);
+//! let ws = WebSocket::new(WsConfig::default(), make_driver);
 //! let app = axum::Router::new().merge(ws.router("/ws"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! axum::serve(listener, app).await
@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::State as Extract;
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket as Socket, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
@@ -45,7 +45,7 @@ use crate::connection::{self, Frame, ReadFailure, Settings, WsTransport};
 
 type MakeDriver = dyn Serve<WsTransport>;
 
-/// Settings of a [`WebSocketServer`].
+/// Settings of a [`WebSocket`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -102,13 +102,13 @@ impl WsConfig {
 
 /// A WebSocket MCP endpoint. Cheap to clone; clones share the connection count.
 #[derive(Clone)]
-pub struct WebSocketServer {
+pub struct WebSocket {
     state: Arc<State>,
 }
 
-impl std::fmt::Debug for WebSocketServer {
+impl std::fmt::Debug for WebSocket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebSocketServer")
+        f.debug_struct("WebSocket")
             .field("connections", &self.connection_count())
             .finish_non_exhaustive()
     }
@@ -120,11 +120,11 @@ struct State {
     connections: AtomicUsize,
     /// The server's: while it drains, new connections get 503.
     lifecycle: Lifecycle,
-    /// Cancelled by [`WebSocketServer::close_all`]: every connection ends.
+    /// Cancelled by [`WebSocket::close_all`]: every connection ends.
     closing: CancellationToken,
 }
 
-impl WebSocketServer {
+impl WebSocket {
     /// A server with `config`; `make_driver` starts the engine of each connection (a
     /// `tidewire_server::Server`, or any `Fn(transport) -> Driver`: see [`Serve`]). Drivers are spawned on the
     /// current tokio runtime.
@@ -244,7 +244,7 @@ async fn upgrade(
 /// its token expires or is found no longer valid (the connection is then dropped).
 async fn serve(
     state: Arc<State>,
-    socket: WebSocket,
+    socket: Socket,
     principal: Option<Principal>,
     lease: Option<AccessLease>,
 ) {

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use serde_json::json;
 use tidewire::client::Client;
 use tidewire::core::schema::{Implementation, ServerNotification};
-use tidewire::stdio::client::{StderrMode, StdioClient};
+use tidewire::stdio::client::{StderrMode, StdioConnector};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let me = std::env::current_exe()?;
-    let child = StdioClient::command(me)
+    let child = StdioConnector::command(me)
         .arg("--serve")
         .stderr(StderrMode::Inherit)
         .spawn()?;

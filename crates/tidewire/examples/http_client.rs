@@ -12,10 +12,10 @@
 
 use std::time::Duration;
 
-use tidewire::http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire::http::client::{StatelessHttpConnector, StreamableHttpConnector};
 use tidewire::prelude::*;
 use tidewire::serde_json::json;
-use tidewire::ws::client::WsClient;
+use tidewire::ws::client::WebSocketConnector;
 
 #[path = "http_server.rs"]
 #[allow(dead_code)]
@@ -71,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The session era over Streamable HTTP.
     let client = builder()
-        .connect(StreamableHttpClient::new(&mcp).connect().await?)
+        .connect(StreamableHttpConnector::new(&mcp).connect().await?)
         .await?;
     println!(
         "Streamable HTTP, {:?} era, protocol {}",
@@ -84,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The stateless revision over Streamable HTTP.
     let client = builder()
         .era(Era::Modern)
-        .connect(StatelessHttpClient::new(&mcp).connect().await?)
+        .connect(StatelessHttpConnector::new(&mcp).connect().await?)
         .await?;
     println!(
         "Streamable HTTP, {:?} era, protocol {}",
@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // WebSocket, the era found by probing (Era::Auto, the default).
     let client = builder()
-        .connect(WsClient::new(&ws).connect().await?)
+        .connect(WebSocketConnector::new(&ws).connect().await?)
         .await?;
     println!(
         "WebSocket, {:?} era, protocol {}",

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tidewire::http::server::{HttpConfig, StreamableHttp};
 use tidewire::prelude::*;
-use tidewire::ws::server::{WebSocketServer, WsConfig};
+use tidewire::ws::server::{WebSocket, WsConfig};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(crate = "tidewire::serde")]
@@ -72,7 +72,7 @@ pub fn server() -> Server {
 /// The app: Streamable HTTP at `/mcp`, WebSocket at `/ws`.
 pub fn app(server: &Server) -> tidewire::http::server::axum::Router {
     let mcp = StreamableHttp::new(HttpConfig::default(), server.clone());
-    let ws = WebSocketServer::new(WsConfig::default(), server.clone());
+    let ws = WebSocket::new(WsConfig::default(), server.clone());
     mcp.router("/mcp").merge(ws.router("/ws"))
 }
 

@@ -5,8 +5,8 @@
 //! These choose between transports, so they live above them, here (feature `connect`).
 
 use tidewire_client::{Client, ClientBuilder, ClientError, Era};
-use tidewire_http::client::{HttpClientHandle, StatelessHttpClient, StreamableHttpClient};
-use tidewire_sse::client::{SseClient, SseClientError};
+use tidewire_http::client::{HttpClientHandle, StatelessHttpConnector, StreamableHttpConnector};
+use tidewire_sse::client::{LegacySseConnector, SseClientError};
 
 /// Which transport [`with_fallback`] or [`auto`] ended up on.
 #[derive(Debug)]
@@ -71,7 +71,7 @@ pub async fn with_fallback(
     url: &str,
     builder: impl Fn() -> ClientBuilder,
 ) -> Result<(Client, Fallback), FallbackError> {
-    let transport = StreamableHttpClient::new(url)
+    let transport = StreamableHttpConnector::new(url)
         .connect()
         .await
         .map_err(FallbackError::Config)?;
@@ -84,14 +84,13 @@ pub async fn with_fallback(
         },
     };
     tracing::debug!(%url, %refused, "falling back to legacy HTTP+SSE");
-    let transport =
-        SseClient::new(url)
-            .connect()
-            .await
-            .map_err(|second| FallbackError::Legacy {
-                first: refused,
-                second,
-            })?;
+    let transport = LegacySseConnector::new(url)
+        .connect()
+        .await
+        .map_err(|second| FallbackError::Legacy {
+            first: refused,
+            second,
+        })?;
     let endpoint = transport.endpoint().to_owned();
     let client = builder()
         .connect(transport)
@@ -101,7 +100,7 @@ pub async fn with_fallback(
 }
 
 /// Connects to `url` in whichever era the server speaks: first the stateless revision
-/// (`server/discover` over [`StatelessHttpClient`], with `builder`'s client in
+/// (`server/discover` over [`StatelessHttpConnector`], with `builder`'s client in
 /// [`Era::Modern`]); when the answer is not one of that revision (an unknown method, a 4xx
 /// without a stateless error, no answer), the session era as [`with_fallback`] does it
 /// (Streamable HTTP, then legacy HTTP+SSE). An answer that is the stateless revision's but
@@ -114,7 +113,7 @@ pub async fn auto(
     url: &str,
     builder: impl Fn() -> ClientBuilder,
 ) -> Result<(Client, Fallback), FallbackError> {
-    let transport = StatelessHttpClient::new(url)
+    let transport = StatelessHttpConnector::new(url)
         .connect()
         .await
         .map_err(FallbackError::Config)?;

@@ -31,10 +31,10 @@
 //!
 //! | transport | server | client |
 //! |---|---|---|
-//! | stdio | [`stdio::server::transport`] | [`stdio::client::StdioClient`] (spawns the server) |
-//! | Streamable HTTP, both eras on one endpoint | [`http::server::StreamableHttp`] with [`http::server::HttpConfig`] | [`http::client::StreamableHttpClient`] (sessions), [`http::client::StatelessHttpClient`] (2026-07-28), or [`connect::auto`] to choose |
-//! | WebSocket | [`ws::server::WebSocketServer`] with [`ws::server::WsConfig`] | [`ws::client::WsClient`] |
-//! | legacy HTTP+SSE (2024-11-05) | [`sse::server::LegacySse`] | [`sse::client::SseClient`], or [`connect::with_fallback`] |
+//! | stdio | [`stdio::server::transport`] | [`stdio::client::StdioConnector`] (spawns the server) |
+//! | Streamable HTTP, both eras on one endpoint | [`http::server::StreamableHttp`] with [`http::server::HttpConfig`] | [`http::client::StreamableHttpConnector`] (sessions), [`http::client::StatelessHttpConnector`] (2026-07-28), or [`connect::auto`] to choose |
+//! | WebSocket | [`ws::server::WebSocket`] with [`ws::server::WsConfig`] | [`ws::client::WebSocketConnector`] |
+//! | legacy HTTP+SSE (2024-11-05) | [`sse::server::LegacySse`] | [`sse::client::LegacySseConnector`], or [`connect::with_fallback`] |
 //! | in-memory | [`core::transport::memory::duplex`] | the other half |
 //!
 //! ## A server on HTTP and WebSocket, and a client that cancels
@@ -47,10 +47,10 @@
 //! ```no_run
 //! # #[cfg(all(feature = "http", feature = "ws"))]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use tidewire::http::client::StreamableHttpClient;
+//! use tidewire::http::client::StreamableHttpConnector;
 //! use tidewire::http::server::{HttpConfig, StreamableHttp};
 //! use tidewire::prelude::*;
-//! use tidewire::ws::server::{WebSocketServer, WsConfig};
+//! use tidewire::ws::server::{WebSocket, WsConfig};
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! #[serde(crate = "tidewire::serde")]
@@ -76,12 +76,12 @@
 //! // Streamable HTTP at /mcp and WebSocket at /ws, in one axum app.
 //! let app = StreamableHttp::new(HttpConfig::default(), server.clone())
 //!     .router("/mcp")
-//!     .merge(WebSocketServer::new(WsConfig::default(), server).router("/ws"));
+//!     .merge(WebSocket::new(WsConfig::default(), server).router("/ws"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! tokio::spawn(tidewire::http::server::serve(listener, app));
 //!
 //! // A client: progress as it comes, and a cancel after the third report.
-//! let transport = StreamableHttpClient::new("http://127.0.0.1:3000/mcp").connect().await?;
+//! let transport = StreamableHttpConnector::new("http://127.0.0.1:3000/mcp").connect().await?;
 //! let client = Client::builder(Implementation::new("agent", "1.0.0"))
 //!     .connect(transport)
 //!     .await?;

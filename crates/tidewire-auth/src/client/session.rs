@@ -42,7 +42,7 @@ pub const RENEW_MARGIN: Duration = Duration::from_secs(30);
 /// ))?;
 /// let store = Arc::new(FileStore::in_config_dir()?);
 /// let session = OAuthSession::with_store(oauth, "https://mcp.example.com/mcp", store);
-/// // tidewire_http::client::StreamableHttpClient::new(url).authorizer(session).connect()
+/// // tidewire_http::client::StreamableHttpConnector::new(url).authorizer(session).connect()
 /// # let _ = session;
 /// # Ok(()) }
 /// ```

@@ -1,4 +1,4 @@
-//! [`StreamableHttpClient`]: the builder of the client transport, and its reconnect policy.
+//! [`StreamableHttpConnector`]: the builder of the client transport, and its reconnect policy.
 
 use std::fmt;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use super::shared::{Config, TransportState};
 use super::transport::HttpClientTransport;
 
 /// The default limit on how long one HTTP exchange may take to get its answer (see
-/// [`StreamableHttpClient::request_timeout`]).
+/// [`StreamableHttpConnector::request_timeout`]).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = ClientTimeouts::DEFAULT.request;
 
 /// Builds a Streamable HTTP client transport (MCP 2025-03-26 and later).
@@ -25,9 +25,9 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = ClientTimeouts::DEFAULT.request;
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use tidewire_http::client::{ReconnectPolicy, StreamableHttpClient};
+/// use tidewire_http::client::{ReconnectPolicy, StreamableHttpConnector};
 ///
-/// let transport = StreamableHttpClient::new("http://127.0.0.1:8080/mcp")
+/// let transport = StreamableHttpConnector::new("http://127.0.0.1:8080/mcp")
 ///     .bearer("secret-token")
 ///     .header("x-tenant", "blue")
 ///     .reconnect(ReconnectPolicy::default().max_attempts(10))
@@ -37,16 +37,16 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = ClientTimeouts::DEFAULT.request;
 /// # let _ = transport; Ok(()) }
 /// ```
 #[must_use = "a builder does nothing until it connects"]
-pub struct StreamableHttpClient {
+pub struct StreamableHttpConnector {
     base: HttpClientBase,
     reconnect: ReconnectPolicy,
     get_stream: bool,
 }
 
-impl fmt::Debug for StreamableHttpClient {
+impl fmt::Debug for StreamableHttpConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values may be credentials: print only their names.
-        f.debug_struct("StreamableHttpClient")
+        f.debug_struct("StreamableHttpConnector")
             .field("base", &self.base)
             .field("reconnect", &self.reconnect)
             .field("get_stream", &self.get_stream)
@@ -54,7 +54,7 @@ impl fmt::Debug for StreamableHttpClient {
     }
 }
 
-impl StreamableHttpClient {
+impl StreamableHttpConnector {
     crate::__http_client_setters!(base, "every HTTP request (POST, GET, DELETE)");
 
     /// A transport for the MCP endpoint at `url` (for example `http://127.0.0.1:8080/mcp`).
@@ -102,7 +102,7 @@ impl StreamableHttpClient {
     pub async fn connect(self) -> Result<HttpClientTransport, HttpClientError> {
         // The stateless wire beside the sessions, for a server of the 2026-07-28 revision
         // (`Era::Auto` probes it; nothing is sent on it otherwise).
-        let stateless = super::StatelessHttpClient::from_base(self.base.clone())
+        let stateless = super::StatelessHttpConnector::from_base(self.base.clone())
             .connect()
             .await?;
         let checked = self.base.check()?;
@@ -130,28 +130,28 @@ mod tests {
     #[tokio::test]
     async fn connect_checks_the_configuration() {
         tokio::time::timeout(std::time::Duration::from_secs(300), async move {
-            let bad = StreamableHttpClient::new("not a url").connect().await;
+            let bad = StreamableHttpConnector::new("not a url").connect().await;
             assert!(matches!(bad, Err(HttpClientError::InvalidUrl { .. })));
-            let bad = StreamableHttpClient::new("ftp://example.com/mcp")
+            let bad = StreamableHttpConnector::new("ftp://example.com/mcp")
                 .connect()
                 .await;
             assert!(matches!(
                 bad,
                 Err(HttpClientError::UnsupportedScheme { .. })
             ));
-            let bad = StreamableHttpClient::new("http://127.0.0.1:1/mcp")
+            let bad = StreamableHttpConnector::new("http://127.0.0.1:1/mcp")
                 .header("bad header", "x")
                 .connect()
                 .await;
             assert!(matches!(bad, Err(HttpClientError::InvalidHeader(_))));
             if !cfg!(feature = "rustls") {
-                let bad = StreamableHttpClient::new("https://example.com/mcp")
+                let bad = StreamableHttpConnector::new("https://example.com/mcp")
                     .connect()
                     .await;
                 assert!(matches!(bad, Err(HttpClientError::TlsUnavailable { .. })));
             }
             assert!(
-                StreamableHttpClient::new("http://127.0.0.1:1/mcp")
+                StreamableHttpConnector::new("http://127.0.0.1:1/mcp")
                     .bearer("t")
                     .connect()
                     .await

@@ -3,7 +3,7 @@
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 pub(crate) use tidewire_core::transport::text::{chain, excerpt};
 
-/// Why [`StreamableHttpClient::connect`](super::StreamableHttpClient::connect) refused the
+/// Why [`StreamableHttpConnector::connect`](super::StreamableHttpConnector::connect) refused the
 /// configuration.
 ///
 /// Only configuration is checked there: the transport does no I/O until the session engine sends
@@ -27,7 +27,7 @@ pub enum HttpClientError {
     },
     /// An `https` endpoint, but this build has no TLS: enable the `rustls` feature of
     /// `tidewire-http`, or pass a `reqwest::Client` built with TLS to
-    /// [`http_client`](super::StreamableHttpClient::http_client).
+    /// [`http_client`](super::StreamableHttpConnector::http_client).
     #[error(
         "{url} needs TLS, which this build lacks: enable the `rustls` feature of tidewire-http \
          or pass a reqwest::Client built with TLS"

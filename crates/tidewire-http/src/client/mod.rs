@@ -5,10 +5,10 @@
 //! ```no_run
 //! use tidewire_client::Client;
 //! use tidewire_core::schema::Implementation;
-//! use tidewire_http::client::StreamableHttpClient;
+//! use tidewire_http::client::StreamableHttpConnector;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let transport = StreamableHttpClient::new("http://127.0.0.1:8080/mcp")
+//! let transport = StreamableHttpConnector::new("http://127.0.0.1:8080/mcp")
 //!     .bearer("my-token")
 //!     .connect()
 //!     .await?;
@@ -23,13 +23,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`StreamableHttpClient`] is the builder (headers, bearer token, a shared `reqwest::Client`,
+//! [`StreamableHttpConnector`] is the builder (headers, bearer token, a shared `reqwest::Client`,
 //! message-size limit, [`ReconnectPolicy`], whether to open the GET stream, the HTTP timeout);
-//! [`connect`](StreamableHttpClient::connect) returns an [`HttpClientTransport`] for the session
+//! [`connect`](StreamableHttpConnector::connect) returns an [`HttpClientTransport`] for the session
 //! engine. It does no I/O itself: the first request is what the engine sends, the
 //! `server/discover` probe of `Era::Auto` (the default) or `initialize`. A request written in the
 //! stateless era (its `_meta` names its revision) goes out as a POST of its own, as
-//! [`StatelessHttpClient`] sends it; everything else belongs to the session, as below.
+//! [`StatelessHttpConnector`] sends it; everything else belongs to the session, as below.
 //!
 //! ## What goes over the wire
 //!
@@ -45,7 +45,7 @@
 //!   response. Each message goes to the receiver in arrival order; priming events (an id and no
 //!   data) and comments are skipped, event ids and `retry` are remembered.
 //! - **Notifications and responses** are sent in order: `send` returns once the server took
-//!   the message (202), within the [`request_timeout`](StreamableHttpClient::request_timeout).
+//!   the message (202), within the [`request_timeout`](StreamableHttpConnector::request_timeout).
 //!   A server that answers them with 200 and a body (some answer `{"jsonrpc":"2.0","result":{}}`)
 //!   is tolerated: usable messages in the body are delivered, the rest is logged at debug level.
 //!   An SSE stream in answer to them is read until it ends or the transport closes, but at most
@@ -116,7 +116,7 @@
 //! runs per request in flight, which the session engine bounds (1024 by default); a JSON reply
 //! and an SSE event may not exceed the codec's size limit (8 MiB by default). `https` needs the
 //! `rustls` feature, or a `reqwest::Client` with TLS given to
-//! [`http_client`](StreamableHttpClient::http_client). The `retry` of an event that has no
+//! [`http_client`](StreamableHttpConnector::http_client). The `retry` of an event that has no
 //! `data` line at all is not seen (the SSE parser drops such events); servers send priming
 //! events with an empty `data` line, as the specification describes.
 
@@ -140,12 +140,12 @@ mod transport;
 pub use authorized::send as __send_authorized;
 #[doc(hidden)]
 pub use base::{Checked, HttpClientBase};
-pub use builder::{DEFAULT_REQUEST_TIMEOUT, StreamableHttpClient};
+pub use builder::{DEFAULT_REQUEST_TIMEOUT, StreamableHttpConnector};
 pub use error::HttpClientError;
 pub use reconnect::ReconnectPolicy;
 pub use redirect::same_origin_policy;
 pub use shared::MAX_NOTIFICATION_STREAMS;
 pub use stateless::{
-    StatelessHttpClient, StatelessHttpTransport, StatelessReceiver, StatelessSender,
+    StatelessHttpConnector, StatelessHttpTransport, StatelessReceiver, StatelessSender,
 };
 pub use transport::{HttpClientHandle, HttpClientTransport, HttpReceiver, HttpSender};

@@ -37,18 +37,18 @@ const INBOUND: usize = 64;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), tidewire_http::client::HttpClientError> {
-/// let transport = tidewire_http::client::StatelessHttpClient::new("http://127.0.0.1:3000/mcp")
+/// let transport = tidewire_http::client::StatelessHttpConnector::new("http://127.0.0.1:3000/mcp")
 ///     .connect()
 ///     .await?;
 /// # let _ = transport; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it connects"]
-pub struct StatelessHttpClient {
+pub struct StatelessHttpConnector {
     base: HttpClientBase,
 }
 
-impl StatelessHttpClient {
+impl StatelessHttpConnector {
     crate::__http_client_setters!(base, "every POST");
 
     /// A client of the endpoint at `url`.
@@ -58,7 +58,7 @@ impl StatelessHttpClient {
         }
     }
 
-    /// The stateless half of a [`StreamableHttpClient`](super::StreamableHttpClient), with its
+    /// The stateless half of a [`StreamableHttpConnector`](super::StreamableHttpConnector), with its
     /// settings.
     pub(crate) fn from_base(base: HttpClientBase) -> Self {
         Self { base }
@@ -102,7 +102,7 @@ impl StatelessHttpClient {
     }
 }
 
-/// The transport [`StatelessHttpClient::connect`] makes.
+/// The transport [`StatelessHttpConnector::connect`] makes.
 pub type StatelessHttpTransport = (StatelessSender, StatelessReceiver);
 
 struct PostContext {

@@ -24,7 +24,7 @@ use super::task::catch;
 type Inbound = mpsc::Receiver<Result<Envelope, TransportError>>;
 
 /// A Streamable HTTP connection to one MCP endpoint, from
-/// [`StreamableHttpClient::connect`](super::StreamableHttpClient::connect).
+/// [`StreamableHttpConnector::connect`](super::StreamableHttpConnector::connect).
 ///
 /// Give it to the session engine (for example `tidewire_client::Client::builder(..).connect`),
 /// which splits it into an [`HttpSender`] and an [`HttpReceiver`]. Keep a

@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tidewire_client::Client;
 use tidewire_core::schema::Implementation;
-use tidewire_http::client::{HttpClientHandle, ReconnectPolicy, StreamableHttpClient};
+use tidewire_http::client::{HttpClientHandle, ReconnectPolicy, StreamableHttpConnector};
 use tokio::sync::{Notify, mpsc};
 
 /// The most any test may take.
@@ -317,14 +317,14 @@ pub fn quick_policy() -> ReconnectPolicy {
 }
 
 /// The transport builder for `fake`, with test settings.
-pub fn transport_for(fake: &Fake) -> StreamableHttpClient {
-    StreamableHttpClient::new(fake.url.clone())
+pub fn transport_for(fake: &Fake) -> StreamableHttpConnector {
+    StreamableHttpConnector::new(fake.url.clone())
         .reconnect(quick_policy())
         .request_timeout(Duration::from_secs(5))
 }
 
 /// Connects a client over `builder`'s transport.
-pub async fn connect(builder: StreamableHttpClient) -> (Client, HttpClientHandle) {
+pub async fn connect(builder: StreamableHttpConnector) -> (Client, HttpClientHandle) {
     let transport = builder
         .connect()
         .await

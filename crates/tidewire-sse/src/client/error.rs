@@ -4,7 +4,7 @@ use std::fmt;
 
 pub(crate) use tidewire_core::transport::text::{chain, excerpt};
 
-/// Why [`SseClient::connect`](super::SseClient::connect) failed.
+/// Why [`LegacySseConnector::connect`](super::LegacySseConnector::connect) failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseClientError {

@@ -4,10 +4,10 @@
 //! ```no_run
 //! use tidewire_client::Client;
 //! use tidewire_core::schema::Implementation;
-//! use tidewire_sse::client::SseClient;
+//! use tidewire_sse::client::LegacySseConnector;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let transport = SseClient::new("http://127.0.0.1:8080/sse").connect().await?;
+//! let transport = LegacySseConnector::new("http://127.0.0.1:8080/sse").connect().await?;
 //! println!("posting to {}", transport.endpoint());
 //! let client = Client::builder(Implementation::new("my-agent", "1.0.0"))
 //!     .connect(transport)
@@ -19,8 +19,8 @@
 //! ```
 //!
 //! ## What goes over the wire
-//! - [`SseClient::connect`] opens the stream (`GET`, `Accept: text/event-stream`) and waits,
-//!   within [`SseClient::connect_timeout`], for the `endpoint` event. Its data is resolved
+//! - [`LegacySseConnector::connect`] opens the stream (`GET`, `Accept: text/event-stream`) and waits,
+//!   within [`LegacySseConnector::connect_timeout`], for the `endpoint` event. Its data is resolved
 //!   against the stream's URL; an endpoint on another origin (scheme, host or port) is refused,
 //!   so a server cannot send the client's messages elsewhere.
 //! - Each message is POSTed to the endpoint as `application/json`, one at a time, in order;
@@ -59,11 +59,11 @@ pub use transport::{SseClientReceiver, SseClientSender, SseClientTransport};
 /// reports the first problem.
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until it connects"]
-pub struct SseClient {
+pub struct LegacySseConnector {
     base: HttpClientBase,
 }
 
-impl SseClient {
+impl LegacySseConnector {
     tidewire_http::__http_client_setters!(base, "the GET and every POST");
 
     /// A client for the stream at `url` (conventionally `http://host:port/sse`).

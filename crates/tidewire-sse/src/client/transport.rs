@@ -47,7 +47,7 @@ enum StreamBroke {
     Parser(String),
 }
 
-/// A legacy HTTP+SSE connection, from [`SseClient::connect`](super::SseClient::connect): give it
+/// A legacy HTTP+SSE connection, from [`LegacySseConnector::connect`](super::LegacySseConnector::connect): give it
 /// to the session engine (e.g. `tidewire_client::Client::builder(..).connect`).
 #[derive(Debug)]
 pub struct SseClientTransport {

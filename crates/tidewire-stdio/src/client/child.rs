@@ -222,7 +222,7 @@ pub(crate) struct Parts {
     pub(crate) kill_on_drop: bool,
 }
 
-/// A connection to a server process started by [`StdioClient::spawn`](super::StdioClient::spawn).
+/// A connection to a server process started by [`StdioConnector::spawn`](super::StdioConnector::spawn).
 ///
 /// It is a [`Transport`]: hand it to the session engine, which splits it. Keep a
 /// [`ChildHandle`] first ([`handle`](Self::handle)) to shut the server down or learn its exit
@@ -443,7 +443,7 @@ impl TransportReceiver for ChildReceiver {
 /// Cheap to clone (an `Arc` inside); every clone controls the same process. The process is
 /// killed (its whole group, with `SIGKILL`) when the transport halves and every handle have been
 /// dropped while it still runs, unless the builder turned that off with
-/// [`kill_on_drop(false)`](super::StdioClient::kill_on_drop).
+/// [`kill_on_drop(false)`](super::StdioConnector::kill_on_drop).
 #[derive(Debug, Clone)]
 pub struct ChildHandle {
     shared: Arc<Process>,

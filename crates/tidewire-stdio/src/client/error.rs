@@ -18,7 +18,7 @@ pub enum SpawnError {
         #[source]
         source: io::Error,
     },
-    /// [`spawn`](super::StdioClient::spawn) was called outside a Tokio runtime.
+    /// [`spawn`](super::StdioConnector::spawn) was called outside a Tokio runtime.
     #[error("spawning a server process needs a Tokio runtime")]
     NoRuntime,
 }

@@ -1,6 +1,6 @@
 //! Spawn an MCP server as a child process and talk to it over its stdin and stdout.
 //!
-//! [`StdioClient`] is the builder; [`spawn`](StdioClient::spawn) starts the program and returns a
+//! [`StdioConnector`] is the builder; [`spawn`](StdioConnector::spawn) starts the program and returns a
 //! [`ChildTransport`] for the session engine, plus (through [`ChildTransport::handle`]) a
 //! [`ChildHandle`] to stop the server and learn how it ended. See the [crate docs](crate) for
 //! the shutdown sequence.
@@ -34,9 +34,9 @@ pub use stderr::{LineSink, StderrMode};
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-/// use tidewire_stdio::client::{StderrMode, StdioClient};
+/// use tidewire_stdio::client::{StderrMode, StdioConnector};
 ///
-/// let transport = StdioClient::command("npx")
+/// let transport = StdioConnector::command("npx")
 ///     .args(["-y", "@modelcontextprotocol/server-everything"])
 ///     .env("LOG_LEVEL", "debug")
 ///     .stderr(StderrMode::Tracing)
@@ -47,7 +47,7 @@ pub use stderr::{LineSink, StderrMode};
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
-pub struct StdioClient {
+pub struct StdioConnector {
     command: std::process::Command,
     stderr: StderrMode,
     timeouts: ShutdownTimeouts,
@@ -55,7 +55,7 @@ pub struct StdioClient {
     kill_on_drop: bool,
 }
 
-impl StdioClient {
+impl StdioConnector {
     /// A builder for running `program`, looked up in `PATH` unless it contains a `/`.
     pub fn command(program: impl AsRef<OsStr>) -> Self {
         Self::from_command(std::process::Command::new(program))
@@ -63,7 +63,7 @@ impl StdioClient {
 
     /// A builder from a prepared [`std::process::Command`]. Its program, arguments,
     /// environment and working directory are kept; its stdin, stdout, stderr and process group
-    /// are replaced as described on [`StdioClient`].
+    /// are replaced as described on [`StdioConnector`].
     pub fn from_command(command: std::process::Command) -> Self {
         Self {
             command,

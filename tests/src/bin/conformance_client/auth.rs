@@ -10,7 +10,7 @@ use tidewire_auth::client::{
 };
 use tidewire_client::{Client, Era};
 use tidewire_core::schema::Implementation;
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
 
 /// The redirect URI registered; the mock never visits it.
 const REDIRECT_URI: &str = "http://localhost:3000/callback";
@@ -24,7 +24,7 @@ pub(crate) async fn connect(url: &str, modern: bool) -> Result<Client, String> {
     let session = OAuthSession::new(oauth, url);
     let info = Implementation::new("tidewire-conformance-client", env!("CARGO_PKG_VERSION"));
     let connected = if modern {
-        let transport = StatelessHttpClient::new(url)
+        let transport = StatelessHttpConnector::new(url)
             .authorizer(session)
             .connect()
             .await
@@ -34,7 +34,7 @@ pub(crate) async fn connect(url: &str, modern: bool) -> Result<Client, String> {
             .connect(transport)
             .await
     } else {
-        let transport = StreamableHttpClient::new(url)
+        let transport = StreamableHttpConnector::new(url)
             .authorizer(session)
             .connect()
             .await

@@ -7,7 +7,7 @@
 //!
 //! Scenarios: `initialize`, `tools_call`, `sse-retry`, `elicitation-sep1034-client-defaults`;
 //! and when `MCP_CONFORMANCE_PROTOCOL_VERSION` is 2026-07-28 (the stateless wire, over
-//! `StatelessHttpClient` with `Era::Modern`): `tools_call`, `request-metadata`,
+//! `StatelessHttpConnector` with `Era::Modern`): `tools_call`, `request-metadata`,
 //! `sep-2322-client-request-state`, `http-standard-headers`, `http-custom-headers`,
 //! `json-schema-ref-no-deref`; and the skills extension's `sep-2640-client-*` in either era.
 //! The `auth/*` scenarios run through `tidewire_auth`'s OAuth client (see `auth.rs`); those it
@@ -25,7 +25,7 @@ use tidewire_core::schema::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ElicitValue,
     Implementation, Root,
 };
-use tidewire_http::client::{StatelessHttpClient, StreamableHttpClient};
+use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -67,7 +67,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
     {
         return Err(format!("unknown scenario {scenario:?}"));
     }
-    let transport = StreamableHttpClient::new(url)
+    let transport = StreamableHttpConnector::new(url)
         .connect()
         .await
         .map_err(|e| format!("cannot use {url}: {e}"))?;
@@ -111,7 +111,7 @@ async fn run_stateless(scenario: &str, url: &str) -> Result<(), String> {
             "unknown scenario {scenario:?} on the 2026-07-28 wire"
         ));
     }
-    let transport = StatelessHttpClient::new(url)
+    let transport = StatelessHttpConnector::new(url)
         .connect()
         .await
         .map_err(|e| format!("cannot use {url}: {e}"))?;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use tidewire_http::server::{HttpConfig, StreamableHttp};
 use tidewire_sse::server::{LegacySse, SseConfig};
-use tidewire_ws::server::{WebSocketServer, WsConfig};
+use tidewire_ws::server::{WebSocket, WsConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -92,7 +92,7 @@ pub(super) async fn start(transport: Transport) -> Result<Running, String> {
         }
         Transport::WebSocket => {
             let server = tidewire_demo::demo_server();
-            let ws = WebSocketServer::new(WsConfig::default(), server);
+            let ws = WebSocket::new(WsConfig::default(), server);
             let (address, stop) = serve_on_loopback(ws.router("/ws"), None).await?;
             Ok(Running {
                 target: Target::WebSocket(format!("ws://{address}/ws")),
