@@ -135,6 +135,20 @@ pub enum ProgressError {
     /// JSON-response mode, which answers with one JSON body).
     #[error("this transport cannot deliver progress for the request ({0})")]
     Unsupported(&'static str),
+    /// The report is larger than the transport's message limit (a very long `message`): it
+    /// was not sent, and the request goes on (a shorter report may follow). Told where the
+    /// report is written on the request's own response stream (the stateless revision, and
+    /// Streamable HTTP replies); toward a session's peer, the transport refuses it when it
+    /// writes it, and logs that.
+    #[error(
+        "the progress report is {size} bytes, over the transport's limit of {limit}; it was not sent"
+    )]
+    TooLarge {
+        /// The report's size, in bytes.
+        size: usize,
+        /// The largest message the transport carries.
+        limit: usize,
+    },
 }
 
 impl ProgressError {

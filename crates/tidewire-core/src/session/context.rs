@@ -391,7 +391,7 @@ impl Reporter {
                             progress: &progress,
                         }),
                     )
-                    .map_err(|_| ProgressError::Closed)?;
+                    .map_err(|e| too_large(&e).unwrap_or(ProgressError::Closed))?;
                 // Room first, then admit and send under the guard, without an `.await` between:
                 // what is admitted first is sent first.
                 let room = stream.reserve().await.map_err(|_| ProgressError::Closed)?;
@@ -423,6 +423,16 @@ impl Reporter {
         peer.notify_wire("notifications/progress", wire.into())
             .await
             .map_err(|_| ProgressError::Closed)
+    }
+}
+
+/// The progress error for a report over the transport's size limit, if that is why it failed.
+fn too_large(error: &SessionError) -> Option<ProgressError> {
+    match error {
+        SessionError::Transport(e) => e
+            .too_large_sizes()
+            .map(|(size, limit)| ProgressError::TooLarge { size, limit }),
+        _ => None,
     }
 }
 
@@ -614,6 +624,30 @@ mod tests {
                 ctx.report_progress(3.0, None, None).await,
                 Err(ProgressError::Closed)
             );
+        })
+        .await
+        .expect("in time");
+    }
+
+    #[tokio::test]
+    async fn a_report_over_the_size_limit_says_so_and_the_next_one_goes() {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            let (stream, mut rx) = request_stream(4, 200);
+            let ctx = context(stream);
+            let refused = ctx
+                .report_progress(1.0, None, Some("x".repeat(500)))
+                .await
+                .expect_err("too large");
+            let ProgressError::TooLarge { size, limit } = refused else {
+                panic!("{refused:?}");
+            };
+            assert!(size > 500 && limit == 200, "{size} {limit}");
+            assert!(refused.to_string().contains("not sent"), "{refused}");
+            // Nothing was admitted for the refused report: the same value goes next.
+            ctx.report_progress(1.0, None, Some("page 1".into()))
+                .await
+                .expect("a short report goes");
+            assert_eq!(progress_of(&rx.recv().await.expect("one report")), 1.0);
         })
         .await
         .expect("in time");

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::SessionError;
 use super::options::CancelPolicy;
 use crate::jsonrpc::{EncodedResult, Response};
+use crate::transport::TransportError;
 
 /// The response stream of one request served without a session: what its handler sends before
 /// the response (progress, logs, a listen's notifications) goes here, encoded as JSON-RPC
@@ -84,8 +85,9 @@ impl RequestStream {
     ///
     /// # Errors
     /// [`SessionError::Closed`] once the client has closed the response;
-    /// [`SessionError::InvalidParams`] when the params do not serialize or the message is over
-    /// the size limit (nothing is sent; the stream goes on).
+    /// [`SessionError::InvalidParams`] when the params do not serialize;
+    /// [`SessionError::Transport`] ([`is_too_large`](crate::transport::TransportError::is_too_large))
+    /// when the message is over the size limit (nothing is sent either way; the stream goes on).
     pub async fn notify<P: Serialize + ?Sized>(
         &self,
         method: &str,
@@ -122,10 +124,10 @@ impl RequestStream {
         };
         let out = wire_notification(method, params).map_err(|e| invalid(e.to_string()))?;
         if out.len() > self.max_message_size {
-            return Err(invalid(format!(
-                "the notification is {} bytes; the limit is {}",
+            return Err(SessionError::Transport(TransportError::too_large(
                 out.len(),
-                self.max_message_size
+                self.max_message_size,
+                false,
             )));
         }
         Ok(Bytes::from(out))

@@ -183,6 +183,15 @@ impl TransportError {
         matches!(self.kind, Kind::TooLarge { .. })
     }
 
+    /// The size of a message over the limit, and the limit, when that is what this is
+    /// ([`is_too_large`](Self::is_too_large)).
+    pub fn too_large_sizes(&self) -> Option<(usize, usize)> {
+        match &self.kind {
+            Kind::TooLarge { size, limit, .. } => Some((*size, *limit)),
+            _ => None,
+        }
+    }
+
     /// True when the error concerns a single message and the connection can go on.
     pub fn is_recoverable(&self) -> bool {
         self.is_malformed()
