@@ -531,9 +531,7 @@ async fn peer_scenarios_through(url: &str, wire: Wire) -> Harness {
 /// The state of task `id` through `client`, polled until it is `want` (within `limit`); how
 /// long that took.
 async fn until_status(client: &Client, id: &str, want: TaskStatus, limit: Duration) -> Duration {
-    // Polled, not watched: a task whose process died is failed when it is next read (no
-    // process is left to announce it), so a watch would hear of it only at its own periodic
-    // read, every 5 s or more.
+    // Polled, to see what a plain reader sees (a watch is tested beside it).
     let started = std::time::Instant::now();
     loop {
         let state = client.task(id).state().await.expect("state");
@@ -577,8 +575,35 @@ async fn a_task_whose_replica_dies_fails_once_its_lease_runs_out() {
             TaskStatus::Working,
             "a live replica keeps its task's lease"
         );
+        // A watch through the survivor hears of the failure when the lease runs out: the
+        // survivor's listen reads the task then (no one has to poll it).
+        let watcher = Client::builder(Implementation::new("scale-out-test", "1"))
+            .era(Era::Modern)
+            .connect(
+                StatelessHttpConnector::new(&survivor.url)
+                    .connect()
+                    .await
+                    .expect("transport"),
+            )
+            .await
+            .expect("connected");
+        let mut watch = Box::pin(watcher.task(&id).watch());
+        let first = watch.next().await.expect("an item").expect("the task");
+        assert_eq!(first.task.status, TaskStatus::Working);
         drop(on_doomed);
         drop(doomed); // SIGKILL
+        let killed = std::time::Instant::now();
+        let mut last = first;
+        while let Some(item) = tokio::time::timeout(Duration::from_secs(4), watch.next())
+            .await
+            .expect("the failure is pushed within 4 s of the kill (a poll would take 5 s or more)")
+        {
+            last = item.expect("the task");
+        }
+        let heard = killed.elapsed();
+        assert_eq!(last.task.status, TaskStatus::Failed, "{last:?}");
+        assert!(heard < Duration::from_secs(4), "heard after {heard:?}");
+        println!("a watch heard the dead replica's task fail {heard:?} after the kill (lease 1 s)");
         let took = until_status(
             &on_survivor,
             &id,

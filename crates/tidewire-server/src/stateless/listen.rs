@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
@@ -28,6 +29,11 @@ use crate::tasks::TaskRefused;
 
 /// Events one listener holds for its stream before it owes list changes instead.
 const QUEUE: usize = 256;
+/// How long after a listened task's lease runs out the listener reads it (clocks of replicas
+/// differ a little).
+const LAPSE_MARGIN: Duration = Duration::from_millis(100);
+/// The shortest wait before the listener reads its tasks' leases again.
+const LAPSE_RECHECK: Duration = Duration::from_millis(250);
 /// The most bytes of resource URIs and task ids one listen may name, all together: what a
 /// listen holds for as long as it runs is bounded in bytes, not only in count.
 pub(crate) const MAX_LISTEN_FILTER_BYTES: usize = 256 * 1024;
@@ -73,12 +79,23 @@ pub(crate) async fn listen(
     ctx.notify_raw(SubscriptionsAcknowledged::METHOD, Some(ack))
         .await
         .map_err(ErrorObject::from)?;
+    // A task whose process died is failed only when someone reads it: the listener reads its
+    // tasks when their leases run out, so the failure is pushed instead of waiting for a poll.
+    let mut lapse = next_lapse(server, &queue.filter.task_ids).await;
     loop {
         let event = tokio::select! {
             event = queue.next() => event,
             // The engine sends nothing for a cancelled request: this error goes nowhere.
             () = ctx.cancelled() => return Err(ErrorObject::internal("the listen was cancelled")),
             _ = ended.changed() => break,
+            () = until(lapse) => {
+                for id in &queue.filter.task_ids {
+                    // Fails a lost task, which publishes its change (to this queue too).
+                    let _ = server.tasks.find(id, principal.as_deref()).await;
+                }
+                lapse = next_lapse(server, &queue.filter.task_ids).await;
+                continue;
+            }
         };
         let (method, mut params) = match &event {
             // A task is sent as `tasks/get` would show it now, if the listener may see it.
@@ -277,6 +294,35 @@ impl ListenerSlot {
 impl Drop for ListenerSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The soonest moment one of `task_ids` (running in another process) could be found lost: a
+/// little after its lease runs out, and never sooner than [`LAPSE_RECHECK`] from now (a lease
+/// that has run out but was not failed yet is looked at again then, not in a busy loop).
+async fn next_lapse(
+    server: &ServerInner,
+    task_ids: &std::collections::HashSet<Box<str>>,
+) -> Option<tokio::time::Instant> {
+    let mut soonest: Option<SystemTime> = None;
+    for id in task_ids {
+        if let Some(until) = server.tasks.lapse(id).await {
+            soonest = Some(soonest.map_or(until, |s| s.min(until)));
+        }
+    }
+    let wait = soonest?
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO)
+        .saturating_add(LAPSE_MARGIN)
+        .max(LAPSE_RECHECK);
+    Some(tokio::time::Instant::now() + wait)
+}
+
+/// Sleeps until `at`; never, without one.
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
@@ -278,6 +278,20 @@ impl Tasks {
         if let Err(error) = self.store.update(record).await {
             tracing::warn!(%error, task = %excerpt(&live.id), "a task's lease could not be renewed");
         }
+    }
+
+    /// When the lease of task `id` runs out, if it runs in another process and has not ended:
+    /// the moment a reader could find it lost ([`find`](Self::find) then fails it). `None`
+    /// for a task that has ended, runs here, has no lease, or cannot be read.
+    pub(crate) async fn lapse(&self, id: &str) -> Option<SystemTime> {
+        if self.live_tasks().contains_key(id) {
+            return None;
+        }
+        let record = self.store.get(id).await.ok()??;
+        if record.is_terminal() {
+            return None;
+        }
+        record.lease_until
     }
 
     /// The task `id`, as `principal` may see it. A task whose process is gone (its lease ran
