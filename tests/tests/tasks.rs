@@ -501,3 +501,84 @@ async fn a_modern_watch_is_pushed_its_changes_not_polled() {
     .await
     .expect("pushed changes end the watch well within the limit");
 }
+
+/// `Server::task_counts`: the tasks running in this process by status, and the ends this
+/// process wrote by status (what `tidewire serve` reports as `tidewire.server.tasks` and
+/// `tidewire.server.tasks.ended`).
+#[tokio::test]
+async fn the_server_counts_its_tasks_by_status() {
+    use std::sync::Arc;
+
+    use tidewire_core::schema::{ElicitParams, ElicitResult};
+    use tidewire_core::session::RequestContext;
+    use tidewire_server::tasks::TaskCounts;
+
+    tokio::time::timeout(LIMIT, async {
+        let server = tidewire_tests::suite_server();
+        let (a, b) = tidewire_core::transport::memory::duplex();
+        let (_peer, driver) = server.serve(a);
+        tokio::spawn(driver);
+        // The client's answer waits until the test has looked at the counts.
+        let (asked, mut questions) = tokio::sync::mpsc::channel::<()>(1);
+        let release = Arc::new(tokio::sync::Notify::new());
+        let held = release.clone();
+        let client = builder(Era::Modern)
+            .elicitation_handler(move |_: ElicitParams, _: RequestContext| {
+                let (asked, held) = (asked.clone(), held.clone());
+                async move {
+                    let _ = asked.send(()).await;
+                    held.notified().await;
+                    Ok(ElicitResult::accept(
+                        [("confirm".to_owned(), true.into())].into_iter().collect(),
+                    ))
+                }
+            })
+            .connect(b)
+            .await
+            .expect("connect");
+        assert_eq!(server.task_counts(), TaskCounts::default());
+
+        // A crawl, running, then cancelled.
+        let crawl = client
+            .call_tool(
+                "crawl",
+                json!({ "urls": ["a", "b", "c"], "delay_ms": 10_000 }),
+            )
+            .as_task()
+            .await
+            .expect("started")
+            .task()
+            .expect("a task");
+        let counts = server.task_counts();
+        assert_eq!(
+            (counts.working, counts.input_required),
+            (1, 0),
+            "{counts:?}"
+        );
+        crawl.cancel().await.expect("cancel");
+        assert_eq!(server.task_counts().cancelled, 1);
+
+        // A task that asks: input_required while the client has not answered, then completed.
+        let asking = client
+            .call_tool("confirm_delete", json!({ "filename": "notes.txt" }))
+            .as_task()
+            .await
+            .expect("started")
+            .task()
+            .expect("a task");
+        let result = tokio::spawn(async move { asking.result().await });
+        questions.recv().await.expect("the task asked");
+        assert_eq!(server.task_counts().input_required, 1);
+        release.notify_one();
+        let result = result.await.expect("joined").expect("completed");
+        assert_eq!(result.first_text(), Some("notes.txt deleted"));
+        let counts = server.task_counts();
+        assert_eq!(
+            (counts.completed, counts.failed, counts.cancelled),
+            (1, 0, 1),
+            "{counts:?}"
+        );
+    })
+    .await
+    .expect("in time");
+}

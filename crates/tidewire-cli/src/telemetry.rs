@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 
 use tidewire_otel::Telemetry;
-use tidewire_otel::metrics::{counter, gauge};
+use tidewire_otel::metrics::{counter, counter_by, gauge, gauge_by};
 use tidewire_server::Server;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -103,6 +103,35 @@ pub(crate) fn observe(server: &Server) {
             Box::new(move || u64::from(s4.lifecycle().is_draining())),
         ),
     ]);
+    let running = server.clone();
+    gauge_by(
+        "tidewire.server.tasks",
+        "Tasks running in this process, by status",
+        "{task}",
+        "tidewire.task.status",
+        move || {
+            let counts = running.task_counts();
+            vec![
+                ("working", counts.working),
+                ("input_required", counts.input_required),
+            ]
+        },
+    );
+    let ended = server.clone();
+    counter_by(
+        "tidewire.server.tasks.ended",
+        "Tasks this process ended, by status",
+        "{task}",
+        "tidewire.task.status",
+        move || {
+            let counts = ended.task_counts();
+            vec![
+                ("completed", counts.completed),
+                ("failed", counts.failed),
+                ("cancelled", counts.cancelled),
+            ]
+        },
+    );
     let held = server.clone();
     counter(
         "tidewire.server.notifications.dropped",

@@ -264,6 +264,10 @@ async fn metrics_are_served_for_prometheus_and_scraped() {
             "tidewire_http_sessions",
             "tidewire_http_event_store_usage",
             "tidewire_ws_connections",
+            "tidewire_server_tasks{",
+            "tidewire_task_status=\"input_required\"",
+            "tidewire_server_tasks_ended_total{",
+            "tidewire_task_status=\"cancelled\"",
         ] {
             assert!(
                 exposition.contains(expected),

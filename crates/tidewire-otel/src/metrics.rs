@@ -94,3 +94,45 @@ pub fn counter(
         .with_callback(move |observer| observer.observe(read(), &[]))
         .build();
 }
+
+/// Reports the values `read()` gives as the gauge `name`, one series per value of the
+/// attribute `key` (tasks by status, say), at every collection.
+pub fn gauge_by(
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    key: &'static str,
+    read: impl Fn() -> Vec<(&'static str, u64)> + Send + Sync + 'static,
+) {
+    let _gauge = opentelemetry::global::meter(METER)
+        .u64_observable_gauge(name)
+        .with_description(description)
+        .with_unit(unit)
+        .with_callback(move |observer| {
+            for (value, n) in read() {
+                observer.observe(n, &[opentelemetry::KeyValue::new(key, value)]);
+            }
+        })
+        .build();
+}
+
+/// Reports the values `read()` gives as the monotonic counter `name`, one series per value of
+/// the attribute `key`, at every collection.
+pub fn counter_by(
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    key: &'static str,
+    read: impl Fn() -> Vec<(&'static str, u64)> + Send + Sync + 'static,
+) {
+    let _counter = opentelemetry::global::meter(METER)
+        .u64_observable_counter(name)
+        .with_description(description)
+        .with_unit(unit)
+        .with_callback(move |observer| {
+            for (value, n) in read() {
+                observer.observe(n, &[opentelemetry::KeyValue::new(key, value)]);
+            }
+        })
+        .build();
+}

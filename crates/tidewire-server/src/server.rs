@@ -223,6 +223,12 @@ impl Server {
         self.inner.listen_epoch.send_modify(|epoch| *epoch += 1);
     }
 
+    /// The tasks running in this process by status (`working`, `input_required`), and how
+    /// many it ended by status since it was built: what an operator graphs.
+    pub fn task_counts(&self) -> crate::tasks::TaskCounts {
+        self.inner.tasks.counts()
+    }
+
     /// Open `subscriptions/listen` streams.
     pub fn listener_count(&self) -> usize {
         self.inner.listeners.load(Ordering::Acquire)

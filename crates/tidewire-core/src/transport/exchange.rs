@@ -110,14 +110,14 @@ struct StandaloneOwner {
 }
 
 impl Settle for StandaloneOwner {
-    fn fail_pending(&self, _id: &RequestId, error: Failure) {
+    fn fail_pending(&self, _id: &RequestId, failure: Failure) {
         let taken = self
             .failure
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(tx) = taken {
-            let _ = tx.send(error);
+            let _ = tx.send(failure);
         }
         self.over.cancel();
     }

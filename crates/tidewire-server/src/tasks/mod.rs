@@ -30,6 +30,7 @@ use tidewire_core::session::{CancelPolicy, Peer, SessionError};
 use tokio_util::sync::CancellationToken;
 
 pub use record::TaskRecord;
+pub use run::TaskCounts;
 pub(crate) use run::{DEFAULT_LEASE, Live, Tasks};
 pub use store::{MemoryTaskStore, TaskLimits, TaskStore, TaskStoreError};
 

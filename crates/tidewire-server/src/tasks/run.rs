@@ -31,10 +31,51 @@ pub(crate) struct Tasks {
     /// This process's ear on the bus, for cancels and answers taken by other processes.
     heard: OnceLock<Subscription>,
     live: Mutex<HashMap<String, Arc<Live>>>,
+    /// The tasks this process ended (it wrote their last status), by status.
+    ended: Ended,
     /// The poll interval suggested to clients.
     pub(crate) poll_interval: Duration,
     /// How long a running task's lease lasts; it is renewed every third of it.
     pub(crate) lease: Duration,
+}
+
+/// The tasks a server runs in this process, by status, and those this process ended
+/// ([`Server::task_counts`](crate::Server::task_counts)). With a shared task store, each
+/// replica counts its own: the ones it runs, and the ends it wrote (a task failed because its
+/// replica died is counted by the replica that found it lost).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskCounts {
+    /// Running here, not waiting for an answer.
+    pub working: u64,
+    /// Running here, waiting for the client to answer a question.
+    pub input_required: u64,
+    /// Ended `completed` by this process since the server was built.
+    pub completed: u64,
+    /// Ended `failed` by this process since the server was built.
+    pub failed: u64,
+    /// Ended `cancelled` by this process since the server was built.
+    pub cancelled: u64,
+}
+
+/// The ends a process wrote, by status.
+#[derive(Debug, Default)]
+struct Ended {
+    completed: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+impl Ended {
+    fn count(&self, status: &TaskStatus) {
+        let counter = match status {
+            TaskStatus::Completed => &self.completed,
+            TaskStatus::Failed => &self.failed,
+            TaskStatus::Cancelled => &self.cancelled,
+            _ => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// How long a lease lasts unless the server says otherwise.
@@ -66,6 +107,7 @@ impl Tasks {
             bus: OnceLock::new(),
             heard: OnceLock::new(),
             live: Mutex::new(HashMap::new()),
+            ended: Ended::default(),
             poll_interval,
         }
     }
@@ -116,6 +158,9 @@ impl Tasks {
     /// Tells whoever listens that `record` changed: listen streams through the bus, and the
     /// session that started it (`notifications/tasks/status`, 2025-11-25) when its status did.
     fn changed(&self, live: Option<&Live>, record: &TaskRecord, status_changed: bool) {
+        if status_changed {
+            self.ended.count(&record.status);
+        }
         if let Some(bus) = self.bus.get() {
             bus.publish(BusEvent::TaskChanged {
                 task_id: record.id.clone(),
@@ -124,6 +169,30 @@ impl Tasks {
         if status_changed && let Some(peer) = live.and_then(|l| l.requester.as_ref()) {
             // Never waits: a requester that does not keep up polls instead.
             let _ = peer.try_notify::<TaskStatusNotification>(record.task().into());
+        }
+    }
+
+    /// The tasks running in this process by status, and those it ended.
+    pub(crate) fn counts(&self) -> TaskCounts {
+        let (mut working, mut input_required) = (0, 0);
+        for live in self.live_tasks().values() {
+            let waiting = !live
+                .waiters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty();
+            if waiting {
+                input_required += 1;
+            } else {
+                working += 1;
+            }
+        }
+        TaskCounts {
+            working,
+            input_required,
+            completed: self.ended.completed.load(Ordering::Relaxed),
+            failed: self.ended.failed.load(Ordering::Relaxed),
+            cancelled: self.ended.cancelled.load(Ordering::Relaxed),
         }
     }
 
@@ -377,15 +446,20 @@ impl Tasks {
             record.input_requests.insert(key.clone(), question);
             let was = record.status.clone();
             record.set_status(TaskStatus::InputRequired);
-            self.store
-                .update(record.clone())
-                .await
-                .map_err(|e| SessionError::Closed(e.to_string()))?;
-            self.changed(Some(live), &record, was != record.status);
+            // Waiting before the record says so, so no reader sees the question without its
+            // waiter (answers come under the same lock, so none can come before this ends).
             live.waiters
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(key, tx);
+                .insert(key.clone(), tx);
+            if let Err(error) = self.store.update(record.clone()).await {
+                live.waiters
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&key);
+                return Err(SessionError::Closed(error.to_string()));
+            }
+            self.changed(Some(live), &record, was != record.status);
         }
         tokio::select! {
             answer = rx => answer.map_err(|_| SessionError::Closed("the task ended".to_owned())),
