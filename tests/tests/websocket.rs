@@ -147,3 +147,63 @@ async fn the_client_refuses_what_is_not_an_mcp_websocket() {
     .await
     .expect("in time");
 }
+
+/// What the engine refuses on a WebSocket is counted by reason (`Lifecycle::refusals`, which
+/// `tidewire serve` reports as `tidewire.server.refusals`): a message that is no JSON-RPC, and
+/// a new stateless request while the server drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_counts_what_it_refuses_by_reason() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    tokio::time::timeout(LIMIT, async {
+        let (url, server, _ws) = start_ws(WsConfig::default()).await;
+        let mut request = url.as_str().into_client_request().expect("request");
+        request
+            .headers_mut()
+            .insert("sec-websocket-protocol", "mcp".parse().expect("value"));
+        let (mut socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("upgraded");
+        let mut answer = async |text: &str| -> serde_json::Value {
+            socket.send(Message::text(text)).await.expect("sent");
+            loop {
+                match socket.next().await.expect("open").expect("a frame") {
+                    Message::Text(text) => {
+                        return serde_json::from_str(text.as_str()).expect("JSON");
+                    }
+                    Message::Ping(_) | Message::Pong(_) => {}
+                    other => panic!("unexpected frame: {other:?}"),
+                }
+            }
+        };
+        assert_eq!(server.lifecycle().refusals(), Default::default());
+
+        let malformed = answer("{not json").await;
+        assert_eq!(malformed["error"]["code"], -32700, "{malformed}");
+        server.lifecycle().start_draining();
+        let call = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/list",
+            "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }},
+        });
+        let refused = answer(&call.to_string()).await;
+        assert_eq!(refused["error"]["code"], -32000, "{refused}");
+
+        let refusals = server.lifecycle().refusals();
+        assert_eq!(
+            (
+                refusals.malformed,
+                refusals.draining,
+                refusals.too_large,
+                refusals.busy
+            ),
+            (1, 1, 0, 0),
+            "{refusals:?}"
+        );
+    })
+    .await
+    .expect("in time");
+}

@@ -132,6 +132,23 @@ pub(crate) fn observe(server: &Server) {
             ]
         },
     );
+    let refusing = server.clone();
+    counter_by(
+        "tidewire.server.refusals",
+        "Messages the engine refused instead of serving, by reason (every transport; HTTP \
+         refusals before the engine are in tidewire.http.refusals)",
+        "{message}",
+        "tidewire.refusal.reason",
+        move || {
+            let refusals = refusing.lifecycle().refusals();
+            vec![
+                ("too_large", refusals.too_large),
+                ("malformed", refusals.malformed),
+                ("busy", refusals.busy),
+                ("draining", refusals.draining),
+            ]
+        },
+    );
     let held = server.clone();
     counter(
         "tidewire.server.notifications.dropped",

@@ -268,6 +268,8 @@ async fn metrics_are_served_for_prometheus_and_scraped() {
             "tidewire_task_status=\"input_required\"",
             "tidewire_server_tasks_ended_total{",
             "tidewire_task_status=\"cancelled\"",
+            "tidewire_server_refusals_total{",
+            "tidewire_refusal_reason=\"draining\"",
         ] {
             assert!(
                 exposition.contains(expected),

@@ -24,7 +24,7 @@
 //! ```
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
@@ -42,6 +42,39 @@ struct Inner {
     in_flight: AtomicUsize,
     /// Woken when the count falls to zero and when the drain starts.
     changed: Notify,
+    /// Messages refused, by [`RefusalReason`] (in its order).
+    refused: [AtomicU64; 4],
+}
+
+/// Why a server's engine refused a message it was sent ([`Lifecycle::refused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RefusalReason {
+    /// Over the transport's message size limit.
+    TooLarge,
+    /// Not JSON, not JSON-RPC, or a request whose id is already in use.
+    Malformed,
+    /// Too many requests in flight on the connection.
+    Busy,
+    /// New work while the server drains.
+    Draining,
+}
+
+/// How many messages a server's engine refused, by reason, since the server was built
+/// ([`Lifecycle::refusals`]): on every transport, what the engine answered with an error
+/// instead of serving. (An HTTP endpoint refuses most bad requests itself, before the engine,
+/// with a status; those are not in here.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusals {
+    /// Over the message size limit.
+    pub too_large: u64,
+    /// Malformed, or a request id already in use.
+    pub malformed: u64,
+    /// Too many requests in flight on the connection.
+    pub busy: u64,
+    /// New work while draining.
+    pub draining: u64,
 }
 
 impl std::fmt::Debug for Lifecycle {
@@ -100,6 +133,28 @@ impl Lifecycle {
                 return;
             }
             changed.await;
+        }
+    }
+
+    /// Counts one message refused for `reason`.
+    pub fn refused(&self, reason: RefusalReason) {
+        let index = match reason {
+            RefusalReason::TooLarge => 0,
+            RefusalReason::Malformed => 1,
+            RefusalReason::Busy => 2,
+            RefusalReason::Draining => 3,
+        };
+        self.inner.refused[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The messages refused so far, by reason.
+    pub fn refusals(&self) -> Refusals {
+        let read = |i: usize| self.inner.refused[i].load(Ordering::Relaxed);
+        Refusals {
+            too_large: read(0),
+            malformed: read(1),
+            busy: read(2),
+            draining: read(3),
         }
     }
 

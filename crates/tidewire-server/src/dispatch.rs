@@ -243,6 +243,9 @@ impl ConnectionHandler {
             // A draining server takes no new stateless request (over HTTP the transport
             // answered 503 before this; here the connection is already open).
             if self.server.lifecycle.is_draining() {
+                self.server
+                    .lifecycle
+                    .refused(tidewire_core::lifecycle::RefusalReason::Draining);
                 return Err(tidewire_core::lifecycle::draining_error());
             }
             self.connection.set_served_stateless();

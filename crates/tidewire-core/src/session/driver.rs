@@ -17,6 +17,7 @@ use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
+use crate::lifecycle::RefusalReason;
 use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
 use crate::transport::text::excerpt;
@@ -386,6 +387,13 @@ async fn read_loop<R: TransportReceiver, H: Handler>(
             }
             Some(Err(e)) if e.is_recoverable() => {
                 tracing::debug!(error = %e, "bad inbound message");
+                if let Some(lifecycle) = &shared.options.lifecycle {
+                    lifecycle.refused(if e.is_too_large() {
+                        RefusalReason::TooLarge
+                    } else {
+                        RefusalReason::Malformed
+                    });
+                }
                 if let Some(response) = e.error_response()
                     && let Some(reply) = peer.try_send_envelope(Envelope::new(response.clone()))
                 {
@@ -471,6 +479,12 @@ fn start_request<H: Handler>(
     let generation = match added {
         Ok(generation) => generation,
         Err(refusal) => {
+            if let Some(lifecycle) = &shared.options.lifecycle {
+                lifecycle.refused(match refusal {
+                    Refusal::Full(_) => RefusalReason::Busy,
+                    Refusal::Duplicate => RefusalReason::Malformed,
+                });
+            }
             let error = refused(refusal, &id);
             return routed.try_send_envelope(routed.envelope(Response::error(Some(id), error)));
         }
