@@ -147,17 +147,30 @@ async fn session_client(url: &str) -> Client {
 
 /// A client of `url` on the stateless revision that confirms whatever it is asked.
 async fn confirming(url: &str) -> Client {
+    confirming_with(url, None).await
+}
+
+/// The same, adding `note` to each answer when given (to make an answer of any size).
+async fn confirming_with(url: &str, note: Option<String>) -> Client {
     Client::builder(Implementation::new("scale-out-test", "1"))
         .era(Era::Modern)
         .elicitation_handler(
-            |_: tidewire_core::schema::ElicitParams,
-             _: tidewire_core::session::RequestContext| async move {
-                Ok(tidewire_core::schema::ElicitResult::accept(
-                    [("confirm".to_owned(), true.into())].into_iter().collect(),
-                ))
+            move |_: tidewire_core::schema::ElicitParams,
+                  _: tidewire_core::session::RequestContext| {
+                let mut answer = std::collections::BTreeMap::new();
+                answer.insert("confirm".to_owned(), true.into());
+                if let Some(note) = &note {
+                    answer.insert("note".to_owned(), note.clone().into());
+                }
+                async move { Ok(tidewire_core::schema::ElicitResult::accept(answer)) }
             },
         )
-        .connect(StatelessHttpConnector::new(url).connect().await.expect("transport"))
+        .connect(
+            StatelessHttpConnector::new(url)
+                .connect()
+                .await
+                .expect("transport"),
+        )
         .await
         .expect("connected")
 }
@@ -347,29 +360,7 @@ async fn a_task_answer_too_large_to_cross_replicas_is_refused_not_lost() {
     tokio::time::timeout(support::LIMIT, async {
         let (a, b) = (replica(&redis, "a"), replica(&redis, "b"));
         let starting = confirming(&a.url).await;
-        let oversized = Client::builder(Implementation::new("scale-out-test", "1"))
-            .era(Era::Modern)
-            .elicitation_handler(
-                |_: tidewire_core::schema::ElicitParams,
-                 _: tidewire_core::session::RequestContext| async move {
-                    Ok(tidewire_core::schema::ElicitResult::accept(
-                        [
-                            ("confirm".to_owned(), true.into()),
-                            ("note".to_owned(), "x".repeat(70_000).into()),
-                        ]
-                        .into_iter()
-                        .collect(),
-                    ))
-                },
-            )
-            .connect(
-                StatelessHttpConnector::new(&b.url)
-                    .connect()
-                    .await
-                    .expect("transport"),
-            )
-            .await
-            .expect("connected");
+        let oversized = confirming_with(&b.url, Some("x".repeat(70_000))).await;
         let asking = starting
             .call_tool("confirm_delete", json!({ "filename": "notes.txt" }))
             .as_task()
@@ -577,16 +568,7 @@ async fn a_task_whose_replica_dies_fails_once_its_lease_runs_out() {
         );
         // A watch through the survivor hears of the failure when the lease runs out: the
         // survivor's listen reads the task then (no one has to poll it).
-        let watcher = Client::builder(Implementation::new("scale-out-test", "1"))
-            .era(Era::Modern)
-            .connect(
-                StatelessHttpConnector::new(&survivor.url)
-                    .connect()
-                    .await
-                    .expect("transport"),
-            )
-            .await
-            .expect("connected");
+        let watcher = modern(&survivor.url).await;
         let mut watch = Box::pin(watcher.task(&id).watch());
         let first = watch.next().await.expect("an item").expect("the task");
         assert_eq!(first.task.status, TaskStatus::Working);

@@ -108,11 +108,7 @@ pub fn gauge_by(
         .u64_observable_gauge(name)
         .with_description(description)
         .with_unit(unit)
-        .with_callback(move |observer| {
-            for (value, n) in read() {
-                observer.observe(n, &[opentelemetry::KeyValue::new(key, value)]);
-            }
-        })
+        .with_callback(move |observer| observe_by(observer, key, read()))
         .build();
 }
 
@@ -129,10 +125,17 @@ pub fn counter_by(
         .u64_observable_counter(name)
         .with_description(description)
         .with_unit(unit)
-        .with_callback(move |observer| {
-            for (value, n) in read() {
-                observer.observe(n, &[opentelemetry::KeyValue::new(key, value)]);
-            }
-        })
+        .with_callback(move |observer| observe_by(observer, key, read()))
         .build();
+}
+
+/// One observation per `(value, n)`: `n` with the attribute `key` set to `value`.
+fn observe_by(
+    observer: &dyn opentelemetry::metrics::AsyncInstrument<u64>,
+    key: &'static str,
+    values: Vec<(&'static str, u64)>,
+) {
+    for (value, n) in values {
+        observer.observe(n, &[opentelemetry::KeyValue::new(key, value)]);
+    }
 }
