@@ -136,10 +136,10 @@ pub enum ProgressError {
     #[error("this transport cannot deliver progress for the request ({0})")]
     Unsupported(&'static str),
     /// The report is larger than the transport's message limit (a very long `message`): it
-    /// was not sent, and the request goes on (a shorter report may follow). Told where the
-    /// report is written on the request's own response stream (the stateless revision, and
-    /// Streamable HTTP replies); toward a session's peer, the transport refuses it when it
-    /// writes it, and logs that.
+    /// was not sent, and the request goes on (a shorter report, even of the same value, may
+    /// follow). On every transport that has a limit
+    /// ([`TransportProfile::max_message_size`](crate::transport::TransportProfile::max_message_size));
+    /// the in-memory one has none.
     #[error(
         "the progress report is {size} bytes, over the transport's limit of {limit}; it was not sent"
     )]

@@ -78,6 +78,15 @@ impl Handler for TestHandler {
                     json!({"refused": refused, "refused_lower": refused_lower, "bad_delta": bad_delta}),
                 )
             }
+            "big_progress" => {
+                // A report over the transport's limit, then a short one of the same value.
+                let big = ctx.report_progress(1.0, None, Some("x".repeat(4096))).await;
+                let short = ctx.report_progress(1.0, None, Some("ok".into())).await;
+                Ok(json!({
+                    "big": big.map_err(|e| format!("{e:?}")).err(),
+                    "short": short.is_ok(),
+                }))
+            }
             "panic" => panic!("boom"),
             "thread" => Ok(json!(format!("{:?}", std::thread::current().id()))),
             "ask_back" => {
@@ -943,4 +952,43 @@ async fn an_unknown_method_with_a_huge_name_gets_a_short_answer() {
     })
     .await
     .expect("the test took longer than its limit");
+}
+
+/// Toward a session's peer, a progress report over the transport's message limit is refused to
+/// its handler (`ProgressError::TooLarge`), not lost in the writer; a shorter report of the same
+/// value goes next.
+#[tokio::test]
+async fn a_report_over_the_peers_limit_is_refused_to_its_handler() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let (near_read, near_write) = tokio::io::split(near);
+        let (far_read, far_write) = tokio::io::split(far);
+        let codec = tidewire_core::transport::Codec::new(1024);
+        let server = Session::spawn(
+            tidewire_core::transport::framed::transport(near_read, near_write, codec),
+            TestHandler::default(),
+            SessionOptions::default(),
+        );
+        let client = Session::spawn(
+            tidewire_core::transport::framed::transport(far_read, far_write, codec),
+            TestHandler::default(),
+            SessionOptions::default(),
+        );
+        let (tx, mut seen) = mpsc::unbounded_channel();
+        let answer: Value = client
+            .request_raw("big_progress", Some(json!({})))
+            .on_progress(move |p| {
+                let _ = tx.send(p.message);
+            })
+            .await
+            .expect("answered");
+        let big = answer["big"].as_str().expect("the big report was refused");
+        assert!(big.starts_with("TooLarge"), "{big}");
+        assert_eq!(answer["short"], true, "{answer}");
+        let message = seen.recv().await.expect("the short report arrived");
+        assert_eq!(message.as_deref(), Some("ok"));
+        drop(server);
+    })
+    .await
+    .expect("in time");
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use tidewire_core::transport::{
-    Codec, Envelope, Principal, Transport, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Principal, Transport, TransportError, TransportProfile, TransportReceiver,
+    TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -381,6 +382,10 @@ async fn write<Si, E>(
 }
 
 impl TransportSender for WsSender {
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM.limiting_messages_to(self.codec.max_message_size())
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed {
             return Err(TransportError::closed());

@@ -418,6 +418,15 @@ impl Reporter {
             }),
         )
         .map_err(|_| ProgressError::Closed)?;
+        // Refused before it is admitted, so a shorter report of the same value may follow.
+        if let Some(limit) = peer.transport_profile().max_message_size
+            && wire.len() > limit
+        {
+            return Err(ProgressError::TooLarge {
+                size: wire.len(),
+                limit,
+            });
+        }
         let _order = self.peer_order.lock().await;
         self.guard().admit(progress.progress)?;
         peer.notify_wire("notifications/progress", wire.into())

@@ -176,6 +176,11 @@ impl LineCodec {
             discarding: None,
         }
     }
+
+    /// The largest message it reads or writes, in bytes.
+    pub fn max_message_size(&self) -> usize {
+        self.codec.max_message_size()
+    }
 }
 
 impl tokio_util::codec::Decoder for LineCodec {

@@ -52,6 +52,11 @@ impl<R> FramedReceiver<R> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> TransportSender for FramedSender<W> {
+    fn profile(&self) -> super::TransportProfile {
+        super::TransportProfile::MESSAGE_STREAM
+            .limiting_messages_to(self.inner.encoder().max_message_size())
+    }
+
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
         if self.closed {
             return Err(TransportError::closed());

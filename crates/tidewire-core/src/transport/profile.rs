@@ -28,6 +28,10 @@ pub struct TransportProfile {
     /// [`Exchange::over`](super::Exchange::over). When a session era is negotiated over the
     /// same transport, the engine sends `notifications/cancelled` as on any other.
     pub cancels_by_closing: bool,
+    /// The largest message the transport writes, when it has a limit: the engine refuses a
+    /// message it already holds in wire form (a progress report) over it before queueing it,
+    /// so its sender is told, instead of the transport refusing it later where no one hears.
+    pub max_message_size: Option<usize>,
 }
 
 impl TransportProfile {
@@ -37,6 +41,7 @@ impl TransportProfile {
         routes_by_headers: false,
         tracks_requests: false,
         cancels_by_closing: false,
+        max_message_size: None,
     };
 
     /// The same, for a transport that carries the session era only.
@@ -50,6 +55,13 @@ impl TransportProfile {
     #[must_use]
     pub const fn tracking_requests(mut self) -> Self {
         self.tracks_requests = true;
+        self
+    }
+
+    /// The same, writing messages of at most `limit` bytes.
+    #[must_use]
+    pub const fn limiting_messages_to(mut self, limit: usize) -> Self {
+        self.max_message_size = Some(limit);
         self
     }
 

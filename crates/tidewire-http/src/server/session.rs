@@ -11,8 +11,8 @@ use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
-    Codec, Envelope, Principal, ReplySlot, SessionEvent, TransportError, TransportReceiver,
-    TransportSender,
+    Codec, Envelope, Principal, ReplySlot, SessionEvent, TransportError, TransportProfile,
+    TransportReceiver, TransportSender,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -268,6 +268,10 @@ pub struct HttpReceiver {
 }
 
 impl TransportSender for HttpSender {
+    fn profile(&self) -> TransportProfile {
+        TransportProfile::MESSAGE_STREAM.limiting_messages_to(self.codec.max_message_size())
+    }
+
     // Routing is decided before the future is made, so the future holds only the push (every
     // idle session's writer holds one of these).
     fn send(

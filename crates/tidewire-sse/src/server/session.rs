@@ -129,7 +129,9 @@ pub struct SseReceiver {
 impl TransportSender for SseSender {
     /// HTTP+SSE carries sessions only (a server given it serves the session era there).
     fn profile(&self) -> TransportProfile {
-        TransportProfile::MESSAGE_STREAM.sessions_only()
+        TransportProfile::MESSAGE_STREAM
+            .sessions_only()
+            .limiting_messages_to(self.codec.max_message_size())
     }
 
     async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
