@@ -41,8 +41,8 @@ pub(crate) async fn drain(server: &Server, signal: &str, deadline: Duration) -> 
     } else {
         eprintln!(
             "tidewire serve: the drain timeout passed: {} request(s) still running were \
-             cancelled; exiting",
-            drained.cancelled
+             cancelled ({} still ran after the grace and were dropped); exiting",
+            drained.cancelled, drained.unfinished
         );
     }
     drained

@@ -39,8 +39,10 @@ pub struct Lifecycle {
 #[derive(Default)]
 struct Inner {
     draining: AtomicBool,
+    /// Set when the drain's deadline passed: what still runs is cancelled.
+    cancelling: AtomicBool,
     in_flight: AtomicUsize,
-    /// Woken when the count falls to zero and when the drain starts.
+    /// Woken when the count falls to zero, when the drain starts and when it cancels.
     changed: Notify,
     /// Messages refused, by [`RefusalReason`] (in its order).
     refused: [AtomicU64; 4],
@@ -81,6 +83,7 @@ impl std::fmt::Debug for Lifecycle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lifecycle")
             .field("draining", &self.is_draining())
+            .field("cancelling", &self.is_cancelling())
             .field("in_flight", &self.in_flight())
             .finish()
     }
@@ -125,15 +128,7 @@ impl Lifecycle {
 
     /// Resolves when no request is in flight (at once if none is).
     pub async fn idle(&self) {
-        loop {
-            let changed = self.inner.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if self.in_flight() == 0 {
-                return;
-            }
-            changed.await;
-        }
+        self.until(|lifecycle| lifecycle.in_flight() == 0).await;
     }
 
     /// Counts one message refused for `reason`.
@@ -160,11 +155,42 @@ impl Lifecycle {
 
     /// Resolves when the drain starts (at once if it has).
     pub async fn draining(&self) {
+        self.until(Self::is_draining).await;
+    }
+
+    /// Cancels every request still in flight, as a drain does when its deadline passes (and
+    /// starts the drain if it has not started). Each server-side request watches for it once
+    /// it waits: one under [`CancelPolicy::Abort`](crate::session::CancelPolicy::Abort) is
+    /// dropped and answered with [`draining_error`], so its client can retry elsewhere; one
+    /// under [`CancelPolicy::Cooperative`](crate::session::CancelPolicy::Cooperative) is told
+    /// (its context's cancellation fires) and runs on to its own return, and what it returns
+    /// is its answer. True for the call that cancelled.
+    pub fn cancel_in_flight(&self) -> bool {
+        self.start_draining();
+        let first = !self.inner.cancelling.swap(true, Ordering::AcqRel);
+        if first {
+            self.inner.changed.notify_waiters();
+        }
+        first
+    }
+
+    /// True once [`cancel_in_flight`](Self::cancel_in_flight) was called.
+    pub fn is_cancelling(&self) -> bool {
+        self.inner.cancelling.load(Ordering::Acquire)
+    }
+
+    /// Resolves when the requests in flight are cancelled (at once if they are).
+    pub async fn cancelling(&self) {
+        self.until(Self::is_cancelling).await;
+    }
+
+    /// Resolves once `done` holds, checked whenever the state changes.
+    async fn until(&self, done: impl Fn(&Self) -> bool) {
         loop {
             let changed = self.inner.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if self.is_draining() {
+            if done(self) {
                 return;
             }
             changed.await;
@@ -255,6 +281,35 @@ mod tests {
                 .expect("woken by the drain")
                 .expect("the waiter ran");
             assert!(lifecycle.clone().is_draining(), "clones share the state");
+        })
+        .await
+        .expect("the test took longer than its limit");
+    }
+
+    #[tokio::test]
+    async fn cancelling_what_runs_drains_too_and_wakes_its_waiters() {
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            let lifecycle = Lifecycle::new();
+            let waiter = tokio::spawn({
+                let lifecycle = lifecycle.clone();
+                async move { lifecycle.cancelling().await }
+            });
+            tokio::task::yield_now().await;
+            assert!(!waiter.is_finished(), "nothing is cancelled yet");
+            assert!(!lifecycle.is_cancelling());
+            assert!(lifecycle.cancel_in_flight());
+            assert!(
+                !lifecycle.cancel_in_flight(),
+                "a second call cancels nothing new"
+            );
+            assert!(lifecycle.is_draining(), "cancelling starts the drain");
+            tokio::time::timeout(Duration::from_secs(5), waiter)
+                .await
+                .expect("woken by the cancellation")
+                .expect("the waiter ran");
+            tokio::time::timeout(Duration::from_secs(5), lifecycle.cancelling())
+                .await
+                .expect("at once, once cancelled");
         })
         .await
         .expect("the test took longer than its limit");

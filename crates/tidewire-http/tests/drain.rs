@@ -1,7 +1,8 @@
 //! A draining server over Streamable HTTP: new sessions and stateless requests get 503 with
 //! `Retry-After` at once, the request in flight runs to its end, and past the deadline what
-//! still runs is cancelled with its session. And the stateless client sends a request refused
-//! that way again.
+//! still runs is cancelled, cooperative handlers first (told, their own return answers; an
+//! aborting one answered with the draining error), in both eras. And the stateless client
+//! sends a request refused that way again.
 
 mod support;
 
@@ -17,8 +18,9 @@ use tidewire_http::server::StreamableHttp;
 use serde_json::{Value, json};
 use support::raw::{LIMIT, Raw, init_body, json_of, start_with, tool_call};
 use tidewire_core::schema::{CallToolResult, Implementation};
+use tidewire_core::session::CancelPolicy;
 use tidewire_http::server::HttpConfig;
-use tidewire_server::{Context, NoArgs, Server};
+use tidewire_server::{Context, DRAIN_CANCEL_GRACE, NoArgs, Server};
 use tokio::sync::Notify;
 use tokio::time::timeout;
 
@@ -126,7 +128,7 @@ async fn a_draining_server_refuses_new_work_and_finishes_the_call_in_flight() {
 }
 
 #[tokio::test]
-async fn past_the_deadline_what_still_runs_is_cancelled_with_its_session() {
+async fn past_the_deadline_an_aborting_handler_is_dropped_and_answered_draining() {
     timeout(Duration::from_secs(60), async {
         let (entered, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let server = holding_server(entered.clone(), release);
@@ -152,13 +154,175 @@ async fn past_the_deadline_what_still_runs_is_cancelled_with_its_session() {
             .expect("the drain ends at its deadline");
         assert_eq!(drained.cancelled, 1);
         assert!(drained.took >= Duration::from_millis(100));
-        // The session was closed: the call's stream ends without a result, and the handler
-        // was dropped (nothing is in flight any more).
+        assert_eq!(
+            drained.unfinished, 0,
+            "an aborting handler is dropped at once"
+        );
+        // `hold` aborts on a cancel: it was dropped, and its call answered with the draining
+        // error, so its client knows to retry elsewhere.
         let body = timeout(LIMIT, call).await.expect("in time").expect("ran");
         assert!(!body.contains("done"), "{body}");
+        assert!(body.contains("-32000"), "{body}");
+        assert!(body.contains("shutting down"), "{body}");
         timeout(LIMIT, server.lifecycle().idle())
             .await
             .expect("the cancelled handler is gone");
+    })
+    .await
+    .expect("the test ends in time");
+}
+
+/// A server whose `crawl` (cooperative) steps every few milliseconds until its context is
+/// cancelled, then returns how it stopped; `stubborn` (cooperative too) never looks; each tells
+/// `entered` it runs.
+fn cooperative_server(entered: Arc<Notify>) -> Server {
+    let stubborn_entered = entered.clone();
+    Server::builder(Implementation::new("drain-test", "1.0"))
+        .tool(
+            "crawl",
+            "Steps until cancelled",
+            move |_: NoArgs, ctx: Context| {
+                let entered = entered.clone();
+                async move {
+                    entered.notify_one();
+                    let mut steps = 0;
+                    while !ctx.is_cancelled() {
+                        steps += 1;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Ok(CallToolResult::text(format!(
+                        "stopped cooperatively after {steps} steps"
+                    )))
+                }
+            },
+        )
+        .tool(
+            "stubborn",
+            "Never returns",
+            move |_: NoArgs, _ctx: Context| {
+                let entered = stubborn_entered.clone();
+                async move {
+                    entered.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok(CallToolResult::text("never"))
+                }
+            },
+        )
+        .cancel_policy_for("crawl", CancelPolicy::Cooperative)
+        .cancel_policy_for("stubborn", CancelPolicy::Cooperative)
+        .build()
+}
+
+fn stateless_call(id: i64, tool: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }}})
+}
+
+#[tokio::test]
+async fn past_the_deadline_a_cooperative_handler_is_told_and_its_return_answers_in_both_eras() {
+    timeout(Duration::from_secs(60), async {
+        let entered = Arc::new(Notify::new());
+        let server = cooperative_server(entered.clone());
+        let (url, _mcp) = start_with(HttpConfig::default(), server.clone()).await;
+        let mut session = Raw::new(&url);
+        session.initialize().await;
+        let in_session = tokio::spawn({
+            let session = session.clone();
+            async move { session.call(&tool_call(1, "crawl", json!({}))).await }
+        });
+        timeout(LIMIT, entered.notified())
+            .await
+            .expect("crawl runs");
+        let stateless = tokio::spawn({
+            let raw = Raw::new(&url);
+            async move {
+                let response = raw
+                    .post_with(
+                        &stateless_call(2, "crawl"),
+                        &[
+                            ("mcp-protocol-version", "2026-07-28"),
+                            ("mcp-method", "tools/call"),
+                            ("mcp-name", "crawl"),
+                        ],
+                    )
+                    .send()
+                    .await
+                    .expect("post");
+                support::raw::read_messages(response).await
+            }
+        });
+        timeout(LIMIT, entered.notified())
+            .await
+            .expect("crawl runs");
+        assert_eq!(server.lifecycle().in_flight(), 2);
+
+        let drained = timeout(LIMIT, server.drain(Duration::from_millis(100)))
+            .await
+            .expect("the drain ends soon after its deadline");
+        assert_eq!(drained.cancelled, 2, "{drained:?}");
+        assert_eq!(
+            drained.unfinished, 0,
+            "both returned in the grace: {drained:?}"
+        );
+        for (era, call) in [("session", in_session), ("2026-07-28", stateless)] {
+            let replies = timeout(LIMIT, call).await.expect("in time").expect("ran");
+            let last = replies.last().expect("an answer");
+            let text = last["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                text.starts_with("stopped cooperatively after"),
+                "{era}: the tool's own return is the answer: {last}"
+            );
+        }
+    })
+    .await
+    .expect("the test ends in time");
+}
+
+#[tokio::test]
+async fn a_cooperative_handler_that_never_returns_is_dropped_after_the_grace() {
+    timeout(Duration::from_secs(60), async {
+        let entered = Arc::new(Notify::new());
+        let server = cooperative_server(entered.clone());
+        let (url, _mcp) = start_with(HttpConfig::default(), server.clone()).await;
+        let call = tokio::spawn({
+            let raw = Raw::new(&url);
+            async move {
+                raw.post_with(
+                    &stateless_call(3, "stubborn"),
+                    &[
+                        ("mcp-protocol-version", "2026-07-28"),
+                        ("mcp-method", "tools/call"),
+                        ("mcp-name", "stubborn"),
+                    ],
+                )
+                .send()
+                .await
+                .expect("post")
+                .status()
+            }
+        });
+        timeout(LIMIT, entered.notified())
+            .await
+            .expect("stubborn runs");
+        let deadline = Duration::from_millis(100);
+        let drained = timeout(LIMIT, server.drain(deadline))
+            .await
+            .expect("the drain ends after its deadline and the grace");
+        assert_eq!(drained.cancelled, 1, "{drained:?}");
+        assert_eq!(drained.unfinished, 1, "{drained:?}");
+        assert!(
+            drained.took >= deadline + DRAIN_CANCEL_GRACE,
+            "the grace was given: {drained:?}"
+        );
+        // Still running: the process that drained would now exit, dropping it.
+        assert_eq!(server.lifecycle().in_flight(), 1);
+        call.abort();
     })
     .await
     .expect("the test ends in time");

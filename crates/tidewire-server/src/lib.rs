@@ -75,7 +75,7 @@ pub use cache::{CacheHint, CacheItem, CacheScope};
 pub use context::{Context, KeyedQuestion, ReportProgress};
 pub use error::ToolError;
 pub use seal::{KeyRing, KeyRingError};
-pub use server::{Drained, Server};
+pub use server::{DRAIN_CANCEL_GRACE, Drained, Server};
 pub use tidewire_core::lifecycle::Lifecycle;
 pub use tidewire_core::progress::{Progress, ProgressError};
 pub use tidewire_core::schema;

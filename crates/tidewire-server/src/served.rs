@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use tidewire_core::jsonrpc::{ErrorObject, Request, Response};
-use tidewire_core::session::{Answered, RequestContext, RequestRun, RequestStream, ServeRequest};
+use tidewire_core::lifecycle::draining_error;
+use tidewire_core::session::{
+    Answered, RequestContext, RequestRun, RequestStream, ServeRequest, Watched, watch_drain,
+};
 use tidewire_core::transport::text::excerpt;
 use tidewire_core::version::Eras;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +71,7 @@ impl ServeRequest for RequestServer {
         let server = self.server.clone();
         let connection = self.connection.clone();
         let in_flight = server.lifecycle.track();
+        let watched = cancel.clone();
         let handler = async move {
             let _in_flight = in_flight;
             let id = request.id.clone();
@@ -76,7 +80,12 @@ impl ServeRequest for RequestServer {
             let served = crate::stateless::serve_answered(&server, &connection, request, ctx);
             #[cfg(feature = "otel")]
             let served = tracing::Instrument::instrument(served, operation.span().clone());
-            let outcome = AssertUnwindSafe(served).catch_unwind().await;
+            let served = AssertUnwindSafe(served).catch_unwind();
+            // A drain past its deadline cancels what still runs; the request is still answered.
+            let outcome = match watch_drain(served, &server.lifecycle, &watched, policy).await {
+                Watched::Returned(outcome) | Watched::Stopped(outcome) => outcome,
+                Watched::Dropped => Ok(Err(draining_error())),
+            };
             #[cfg(feature = "otel")]
             operation.finish(match &outcome {
                 Ok(Ok(Served::Wire { tool_error, .. })) => {

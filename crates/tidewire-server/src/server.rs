@@ -96,14 +96,23 @@ impl<T: Transport> Serve<T> for Server {
 /// How long [`Server::drain`] waits for its connections to write what is queued and close.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a cooperative handler cancelled by [`Server::drain`] at its deadline has to return
+/// on its own before its connection closes and it is dropped.
+pub const DRAIN_CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 /// What a [`Server::drain`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Drained {
-    /// Requests still in flight at the deadline: their connections were closed, which cancels
-    /// them (a cooperative handler is told and runs to its own return, its answer dropped; any
-    /// other is dropped). Zero when every request finished in time.
+    /// Requests still in flight at the deadline, which the drain then cancelled: one under
+    /// [`CancelPolicy::Abort`](tidewire_core::session::CancelPolicy::Abort) was dropped and
+    /// answered with the draining error (`-32000`, retry elsewhere); a cooperative one was told
+    /// and had [`DRAIN_CANCEL_GRACE`] to return on its own, its return sent as its answer.
+    /// Zero when every request finished in time.
     pub cancelled: usize,
+    /// Of those, the requests still running when the grace ended (cooperative handlers that
+    /// did not return in time): dropped as their connections closed, unanswered.
+    pub unfinished: usize,
     /// How long the drain took.
     pub took: Duration,
 }
@@ -258,11 +267,17 @@ impl Server {
     /// on a connection already open), every `subscriptions/listen` stream ends with its
     /// `complete` result, and requests in flight — in the sessions already open too — run to
     /// their end, for at most `deadline`. A request counts until its answer is queued for its
-    /// transport. Then every connection closes, its queued messages written first (the engine
-    /// ends its session on the transport: an HTTP session's streams end cleanly); closing
-    /// cancels what still runs past the deadline ([`Drained::cancelled`]).
+    /// transport. What still runs at the deadline is cancelled, cooperative handlers first:
+    /// every handler is told (its context's cancellation fires); one under
+    /// [`CancelPolicy::Abort`](tidewire_core::session::CancelPolicy::Abort) is dropped and
+    /// answered with the draining error (`-32000`, so its client retries on another server),
+    /// a cooperative one has [`DRAIN_CANCEL_GRACE`] to return and its return is its answer
+    /// ([`Drained::cancelled`]). Then every connection closes, its queued messages written
+    /// first (the engine ends its session on the transport: an HTTP session's streams end
+    /// cleanly), and what still runs is dropped ([`Drained::unfinished`]).
     ///
-    /// It returns once the connections have closed (a few seconds at most after the deadline);
+    /// It returns once the connections have closed (a few seconds at most after the deadline
+    /// and the grace);
     /// then stop accepting connections. Draining cannot be undone. Tasks running in the background
     /// ([`Context::continue_as_task`](crate::Context::continue_as_task), `task_support`) are
     /// not waited for: their state stays in the task store.
@@ -275,12 +290,27 @@ impl Server {
             .await
             .is_ok();
         let cancelled = if finished { 0 } else { lifecycle.in_flight() };
+        let mut unfinished = 0;
         if cancelled > 0 {
             tracing::warn!(
                 cancelled,
                 ?deadline,
                 "the drain's deadline passed: cancelling the requests still in flight"
             );
+            // Cooperative first: every handler still running is told; those that return in
+            // the grace are answered with what they return, the others answered with the
+            // draining error at once.
+            lifecycle.cancel_in_flight();
+            if tokio::time::timeout(DRAIN_CANCEL_GRACE, lifecycle.idle())
+                .await
+                .is_err()
+            {
+                unfinished = lifecycle.in_flight();
+                tracing::warn!(
+                    unfinished,
+                    "requests still ran after the drain's cancel grace: dropping them"
+                );
+            }
         }
         // Every connection closes: what is queued for it (the last answers) is written first.
         let peers = self.inner.live_peers(|_| true);
@@ -293,6 +323,7 @@ impl Server {
         }
         Drained {
             cancelled,
+            unfinished,
             took: started.elapsed(),
         }
     }

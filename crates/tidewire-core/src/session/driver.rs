@@ -12,12 +12,13 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::context::RequestContext;
+use super::drained::{Watched, watch_drain};
 use super::peer::{Connection, Peer, Queued};
 use super::state::{Inbound, ProgressDelivery, Refusal};
 use super::{CancelPolicy, Handler, SessionError};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
-use crate::lifecycle::RefusalReason;
+use crate::lifecycle::{RefusalReason, draining_error};
 use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
 use crate::transport::text::excerpt;
@@ -505,7 +506,13 @@ fn start_request<H: Handler>(
         id: id.clone(),
         generation,
     };
-    let mut task = Box::pin(run_request(handler.clone(), request, ctx, cancel, slot));
+    let mut task = Box::pin(run_request(
+        handler.clone(),
+        request,
+        ctx,
+        (cancel, policy),
+        slot,
+    ));
     // Polled once here first: a handler that answers at once (and finds room for its answer)
     // costs no task and no hand-off to another thread. One that waits is spawned, and the
     // runtime polls it again at once, with its own waker, so the no-op waker of this first
@@ -558,14 +565,22 @@ async fn run_request<H: Handler>(
     handler: Arc<H>,
     request: Request,
     ctx: RequestContext,
-    cancel: CancellationToken,
+    (cancel, policy): (CancellationToken, CancelPolicy),
     slot: Slot,
 ) {
     let method = request.method.clone();
-    let outcome = AssertUnwindSafe(handler.handle_request(request, ctx))
-        .catch_unwind()
-        .await;
-    if cancel.is_cancelled() {
+    let work = AssertUnwindSafe(handler.handle_request(request, ctx)).catch_unwind();
+    // A drain past its deadline cancels what still runs: such a request is still answered
+    // (its own return, or the draining error), so its client learns and may retry elsewhere.
+    let (outcome, drained) = match slot.peer.shared.options.lifecycle.as_ref() {
+        Some(lifecycle) => match watch_drain(work, lifecycle, &cancel, policy).await {
+            Watched::Returned(outcome) => (outcome, false),
+            Watched::Stopped(outcome) => (outcome, true),
+            Watched::Dropped => (Ok(Err(draining_error())), true),
+        },
+        None => (work.await, false),
+    };
+    if cancel.is_cancelled() && !drained {
         // Cancelled: the spec asks for no response. The slot is freed as `slot` drops.
         return;
     }
@@ -591,6 +606,11 @@ async fn run_request<H: Handler>(
     // to empty never closes the connection ahead of this response. A cancel that lands while
     // the answer waits for room still stops it: the peer may already reuse the id.
     let queued = peer.send_envelope(peer.envelope(response));
+    if drained {
+        // The drain fired the token itself; the connection closes once this is written.
+        let _ = queued.await;
+        return;
+    }
     tokio::select! {
         biased;
         _ = queued => {}

@@ -28,6 +28,7 @@
 //! again at once, and a new request that reuses it is tracked on its own.
 
 mod context;
+mod drained;
 mod driver;
 mod error;
 mod handler;
@@ -42,6 +43,7 @@ mod stream;
 use std::sync::Arc;
 
 pub use context::{OnCancel, ProgressTracker, RequestContext};
+pub use drained::{Watched, watch_drain};
 pub use driver::Driver;
 pub use error::{Cancelled, SessionError};
 pub use handler::{Handler, NoHandler};

@@ -201,7 +201,10 @@ impl std::fmt::Debug for RequestRun {
 
 impl RequestRun {
     /// The run of `handler`, whose context is cancelled through `cancel` under `policy`.
-    /// `handler` answers `None` for a request that was cancelled (nothing is sent then).
+    /// What `handler` answers is sent, whether or not `cancel` fired: `None` sends nothing.
+    /// (Dropping the run is how its client's cancellation arrives, and then nothing is sent
+    /// anyway; a server that cancels a request itself, as a drain past its deadline does, still
+    /// answers it: see [`watch_drain`](super::watch_drain).)
     pub fn new(
         handler: BoxFuture<'static, Option<Answered>>,
         cancel: CancellationToken,
@@ -237,7 +240,9 @@ impl Future for RequestRun {
         let response = std::task::ready!(handler.as_mut().poll(cx));
         self.handler = None;
         self.held.clear();
-        Poll::Ready(response.filter(|_| !self.cancel.is_cancelled()))
+        // The handler decides what a cancelled request answers (`new`): nothing when its
+        // client went away, the draining error or its own return when a drain cancelled it.
+        Poll::Ready(response)
     }
 }
 
