@@ -89,11 +89,15 @@ pub(crate) async fn listen(
             () = ctx.cancelled() => return Err(ErrorObject::internal("the listen was cancelled")),
             _ = ended.changed() => break,
             () = until(lapse) => {
+                let mut soonest = None;
                 for id in &queue.filter.task_ids {
-                    // Fails a lost task, which publishes its change (to this queue too).
-                    let _ = server.tasks.find(id, principal.as_deref()).await;
+                    // Fails a lost task, which publishes its change (to this queue too); the
+                    // record it returns says when to look again.
+                    if let Ok(record) = server.tasks.find(id, principal.as_deref()).await {
+                        soonest = earliest(soonest, server.tasks.lapse_of(&record));
+                    }
                 }
-                lapse = next_lapse(server, &queue.filter.task_ids).await;
+                lapse = wake_at(soonest);
                 continue;
             }
         };
@@ -304,12 +308,23 @@ async fn next_lapse(
     server: &ServerInner,
     task_ids: &std::collections::HashSet<Box<str>>,
 ) -> Option<tokio::time::Instant> {
-    let mut soonest: Option<SystemTime> = None;
+    let mut soonest = None;
     for id in task_ids {
-        if let Some(until) = server.tasks.lapse(id).await {
-            soonest = Some(soonest.map_or(until, |s| s.min(until)));
-        }
+        soonest = earliest(soonest, server.tasks.lapse(id).await);
     }
+    wake_at(soonest)
+}
+
+/// The earlier of two moments, either of which may be missing.
+fn earliest(a: Option<SystemTime>, b: Option<SystemTime>) -> Option<SystemTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// When to read the tasks again, for a lease that runs out at `soonest` (see [`next_lapse`]).
+fn wake_at(soonest: Option<SystemTime>) -> Option<tokio::time::Instant> {
     let wait = soonest?
         .duration_since(SystemTime::now())
         .unwrap_or(Duration::ZERO)

@@ -357,7 +357,13 @@ impl Tasks {
             return None;
         }
         let record = self.store.get(id).await.ok()??;
-        if record.is_terminal() {
+        self.lapse_of(&record)
+    }
+
+    /// [`lapse`](Self::lapse), from a record already read (as [`find`](Self::find) returns
+    /// it): no second read of the store.
+    pub(crate) fn lapse_of(&self, record: &TaskRecord) -> Option<SystemTime> {
+        if record.is_terminal() || self.live_tasks().contains_key(record.id.as_str()) {
             return None;
         }
         record.lease_until
