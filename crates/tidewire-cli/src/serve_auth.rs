@@ -49,6 +49,18 @@ pub(crate) struct AuthArgs {
     )]
     pub(crate) auth_cache: Span,
 
+    /// How often a channel the token opened and that stays open (a WebSocket, an SSE stream,
+    /// a listen) checks the token again: it ends at the first check that refuses it (revoked,
+    /// or short of a scope), and at the token's expiry in any case.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value_t = Span(tidewire_auth::DEFAULT_RECHECK),
+        value_parser = duration::parse,
+        requires = "auth_issuer"
+    )]
+    pub(crate) auth_recheck: Span,
+
     /// The resource tokens must be for (their audience), and the `resource` of the metadata
     /// document: the URL clients use for /mcp (default: http://ADDR/mcp as bound).
     #[arg(long, value_name = "URL", requires = "auth_issuer")]
@@ -162,8 +174,10 @@ impl AuthArgs {
                 );
             }
         };
+        let Span(recheck) = self.auth_recheck;
         let mut layer = layer
             .require_scopes(self.auth_scopes.clone())
+            .recheck_every(recheck)
             .max_body(max_body);
         let mut by_tool: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
         for (tool, scope) in &self.auth_tool_scopes {
