@@ -38,10 +38,7 @@ pub(crate) fn watch(inner: Weak<Inner>, peer: Peer, renewal: Option<Renewal>) {
                 tracing::warn!(
                     "the server ended the MCP session; closing the connection (reinitialize is off)"
                 );
-                peer.close_because(
-                    "the server ended the MCP session (HTTP 404) and starting a new one is off \
-                     (ClientBuilder::reinitialize(false)): the connection is closed",
-                );
+                peer.close();
                 return;
             };
             // What the new handshake says is kept before `notifications/initialized` goes: the

@@ -193,17 +193,12 @@ fn describe(e: &TransportError) -> String {
     crate::transport::text::chain(e)
 }
 
-/// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`. The
-/// reason is `reason`, unless the connection was closed for one of its own
-/// ([`Peer::close_because`]).
+/// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`.
 fn finish(shared: &Connection, reason: &str) {
-    let reason = shared
+    *shared
         .close_reason
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get_or_insert_with(|| reason.to_owned())
-        .clone();
-    let reason = reason.as_str();
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason.to_owned());
     let (pending, inbound) = shared.state().drain();
     for p in pending {
         let _ = p

@@ -371,18 +371,6 @@ impl Peer {
         self.shared.begin_closing();
     }
 
-    /// As [`close`](Self::close), saying why: the requests in flight fail with
-    /// [`SessionError::Closed`] carrying `reason` (and [`close_reason`](Self::close_reason)
-    /// says it), not the transport's account of its end. The first reason given wins.
-    pub fn close_because(&self, reason: impl Into<String>) {
-        self.shared
-            .close_reason
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_or_insert_with(|| reason.into());
-        self.shared.begin_closing();
-    }
-
     /// True once the connection has stopped.
     pub fn is_closed(&self) -> bool {
         self.shared.closed.is_cancelled()

@@ -90,12 +90,9 @@
 //! A 404 to a request that carried a session id means the server no longer knows the session
 //! (it restarted, or expired it). The transport then:
 //!
-//! 1. fails every call in flight in that session with error `-32000`, "the server ended the
-//!    MCP session (HTTP 404) …" — the server may have run them, and their results are lost with
-//!    it — and stops its GET stream. The call whose POST met the 404 is not failed: the server
-//!    did not know its session, so it never ran; it waits for the new session and is sent once
-//!    more, in it, with its own id (a second 404, or no new session within the request timeout,
-//!    fails it). A call whose reply stream is being resumed at that moment goes on resuming with
+//! 1. fails every call of that session with error `-32000`, "the server ended the MCP session
+//!    (HTTP 404) …" — their results are lost with it — and stops its GET stream. A call whose
+//!    reply stream is being resumed at that moment is the exception: it goes on resuming with
 //!    the ended session's id until the response comes or the server refuses (a server may still
 //!    replay what it wrote, as a replica on Redis does for a replica that died);
 //! 2. tells the engine with a non-fatal
@@ -103,8 +100,8 @@
 //!    (counted in `Peer::sessions_ended`);
 //! 3. holds the requests sent from then on (each at most the request timeout) until the engine
 //!    has negotiated a new session, sending only the `initialize` that opens it without a
-//!    session id. The session is forgotten before the engine hears of its end, so nothing is
-//!    sent with the dead id again.
+//!    session id. The session is forgotten before step 1 fails the call that met the 404, so
+//!    its caller's retry is held too, never sent with the dead id.
 //!
 //! Starting the new session is the client's policy: `tidewire_client::Client` runs a real
 //! `initialize` and `notifications/initialized` and keeps what the new handshake says (server

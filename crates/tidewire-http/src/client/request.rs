@@ -5,7 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
 use reqwest::StatusCode;
 use tidewire_core::transport::{Exchange, TransportError};
 
@@ -20,56 +19,23 @@ use super::task::catch;
 /// [`supervise`]. Unless the request `opens` a session, it first waits for the session the
 /// client is starting after the server ended the last one (when there is none such, it goes at
 /// once).
-///
-/// A request whose POST meets a 404 (the server no longer knows the session it names) was
-/// never run: it waits for the new session and is sent once more, in it, with its own id. A
-/// second 404 fails it, and so does a new session that does not come.
 pub(crate) fn spawn(shared: Arc<TransportState>, exchange: Exchange, body: Vec<u8>, opens: bool) {
     let task = {
         let (shared, exchange) = (shared.clone(), exchange.clone());
         async move {
-            let body = Bytes::from(body);
-            let mut ended: Option<u64> = None;
-            loop {
-                let snapshot = if opens {
-                    shared.snapshot()
-                } else {
-                    tokio::select! {
-                        biased;
-                        () = exchange.over() => return,
-                        snapshot = shared.snapshot_in_session() => snapshot,
-                    }
-                };
-                if ended == Some(snapshot.generation) {
-                    // No new session came in time (or the client chose to close instead).
-                    exchange.fail(session_end::error());
-                    return;
+            let snapshot = if opens {
+                shared.snapshot()
+            } else {
+                tokio::select! {
+                    biased;
+                    () = exchange.over() => return,
+                    snapshot = shared.snapshot_in_session() => snapshot,
                 }
-                let resend = ended.is_none() && !opens;
-                match run(
-                    shared.clone(),
-                    exchange.clone(),
-                    body.clone(),
-                    snapshot,
-                    resend,
-                )
-                .await
-                {
-                    Ran::Resend(generation) => ended = Some(generation),
-                    Ran::Done => return,
-                }
-            }
+            };
+            run(shared, exchange, body, snapshot).await;
         }
     };
     tokio::spawn(supervise(shared, exchange, task));
-}
-
-/// How one POST of a request ended.
-enum Ran {
-    /// Answered, failed, or no longer waited for.
-    Done,
-    /// It met a 404 in session `generation`, which has ended: send it again in the next.
-    Resend(u64),
 }
 
 /// Runs `task`, the one serving a request, and makes sure the request does not stay pending
@@ -101,13 +67,7 @@ async fn supervise(
 /// (with the ended session's id) until it delivers the response or is refused: a server whose
 /// replica holding the session died may still replay what it wrote (`tidewire_redis`). A
 /// request with no stream to resume is failed at once.
-async fn run(
-    shared: Arc<TransportState>,
-    exchange: Exchange,
-    body: Bytes,
-    snapshot: Snapshot,
-    resend: bool,
-) -> Ran {
+async fn run(shared: Arc<TransportState>, exchange: Exchange, body: Vec<u8>, snapshot: Snapshot) {
     let session = snapshot.ended.clone();
     let resuming = AtomicBool::new(false);
     let ended = async {
@@ -116,38 +76,22 @@ async fn run(
             std::future::pending::<()>().await;
         }
     };
-    let post = post(&shared, &exchange, body, &snapshot, &resuming);
     tokio::select! {
         biased;
-        () = exchange.over() => Ran::Done,
-        () = shared.shutdown.cancelled() => Ran::Done,
-        () = ended => {
-            exchange.fail(session_end::error());
-            Ran::Done
-        }
-        not_found = post => {
-            if !not_found {
-                return Ran::Done;
-            }
-            if resend {
-                session_end::ended(&shared, snapshot.generation, None).await;
-                return Ran::Resend(snapshot.generation);
-            }
-            session_end::ended(&shared, snapshot.generation, Some(&exchange)).await;
-            Ran::Done
-        }
+        () = exchange.over() => {}
+        () = shared.shutdown.cancelled() => {}
+        () = ended => exchange.fail(session_end::error()),
+        () = post(&shared, &exchange, body, &snapshot, &resuming) => {}
     }
 }
 
-/// POSTs the request and reads its reply; true when the POST met a 404 for its session (the
-/// caller decides what that ends), false when the request is answered or failed.
 async fn post(
     shared: &Arc<TransportState>,
     exchange: &Exchange,
-    body: Bytes,
+    body: Vec<u8>,
     snapshot: &Snapshot,
     resuming: &AtomicBool,
-) -> bool {
+) {
     let auth = &shared.config.authorizer;
     let sent = super::authorized::send(auth, body, |body| shared.post(body, snapshot)).await;
     let response = match sent {
@@ -158,17 +102,18 @@ async fn post(
                 shared.config.url,
                 chain(&e)
             )));
-            return false;
+            return;
         }
     };
     let status = response.status();
     if status == StatusCode::NOT_FOUND && snapshot.session_id.is_some() {
-        return true;
+        session_end::ended(shared, snapshot.generation, Some(exchange)).await;
+        return;
     }
     if !status.is_success() {
         let text = error_text(response, shared.config.request_timeout).await;
         exchange.fail_transport(TransportError::http(status.as_u16(), &text));
-        return false;
+        return;
     }
     shared.adopt_session_id(snapshot, response.headers());
     match body_kind(&response) {
@@ -198,7 +143,6 @@ async fn post(
             )));
         }
     }
-    false
 }
 
 /// A JSON reply: deliver what it holds; the request must be answered by it.

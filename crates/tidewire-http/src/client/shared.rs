@@ -273,11 +273,7 @@ impl TransportState {
     }
 
     /// A POST carrying one message.
-    pub(crate) fn post(
-        &self,
-        body: impl Into<reqwest::Body>,
-        snapshot: &Snapshot,
-    ) -> reqwest::RequestBuilder {
+    pub(crate) fn post(&self, body: Vec<u8>, snapshot: &Snapshot) -> reqwest::RequestBuilder {
         let own = [
             (
                 &ACCEPT,
