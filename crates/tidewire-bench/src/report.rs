@@ -29,11 +29,24 @@ pub enum Peer {
     Rmcp,
     /// The plain handler with no MCP machinery (`ceiling-server`).
     Ceiling,
+    /// tidewire with telemetry on (`bench-server --otel`, a build with the feature `otel`):
+    /// run beside [`Tidewire`](Peer::Tidewire) only when asked (`bench --otel`), so what
+    /// telemetry costs is measured in the same run.
+    #[serde(rename = "tidewire+otel")]
+    TidewireOtel,
 }
 
 impl Peer {
     /// All peers, in the order they run in each round and appear in the table.
-    pub const ALL: [Peer; 3] = [Peer::Tidewire, Peer::Rmcp, Peer::Ceiling];
+    pub const ALL: [Peer; 4] = [
+        Peer::Tidewire,
+        Peer::Rmcp,
+        Peer::Ceiling,
+        Peer::TidewireOtel,
+    ];
+
+    /// The peers a run has unless told otherwise: all but [`TidewireOtel`](Peer::TidewireOtel).
+    pub const DEFAULT: [Peer; 3] = [Peer::Tidewire, Peer::Rmcp, Peer::Ceiling];
 
     /// The column name.
     pub fn name(self) -> &'static str {
@@ -41,6 +54,7 @@ impl Peer {
             Peer::Tidewire => "tidewire",
             Peer::Rmcp => "rmcp",
             Peer::Ceiling => "ceiling",
+            Peer::TidewireOtel => "tidewire+otel",
         }
     }
 }
@@ -50,6 +64,7 @@ impl Column for Peer {
     const RATIOS: &'static [(Self, Self)] = &[
         (Peer::Tidewire, Peer::Rmcp),
         (Peer::Tidewire, Peer::Ceiling),
+        (Peer::TidewireOtel, Peer::Tidewire),
     ];
 
     fn name(self) -> &'static str {
@@ -226,17 +241,25 @@ fn cell(summary: Option<Summary>) -> String {
 }
 
 /// The table, in Markdown: one line per row, each column's median with min–max, then the
-/// ratios.
+/// ratios. A column no row measured (a peer the run left out) is left out, and so is a ratio
+/// that needs it.
 pub fn markdown<C: Column>(rows: &[Row<C>]) -> String {
+    let measured = |column: &C| rows.iter().any(|row| row.values.contains_key(column));
+    let columns: Vec<C> = C::ALL.iter().copied().filter(measured).collect();
+    let ratios: Vec<(C, C)> = C::RATIOS
+        .iter()
+        .copied()
+        .filter(|(of, to)| measured(of) && measured(to))
+        .collect();
     let mut out = String::from("| metric | unit |");
-    for column in C::ALL {
+    for column in &columns {
         let _ = write!(out, " {} |", column.name());
     }
-    for (of, to) in C::RATIOS {
+    for (of, to) in &ratios {
         let _ = write!(out, " {} ÷ {} |", of.name(), to.name());
     }
     out.push_str("\n|---|---|");
-    for _ in 0..C::ALL.len() + C::RATIOS.len() {
+    for _ in 0..columns.len() + ratios.len() {
         out.push_str("---:|");
     }
     out.push('\n');
@@ -246,10 +269,10 @@ pub fn markdown<C: Column>(rows: &[Row<C>]) -> String {
             Better::Lower => "↓",
         };
         let _ = write!(out, "| {} | {} {} |", row.label, row.unit, arrow);
-        for &column in C::ALL {
+        for &column in &columns {
             let _ = write!(out, " {} |", cell(row.summary(column)));
         }
-        for &(of, to) in C::RATIOS {
+        for &(of, to) in &ratios {
             let _ = write!(out, " {} |", format_ratio(row.ratio_of(of, to)));
         }
         out.push('\n');
@@ -264,18 +287,20 @@ struct JsonRow<'a, C: Column> {
     #[serde(flatten)]
     row: &'a Row<C>,
     summary: BTreeMap<C, Summary>,
-    /// `ratio_to_<denominator>` for the peers (whose numerator is always tidewire),
+    /// `ratio_to_<denominator>` for the first column's ratios (tidewire's, for the peers),
     /// `ratio_<numerator>_to_<denominator>` otherwise.
     #[serde(flatten)]
     ratios: BTreeMap<String, Option<f64>>,
 }
 
 /// The rows as JSON: `{"meta": …, "rows": [{key, label, unit, better, values, summary,
-/// ratio_…}]}` (for the peers `ratio_to_rmcp` and `ratio_to_ceiling`; for the scale-out
+/// ratio_…}]}` (for the peers `ratio_to_rmcp`, `ratio_to_ceiling` and, with telemetry on
+/// measured beside, `ratio_tidewire+otel_to_tidewire`; for the scale-out
 /// setups `ratio_redis-1_to_memory-1` and `ratio_redis-3_to_memory-1`).
 pub fn json<C: Column>(rows: &[Row<C>], meta: serde_json::Value) -> serde_json::Value {
-    let numerators: Vec<C> = C::RATIOS.iter().map(|(of, _)| *of).collect();
-    let one_numerator = numerators.windows(2).all(|w| w[0] == w[1]);
+    // The first column's ratios are named by their denominator alone (tidewire's:
+    // `ratio_to_rmcp`); any other by both.
+    let first = C::ALL.first().copied();
     let rows: Vec<JsonRow<'_, C>> = rows
         .iter()
         .map(|row| JsonRow {
@@ -287,7 +312,7 @@ pub fn json<C: Column>(rows: &[Row<C>], meta: serde_json::Value) -> serde_json::
             ratios: C::RATIOS
                 .iter()
                 .map(|&(of, to)| {
-                    let key = if one_numerator {
+                    let key = if Some(of) == first {
                         format!("ratio_to_{}", to.name())
                     } else {
                         format!("ratio_{}_to_{}", of.name(), to.name())
@@ -361,14 +386,46 @@ mod tests {
             "| echo, SSE, 1 session | req/s ↑ | 11,000 (10,000–12,000) | 5,500 (5,000–6,000) \
              | 21,000 (20,000–22,000) | 2.00× | 0.52× |"
         );
-        // A single round has no range; a missing peer is a dash.
+        // A single round has no range; a peer missing from a row is a dash, and a peer no
+        // row measured has no column (nor do the ratios that need it).
         let mut single = Row::new("k", "one", "KiB", Better::Lower);
         single.push(Peer::Tidewire, 20.0);
-        let table = markdown(&[single]);
+        let mut other = Row::new("k2", "two", "KiB", Better::Lower);
+        other.push(Peer::Tidewire, 10.0);
+        other.push(Peer::Ceiling, 5.0);
+        let table = markdown(&[single, other]);
         assert!(
-            table.contains("| one | KiB ↓ | 20.0 | – | – | – | – |"),
+            table.starts_with("| metric | unit | tidewire | ceiling | tidewire ÷ ceiling |\n"),
             "{table}"
         );
+        assert!(table.contains("| one | KiB ↓ | 20.0 | – | – |"), "{table}");
+        assert!(
+            table.contains("| two | KiB ↓ | 10.0 | 5.00 | 2.00× |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn telemetry_on_is_compared_with_telemetry_off() {
+        let mut row = row();
+        row.push(Peer::TidewireOtel, 9_900.0);
+        let table = markdown(std::slice::from_ref(&row));
+        assert!(
+            table.contains("| tidewire+otel | tidewire ÷ rmcp | tidewire ÷ ceiling | tidewire+otel ÷ tidewire |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 9,900 | 2.00× | 0.52× | 0.90× |"),
+            "{table}"
+        );
+        let value = json(&[row], serde_json::json!({}));
+        let r = &value["rows"][0];
+        assert_eq!(
+            r["ratio_to_rmcp"], 2.0,
+            "tidewire's ratios keep their names"
+        );
+        assert_eq!(r["ratio_tidewire+otel_to_tidewire"], 0.9);
+        assert_eq!(r["summary"]["tidewire+otel"]["median"], 9_900.0);
     }
 
     #[test]

@@ -58,12 +58,17 @@ impl Telemetry {
 
     /// A `tracing` layer exporting tidewire's spans (and any other span the subscriber
     /// enables), when traces are exported.
+    ///
+    /// Its spans carry the MCP conventions' attributes and nothing of `tracing`'s own: no
+    /// source location (`code.*`), thread (`thread.*`), target or busy and idle times, which
+    /// `tracing-opentelemetry` adds by default (every enter and exit of a span timed, a thread
+    /// name copied into every span): about a tenth of what telemetry costs a request
+    /// (docs/performance.md). For them, build a layer of your own on [`tracer`](Self::tracer).
     pub fn layer<S>(&self) -> Option<tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
-        self.tracer()
-            .map(|tracer| tracing_opentelemetry::layer().with_tracer(tracer))
+        self.tracer().map(|tracer| lean_layer().with_tracer(tracer))
     }
 
     /// The metrics for a Prometheus scraper, when asked for.
@@ -173,4 +178,18 @@ impl TelemetryBuilder {
             meter_provider,
         })
     }
+}
+
+/// `tracing-opentelemetry`'s layer without what the MCP conventions do not ask for (see
+/// [`Telemetry::layer`]).
+pub fn lean_layer<S>()
+-> tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry::trace::noop::NoopTracer>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    tracing_opentelemetry::layer()
+        .with_location(false)
+        .with_threads(false)
+        .with_target(false)
+        .with_tracked_inactivity(false)
 }

@@ -40,7 +40,7 @@ pub mod prometheus;
 pub mod propagation;
 pub mod semconv;
 
-pub use install::{Telemetry, TelemetryBuilder, TelemetryError};
+pub use install::{Telemetry, TelemetryBuilder, TelemetryError, lean_layer};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

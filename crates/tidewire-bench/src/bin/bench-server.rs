@@ -184,7 +184,7 @@ mod telemetry {
         let meters = tidewire_otel::Telemetry::builder("bench-server")
             .prometheus()
             .install()?;
-        let layer = tracing_opentelemetry::layer()
+        let layer = tidewire_otel::lean_layer()
             .with_tracer(tracer.tracer("bench-server"))
             .with_filter(
                 Targets::new()

@@ -58,7 +58,8 @@ struct Options {
     groups: Vec<String>,
     sessions: Vec<usize>,
     no_pin: bool,
-    /// The peers to run, in the first round's order (all three unless `--peers` narrows it).
+    /// The peers to run, in the first round's order (tidewire, rmcp and the ceiling unless
+    /// `--peers` says otherwise; `--otel` adds tidewire with telemetry on).
     peers: Vec<Peer>,
     /// Run the scale-out rows instead of the peer comparison.
     scale_out: bool,
@@ -70,7 +71,8 @@ struct Options {
     counts: bool,
     /// Requests per counted cell.
     count_requests: usize,
-    /// tidewire's server serves with telemetry on (`bench-server --otel`).
+    /// Also run tidewire's server with telemetry on (`bench-server --otel`), as the peer
+    /// `tidewire+otel`, beside the one without.
     otel: bool,
 }
 
@@ -94,7 +96,7 @@ impl Options {
                 vec![1_000, 10_000]
             },
             no_pin: false,
-            peers: Peer::ALL.to_vec(),
+            peers: Peer::DEFAULT.to_vec(),
             scale_out: false,
             redis_server: None,
             haproxy: None,
@@ -129,7 +131,10 @@ impl Options {
                                 .into_iter()
                                 .find(|p| p.name() == name)
                                 .with_context(|| {
-                                    format!("unknown peer {name} (tidewire, rmcp, ceiling)")
+                                    format!(
+                                        "unknown peer {name} (tidewire, rmcp, ceiling, \
+                                         tidewire+otel)"
+                                    )
                                 })
                         })
                         .collect::<Result<_, _>>()?;
@@ -144,7 +149,7 @@ impl Options {
                     println!(
                         "usage: bench [--quick] [--json] [--rounds N] [--window SECS] \
                          [--only sse,json,progress,modern,shared,stdio,memory] [--sessions 1000,10000] [--no-pin] \
-                         [--protocol VERSION] [--peers tidewire,rmcp,ceiling] \
+                         [--protocol VERSION] [--peers tidewire,rmcp,ceiling,tidewire+otel] \
                          [--scale-out [--redis-server PATH] [--haproxy PATH]] \
                          [--counts [--count-requests N]] [--otel]"
                     );
@@ -152,6 +157,9 @@ impl Options {
                 }
                 other => bail!("unknown argument {other} (try --help)"),
             }
+        }
+        if options.otel && !options.peers.contains(&Peer::TidewireOtel) {
+            options.peers.push(Peer::TidewireOtel);
         }
         if options.peers.is_empty() {
             bail!("--peers needs at least one peer");
@@ -586,12 +594,8 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let options = Options::parse(&args)?;
     // Pin before the runtime starts its threads, so they all inherit core 1.
-    let mut placement = Placement::detect(options.no_pin)?;
+    let placement = Placement::detect(options.no_pin)?;
     placement.check()?;
-    if options.otel {
-        // tidewire's server with telemetry on: its build must have the feature `otel`.
-        placement.tidewire_flags.push("--otel".to_owned());
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -620,7 +624,7 @@ fn main() -> anyhow::Result<()> {
         "protocol_version": http::protocol_version(),
         "modern_protocol_version": http::MODERN_VERSION,
         "progress_n": PROGRESS_N,
-        "tidewire_otel": options.otel,
+        "tidewire_otel": options.peers.contains(&Peer::TidewireOtel),
     });
     if options.json {
         println!(
@@ -631,8 +635,8 @@ fn main() -> anyhow::Result<()> {
         println!(
             "{} mode{}, {} rounds, {:.1} s per cell, {} (load average {} before, {} after), {:.0} s\n",
             if options.quick { "quick" } else { "full" },
-            if options.otel {
-                ", tidewire with telemetry on (--otel)"
+            if options.peers.contains(&Peer::TidewireOtel) {
+                ", tidewire also with telemetry on (tidewire+otel)"
             } else {
                 ""
             },
@@ -649,8 +653,9 @@ fn main() -> anyhow::Result<()> {
         );
         print!("{}", report::markdown(&rows.0));
         println!(
-            "\nMedian (min–max) over the rounds. Ratios are tidewire ÷ peer: above 1 is better \
-             for ↑ rows, below 1 for ↓ rows."
+            "\nMedian (min–max) over the rounds. Ratios are tidewire ÷ peer (and, with telemetry \
+             on beside, tidewire+otel ÷ tidewire): above 1 is better for ↑ rows, below 1 for ↓ \
+             rows."
         );
     }
     result

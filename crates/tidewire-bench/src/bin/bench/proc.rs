@@ -21,8 +21,6 @@ pub struct Placement {
     pub pinned: bool,
     /// Where the server binaries are (beside this one).
     pub dir: PathBuf,
-    /// Flags every tidewire server gets (`--otel`).
-    pub tidewire_flags: Vec<String>,
 }
 
 impl Placement {
@@ -44,16 +42,12 @@ impl Placement {
                 .status();
             pinned = matches!(status, Ok(s) if s.success());
         }
-        Ok(Self {
-            pinned,
-            dir,
-            tidewire_flags: Vec::new(),
-        })
+        Ok(Self { pinned, dir })
     }
 
     fn binary(&self, peer: Peer) -> PathBuf {
         let name = match peer {
-            Peer::Tidewire => "bench-server",
+            Peer::Tidewire | Peer::TidewireOtel => "bench-server",
             Peer::Rmcp => "rmcp-bench-server",
             Peer::Ceiling => "ceiling-server",
         };
@@ -61,9 +55,10 @@ impl Placement {
     }
 
     /// The flags `peer`'s server gets besides its transport's.
-    fn flags(&self, peer: Peer) -> &[String] {
+    fn flags(&self, peer: Peer) -> &'static [&'static str] {
         match peer {
-            Peer::Tidewire => &self.tidewire_flags,
+            // Telemetry on: the build must have the feature `otel`.
+            Peer::TidewireOtel => &["--otel"],
             _ => &[],
         }
     }
