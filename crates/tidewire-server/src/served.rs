@@ -80,11 +80,15 @@ impl ServeRequest for RequestServer {
             let served = crate::stateless::serve_answered(&server, &connection, request, ctx);
             #[cfg(feature = "otel")]
             let served = tracing::Instrument::instrument(served, operation.span().clone());
-            let served = AssertUnwindSafe(served).catch_unwind();
-            // A drain past its deadline cancels what still runs; the request is still answered.
-            let outcome = match watch_drain(served, &server.lifecycle, &watched, policy).await {
-                Watched::Returned(outcome) | Watched::Stopped(outcome) => outcome,
-                Watched::Dropped => Ok(Err(draining_error())),
+            // A drain past its deadline cancels what still runs; the request is still
+            // answered. The handler is pinned in this block, so one the drain stopped is
+            // dropped at its end, before it is answered for (its `on_cancel` guards run first).
+            let outcome = {
+                let served = std::pin::pin!(AssertUnwindSafe(served).catch_unwind());
+                match watch_drain(served, &server.lifecycle, &watched, policy).await {
+                    Watched::Returned(outcome) | Watched::Stopped(outcome) => outcome,
+                    Watched::Dropped => Ok(Err(draining_error())),
+                }
             };
             #[cfg(feature = "otel")]
             operation.finish(match &outcome {

@@ -2,6 +2,7 @@
 //! still runs when the drain's deadline passes ([`Lifecycle::cancel_in_flight`]).
 
 use std::future::Future;
+use std::pin::Pin;
 
 use tokio_util::sync::CancellationToken;
 
@@ -17,28 +18,32 @@ pub enum Watched<T> {
     /// The drain cancelled it and, cooperative, it returned on its own after being told: what
     /// it returned is the request's answer.
     Stopped(T),
-    /// The drain cancelled it and dropped it (under [`CancelPolicy::Abort`]): the request is
-    /// answered with [`draining_error`](crate::lifecycle::draining_error), so its client can
-    /// retry on another server.
+    /// The drain cancelled it, and (under [`CancelPolicy::Abort`]) it is not polled again: the
+    /// caller drops it, and answers the request with
+    /// [`draining_error`](crate::lifecycle::draining_error), so its client can retry on
+    /// another server.
     Dropped,
 }
 
 /// Runs `handler`, the handler of a request whose cancellation token is `cancel`, until it
 /// returns or `lifecycle` cancels what is in flight. Then the token fires (the handler's
 /// context is told); under [`CancelPolicy::Cooperative`] the handler runs on to its own return
-/// ([`Watched::Stopped`]), under any other policy it is dropped there, after its token fired,
-/// so its `on_cancel` guards run ([`Watched::Dropped`]). A request its client had cancelled
-/// before is left as it was ([`Watched::Returned`]).
+/// ([`Watched::Stopped`]), under any other policy it is not polled again ([`Watched::Dropped`]):
+/// the caller drops it before it answers for the request (after its token fired, so its
+/// `on_cancel` guards run). A request its client had cancelled before is left as it was
+/// ([`Watched::Returned`]).
 ///
 /// A handler that is ready on its first poll costs nothing more: the drain is watched only
 /// once the handler waits.
+///
+/// The handler is pinned by the caller and borrowed here: a request's future is large, and
+/// taking it by value would store it twice in the caller's state and copy it on every move.
 pub async fn watch_drain<F: Future>(
-    handler: F,
+    mut handler: Pin<&mut F>,
     lifecycle: &Lifecycle,
     cancel: &CancellationToken,
     policy: CancelPolicy,
 ) -> Watched<F::Output> {
-    tokio::pin!(handler);
     tokio::select! {
         biased;
         output = &mut handler => return Watched::Returned(output),
@@ -70,7 +75,8 @@ mod tests {
     async fn a_handler_that_returns_is_not_touched() {
         tokio::time::timeout(Duration::from_secs(60), async {
             let (lifecycle, cancel) = (Lifecycle::new(), CancellationToken::new());
-            let done = watch_drain(async { 7 }, &lifecycle, &cancel, CancelPolicy::Abort).await;
+            let handler = std::pin::pin!(async { 7 });
+            let done = watch_drain(handler, &lifecycle, &cancel, CancelPolicy::Abort).await;
             assert!(matches!(done, Watched::Returned(7)));
             assert!(!cancel.is_cancelled());
         })
@@ -90,6 +96,7 @@ mod tests {
             let watched = tokio::spawn({
                 let (lifecycle, cancel) = (lifecycle.clone(), cancel.clone());
                 async move {
+                    let handler = std::pin::pin!(handler);
                     watch_drain(handler, &lifecycle, &cancel, CancelPolicy::Cooperative).await
                 }
             });
@@ -126,13 +133,15 @@ mod tests {
                 std::future::pending::<()>().await;
             };
             lifecycle.cancel_in_flight();
+            let mut handler = Box::pin(handler);
             let done = tokio::time::timeout(
                 LIMIT,
-                watch_drain(handler, &lifecycle, &cancel, CancelPolicy::Abort),
+                watch_drain(handler.as_mut(), &lifecycle, &cancel, CancelPolicy::Abort),
             )
             .await
             .expect("in time");
             assert!(matches!(done, Watched::Dropped));
+            drop(handler);
             assert!(
                 saw_cancel.load(Ordering::Acquire),
                 "dropped after its token fired"
@@ -152,6 +161,7 @@ mod tests {
                 tokio::task::yield_now().await;
                 "the client's cancel"
             };
+            let handler = std::pin::pin!(handler);
             let done = tokio::time::timeout(
                 LIMIT,
                 watch_drain(handler, &lifecycle, &cancel, CancelPolicy::Cooperative),

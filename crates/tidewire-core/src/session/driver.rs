@@ -569,16 +569,21 @@ async fn run_request<H: Handler>(
     slot: Slot,
 ) {
     let method = request.method.clone();
-    let work = AssertUnwindSafe(handler.handle_request(request, ctx)).catch_unwind();
     // A drain past its deadline cancels what still runs: such a request is still answered
     // (its own return, or the draining error), so its client learns and may retry elsewhere.
-    let (outcome, drained) = match slot.peer.shared.options.lifecycle.as_ref() {
-        Some(lifecycle) => match watch_drain(work, lifecycle, &cancel, policy).await {
-            Watched::Returned(outcome) => (outcome, false),
-            Watched::Stopped(outcome) => (outcome, true),
-            Watched::Dropped => (Ok(Err(draining_error())), true),
-        },
-        None => (work.await, false),
+    // The handler is pinned in this block, so one the drain stopped is dropped at its end,
+    // before its answer goes (its `on_cancel` guards run first).
+    let (outcome, drained) = {
+        let work =
+            std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, ctx)).catch_unwind());
+        match slot.peer.shared.options.lifecycle.as_ref() {
+            Some(lifecycle) => match watch_drain(work, lifecycle, &cancel, policy).await {
+                Watched::Returned(outcome) => (outcome, false),
+                Watched::Stopped(outcome) => (outcome, true),
+                Watched::Dropped => (Ok(Err(draining_error())), true),
+            },
+            None => (work.await, false),
+        }
     };
     if cancel.is_cancelled() && !drained {
         // Cancelled: the spec asks for no response. The slot is freed as `slot` drops.
