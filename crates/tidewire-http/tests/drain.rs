@@ -213,13 +213,24 @@ fn cooperative_server(entered: Arc<Notify>) -> Server {
         .build()
 }
 
-fn stateless_call(id: i64, tool: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+/// POSTs a stateless (2026-07-28) `tools/call` of `tool`, with its routing headers.
+async fn call_stateless(url: &str, id: i64, tool: &str) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": tool, "arguments": {}, "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-    }}})
+    }}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    Raw::new(url)
+        .post_with(&body, &headers)
+        .send()
+        .await
+        .expect("post")
 }
 
 #[tokio::test]
@@ -238,22 +249,8 @@ async fn past_the_deadline_a_cooperative_handler_is_told_and_its_return_answers_
             .await
             .expect("crawl runs");
         let stateless = tokio::spawn({
-            let raw = Raw::new(&url);
-            async move {
-                let response = raw
-                    .post_with(
-                        &stateless_call(2, "crawl"),
-                        &[
-                            ("mcp-protocol-version", "2026-07-28"),
-                            ("mcp-method", "tools/call"),
-                            ("mcp-name", "crawl"),
-                        ],
-                    )
-                    .send()
-                    .await
-                    .expect("post");
-                support::raw::read_messages(response).await
-            }
+            let url = url.clone();
+            async move { support::raw::read_messages(call_stateless(&url, 2, "crawl").await).await }
         });
         timeout(LIMIT, entered.notified())
             .await
@@ -291,21 +288,8 @@ async fn a_cooperative_handler_that_never_returns_is_dropped_after_the_grace() {
         let server = cooperative_server(entered.clone());
         let (url, _mcp) = start_with(HttpConfig::default(), server.clone()).await;
         let call = tokio::spawn({
-            let raw = Raw::new(&url);
-            async move {
-                raw.post_with(
-                    &stateless_call(3, "stubborn"),
-                    &[
-                        ("mcp-protocol-version", "2026-07-28"),
-                        ("mcp-method", "tools/call"),
-                        ("mcp-name", "stubborn"),
-                    ],
-                )
-                .send()
-                .await
-                .expect("post")
-                .status()
-            }
+            let url = url.clone();
+            async move { call_stateless(&url, 3, "stubborn").await.status() }
         });
         timeout(LIMIT, entered.notified())
             .await
