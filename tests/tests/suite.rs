@@ -1080,6 +1080,40 @@ mod websocket_cases {
         .expect("in time");
     }
 
+    /// A peer that sends nothing but answers every ping is kept: the keep-alive looks at the
+    /// ping it sent, not at silence alone (which dropped such a peer within a few intervals).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_peer_that_only_answers_pings_is_kept() {
+        tokio::time::timeout(LIMIT, async {
+            let config = WsConfig::default()
+                .ping_interval(Duration::from_millis(50))
+                .pong_timeout(Duration::from_millis(50));
+            let (url, _server, ws) = harness::start_ws(config).await;
+            let mut socket = raw_peer(&url).await;
+            // Reading answers each ping (tungstenite queues the pong and sends it as it reads).
+            let reader = tokio::spawn(async move {
+                let mut pings = 0usize;
+                while let Some(Ok(frame)) = socket.next().await {
+                    match frame {
+                        tokio_tungstenite::tungstenite::Message::Ping(_) => pings += 1,
+                        tokio_tungstenite::tungstenite::Message::Close(close) => {
+                            return (pings, Some(format!("{close:?}")));
+                        }
+                        _ => {}
+                    }
+                }
+                (pings, None)
+            });
+            // Twenty intervals: a silence rule alone drops this peer within three or four.
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            assert!(!reader.is_finished(), "{:?}", reader.await);
+            assert_eq!(ws.connection_count(), 1);
+            reader.abort();
+        })
+        .await
+        .expect("in time");
+    }
+
     /// The server closes the connection under a call: the call fails with an error naming why.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lost_connection_fails_calls_in_flight() {

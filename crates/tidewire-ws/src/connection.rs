@@ -286,6 +286,42 @@ async fn read<St>(
     stop.cancel();
 }
 
+/// What the writer does at a keep-alive tick.
+#[derive(Debug, PartialEq, Eq)]
+enum Keepalive {
+    /// The peer was heard lately, or a ping is out and still has time.
+    Wait,
+    /// Ping the peer.
+    Ping,
+    /// A ping went unanswered for `pong_timeout`: the peer is gone.
+    GiveUp,
+}
+
+/// The keep-alive rule at `now`, for a peer last `heard` and last `pinged`. A ping counts as
+/// answered by anything heard after it (a pong, or any frame); one unanswered for
+/// `pong_timeout` ends the connection. A peer heard within half an interval needs no ping. The
+/// rule looks at the outstanding ping, not at silence alone: ticks come every interval, so a
+/// peer that answers each ping at once is silent for nearly two intervals by the tick after the
+/// next, and a rule on silence alone dropped such a peer, one that answered every ping.
+fn keepalive(
+    heard: Instant,
+    pinged: Option<Instant>,
+    now: Instant,
+    settings: &Settings,
+) -> Keepalive {
+    match pinged {
+        Some(sent) if heard < sent => {
+            if now.saturating_duration_since(sent) >= settings.pong_timeout {
+                Keepalive::GiveUp
+            } else {
+                Keepalive::Wait
+            }
+        }
+        _ if now.saturating_duration_since(heard) < settings.ping_interval / 2 => Keepalive::Wait,
+        _ => Keepalive::Ping,
+    }
+}
+
 async fn write<Si, E>(
     mut sink: Si,
     mut outbound: mpsc::Receiver<Out>,
@@ -302,6 +338,8 @@ async fn write<Si, E>(
         settings.ping_interval,
     );
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // When the last ping went out (none yet, or none since the peer was last heard).
+    let mut pinged: Option<Instant> = None;
     loop {
         let frame = tokio::select! {
             biased;
@@ -323,23 +361,25 @@ async fn write<Si, E>(
                 }
             },
             _ = tick.tick() => {
-                let silent = last_heard
+                let heard = *last_heard
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .elapsed();
-                if silent >= settings.ping_interval + settings.pong_timeout {
-                    tracing::debug!(?silent, "a WebSocket peer stopped answering pings");
-                    let bye = Frame::Close(Some((
-                        close_code::GOING_AWAY,
-                        "no answer to ping".to_owned(),
-                    )));
-                    let _ = tokio::time::timeout(settings.pong_timeout, sink.send(bye)).await;
-                    break;
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match keepalive(heard, pinged, Instant::now(), &settings) {
+                    Keepalive::Wait => continue,
+                    Keepalive::Ping => {
+                        pinged = Some(Instant::now());
+                        Frame::Ping(bytes::Bytes::from_static(b"tidewire"))
+                    }
+                    Keepalive::GiveUp => {
+                        tracing::debug!("a WebSocket peer did not answer a ping in time");
+                        let bye = Frame::Close(Some((
+                            close_code::GOING_AWAY,
+                            "no answer to ping".to_owned(),
+                        )));
+                        let _ = tokio::time::timeout(settings.pong_timeout, sink.send(bye)).await;
+                        break;
+                    }
                 }
-                if silent < settings.ping_interval {
-                    continue;
-                }
-                Frame::Ping(bytes::Bytes::from_static(b"tidewire"))
             }
         };
         // A peer that stops reading must not hold the writer forever. Text frames queued
@@ -420,5 +460,70 @@ impl TransportReceiver for WsReceiver {
             envelope.extensions.insert(principal.clone());
         }
         item
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(interval_ms: u64, timeout_ms: u64) -> Settings {
+        Settings {
+            codec: Codec::default(),
+            ping_interval: Duration::from_millis(interval_ms),
+            pong_timeout: Duration::from_millis(timeout_ms),
+            queue: 8,
+        }
+    }
+
+    /// Found rerunning issue 26's revocation reproduction: a client that sends nothing but
+    /// answers every ping at once was closed "no answer to ping" a minute in, because the rule
+    /// looked at silence alone (nearly two intervals of it by the tick after a prompt pong).
+    #[test]
+    fn a_peer_that_answers_every_ping_is_kept() {
+        let s = settings(20_000, 20_000);
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let mut heard = start;
+        let mut pinged = None;
+        for tick in 1..=10 {
+            let now = at(20 * tick) + Duration::from_millis(2);
+            assert_eq!(
+                keepalive(heard, pinged, now, &s),
+                Keepalive::Ping,
+                "tick {tick}"
+            );
+            pinged = Some(now);
+            // The pong comes back a moment later.
+            heard = now + Duration::from_micros(200);
+        }
+    }
+
+    #[test]
+    fn a_ping_unanswered_for_the_timeout_ends_the_connection() {
+        let s = settings(20_000, 20_000);
+        let start = Instant::now();
+        let sent = start + Duration::from_secs(20);
+        assert_eq!(keepalive(start, None, sent, &s), Keepalive::Ping);
+        let soon = sent + Duration::from_secs(5);
+        assert_eq!(keepalive(start, Some(sent), soon, &s), Keepalive::Wait);
+        let late = sent + Duration::from_secs(20);
+        assert_eq!(keepalive(start, Some(sent), late, &s), Keepalive::GiveUp);
+        // Heard after the ping: answered, whatever the frame was.
+        let answered = sent + Duration::from_secs(1);
+        assert_ne!(keepalive(answered, Some(sent), late, &s), Keepalive::GiveUp);
+    }
+
+    #[test]
+    fn a_peer_heard_lately_is_not_pinged() {
+        let s = settings(20_000, 20_000);
+        let start = Instant::now();
+        let now = start + Duration::from_secs(20);
+        let heard = now - Duration::from_secs(3);
+        assert_eq!(keepalive(heard, None, now, &s), Keepalive::Wait);
+        assert_eq!(
+            keepalive(now - Duration::from_secs(15), None, now, &s),
+            Keepalive::Ping
+        );
     }
 }
