@@ -226,7 +226,7 @@ async fn post(
     {
         request = request.header(
             "mcp-name",
-            tidewire_core::transport::header_value::encode(name),
+            tidewire_core::stateless::header_value::encode(name),
         );
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});

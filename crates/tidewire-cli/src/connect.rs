@@ -8,10 +8,9 @@ use std::time::Duration;
 use clap::Args;
 use tidewire_client::schema::Implementation;
 use tidewire_client::{Client, ClientError, Era};
+use tidewire_core::http::RequestHeaders;
 use tidewire_core::jsonrpc::Message;
-use tidewire_core::transport::{
-    Envelope, RequestHeaders, Transport, TransportError, TransportReceiver,
-};
+use tidewire_core::transport::{Envelope, Transport, TransportError, TransportReceiver};
 use tidewire_http::client::{StatelessHttpConnector, StreamableHttpConnector};
 use tidewire_sse::client::LegacySseConnector;
 use tidewire_stdio::client::{ChildHandle, ShutdownTimeouts, StderrMode, StdioConnector};

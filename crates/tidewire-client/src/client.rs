@@ -17,8 +17,7 @@ use tidewire_core::schema::{
     UnsubscribeParams,
 };
 use tidewire_core::session::{Peer, RequestBuilder, SessionError};
-use tidewire_core::stateless::request_headers;
-use tidewire_core::transport::HttpHeaders;
+use tidewire_core::stateless::routing_headers;
 use tokio::sync::broadcast;
 
 use crate::dispatch::Answerers;
@@ -258,8 +257,8 @@ impl Client {
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
-        let headers = request_headers(request.method(), request.params(), &marks);
-        request.extension(HttpHeaders(headers))
+        let headers = routing_headers(request.method(), request.params(), &marks);
+        request.extension(headers)
     }
 
     /// Sends a typed notification to the server.

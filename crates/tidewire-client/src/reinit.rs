@@ -10,7 +10,7 @@ use tidewire_core::schema::{
     EmptyParams, Initialize, InitializeParams, InitializeResult, InitializedNotification,
 };
 use tidewire_core::session::Peer;
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 
 use crate::client::Inner;
 

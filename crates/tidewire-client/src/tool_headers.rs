@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 use tidewire_core::schema::Tool;
 use tidewire_core::stateless::HeaderParam;
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 
 /// Tools whose marks are remembered at most: a server listing more has the first ones' calls
 /// carry their headers, and the later ones' not (the server then says `-32020`).

@@ -64,18 +64,26 @@
 
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+pub mod extensions;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod progress;
 pub mod queue;
+mod random_id;
 pub mod schema;
 pub mod session;
 pub mod stateless;
+pub mod text;
 pub mod transport;
 pub mod version;
 
+pub use extensions::Extensions;
+pub use random_id::random_id;
 pub use version::ProtocolVersion;
 
 /// The `http` crate, for the setters `__request_header_setters!` writes in other crates.
+#[cfg(feature = "http")]
 #[doc(hidden)]
-pub use http as __http;
+pub use ::http as __http;

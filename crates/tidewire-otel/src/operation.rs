@@ -347,5 +347,5 @@ fn target(method: &str, params: Option<&Value>) -> Option<(&'static str, String)
         _ => return None,
     };
     let value = params.get(member)?.as_str()?;
-    Some((key, tidewire_core::transport::text::excerpt(value)))
+    Some((key, tidewire_core::text::excerpt(value)))
 }

@@ -16,7 +16,7 @@ use tidewire_core::schema::{
     ResourceTemplate, TaskSupport, Tool, ToolExecution,
 };
 use tidewire_core::session::{CancelPolicy, Peer, SessionOptions};
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 use tidewire_core::version::Eras;
 
 use crate::bus::{BusEvent, NotificationBus};

@@ -12,8 +12,8 @@ use tidewire_core::schema::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, GetPromptParams,
     GetPromptResult, ReadResourceResult, TaskSupport,
 };
+use tidewire_core::text::excerpt;
 use tidewire_core::transport::Principal;
-use tidewire_core::transport::text::excerpt;
 
 use crate::context::{Context, ServerInner};
 use crate::error::ToolError;

@@ -13,8 +13,8 @@ use tidewire_core::schema::{
     ListTasksResult, ListToolsResult, Meta, TaskResult, meta_keys,
 };
 use tidewire_core::session::{CancelPolicy, Handler, Peer, RequestContext};
+use tidewire_core::text::excerpt;
 use tidewire_core::transport::Principal;
-use tidewire_core::transport::text::excerpt;
 
 use crate::calls::{self, Called, reply};
 use crate::connection::Connection;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::progress::ProgressError;
 use tidewire_core::session::SessionError;
-use tidewire_core::transport::text::{chain, excerpt};
+use tidewire_core::text::{chain, excerpt};
 
 use crate::tasks::TaskRefused;
 

@@ -11,7 +11,7 @@ use tidewire_core::schema::{
     CallToolResult, CompleteParams, CompleteResult, GetPromptResult, Prompt, ReadResourceResult,
     Resource, ResourceTemplate, Tool,
 };
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 
 use crate::error::ToolError;
 use crate::uri_template::UriTemplate;

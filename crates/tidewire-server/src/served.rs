@@ -11,7 +11,7 @@ use tidewire_core::lifecycle::draining_error;
 use tidewire_core::session::{
     Answered, RequestContext, RequestRun, RequestStream, ServeRequest, Watched, watch_drain,
 };
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 use tidewire_core::version::Eras;
 use tokio_util::sync::CancellationToken;
 
@@ -38,7 +38,7 @@ impl ServeRequest for RequestServer {
     fn serve_request(
         &self,
         mut request: Request,
-        extensions: http::Extensions,
+        extensions: tidewire_core::Extensions,
         stream: RequestStream,
     ) -> RequestRun {
         let policy = self

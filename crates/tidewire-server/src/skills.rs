@@ -13,7 +13,7 @@ use tidewire_core::schema::{
     PaginatedParams, ReadDirectoryParams, ReadDirectoryResult, ReadResourceResult, Resource,
     TextResourceContents,
 };
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 use tidewire_skills::{DirectoryChild, SkillFile, SkillSet};
 
 use crate::registry::{ReadFn, ResourceEntry, page};

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use tidewire_core::jsonrpc::ErrorObject;
-use tidewire_core::transport::HttpRequestInfo;
+use tidewire_core::transport::HttpArrival;
 use tidewire_otel::{Message, Network, Operation, Outcome, Side};
 
 /// The operation of a request about to be served (before its `_meta` leaves its params: its
@@ -13,7 +13,7 @@ pub(crate) fn request(
     method: &str,
     params: Option<&Value>,
     id: &tidewire_core::jsonrpc::RequestId,
-    http: Option<&HttpRequestInfo>,
+    http: Option<&HttpArrival>,
     version: Option<&str>,
 ) -> Operation {
     Operation::start(

@@ -8,7 +8,7 @@
 //!   stream.
 //! - [`client`]: a reqwest client transport. Trying Streamable HTTP first and falling back to
 //!   this one is `tidewire::connect::with_fallback`, in the facade, above the transports.
-//! - The `Host`/`Origin` rules are `tidewire_core::transport::HostPolicy`, shared by every
+//! - The `Host`/`Origin` rules are `tidewire_core::http::HostPolicy`, shared by every
 //!   tidewire HTTP transport.
 //!
 //! Both sides are adapters over [`tidewire_core::transport`]: requests, progress,

@@ -23,9 +23,10 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use http::{HeaderValue, header};
-use tidewire_core::transport::{
-    ClientTimeouts, Codec, DEFAULT_MAX_MESSAGE_SIZE, InvalidHeader, RequestHeaders,
-};
+use tidewire_core::http::ClientTimeouts;
+use tidewire_core::http::InvalidHeader;
+use tidewire_core::http::RequestHeaders;
+use tidewire_core::transport::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;

@@ -15,7 +15,7 @@
 //!
 //! - The upgrade is checked first: `Host` (loopback only by default) and `Origin` (this
 //!   server's own origin only by default, plus those allowed; see
-//!   [`tidewire_core::transport::HostPolicy::same_origin`]) → 403; past
+//!   [`tidewire_core::http::HostPolicy::same_origin`]) → 403; past
 //!   [`WsConfig::max_sessions`], or while the server drains
 //!   ([`Lifecycle`]) → 503 with `Retry-After`. A request that is no WebSocket
 //!   upgrade gets axum's 4xx answer.
@@ -33,11 +33,12 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket as Socket, Web
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
+use tidewire_core::http::HostLayer;
+use tidewire_core::http::HostPolicy;
+use tidewire_core::http::ServerLimits;
 use tidewire_core::lifecycle::Lifecycle;
 use tidewire_core::session::Serve;
-use tidewire_core::transport::{
-    AccessLease, Codec, HostLayer, HostPolicy, Principal, ServerLimits,
-};
+use tidewire_core::transport::{AccessLease, Codec, Principal};
 use tokio_util::sync::CancellationToken;
 
 use crate::SUBPROTOCOL;

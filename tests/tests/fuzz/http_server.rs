@@ -141,7 +141,7 @@ impl Step {
                 .and_then(|p| p.get("name").or_else(|| p.get("uri")))
                 .and_then(Value::as_str);
             if let Some(name) = name {
-                let encoded = tidewire_core::transport::header_value::encode(name);
+                let encoded = tidewire_core::stateless::header_value::encode(name);
                 set(
                     HeaderName::from_static("mcp-name"),
                     Some(encoded.as_bytes()),

@@ -118,7 +118,7 @@ pub(crate) async fn server_metadata(
 pub(crate) fn check_endpoint(what: &'static str, url: &str) -> Result<(), AuthError> {
     let refused = || AuthError::InsecureEndpoint {
         what,
-        url: tidewire_core::transport::text::excerpt(url),
+        url: tidewire_core::text::excerpt(url),
     };
     let parsed = reqwest::Url::parse(url).map_err(|_| refused())?;
     let allowed = match parsed.scheme() {

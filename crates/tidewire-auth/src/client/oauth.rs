@@ -313,7 +313,7 @@ impl OAuthClient {
             Some((_, TrustedIssuer::Exactly(trusted))) if !browser => {
                 return Err(AuthError::UntrustedIssuer {
                     trusted: trusted.clone(),
-                    named: tidewire_core::transport::text::excerpt(&server.issuer),
+                    named: tidewire_core::text::excerpt(&server.issuer),
                 });
             }
             _ if !browser => {

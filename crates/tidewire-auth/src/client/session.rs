@@ -1,5 +1,5 @@
 //! [`OAuthSession`]: an [`OAuthClient`] and a [`TokenStore`] as a transport's
-//! [`Authorizer`](tidewire_core::transport::Authorizer), for one MCP endpoint.
+//! [`Authorizer`](tidewire_core::http::Authorizer), for one MCP endpoint.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::lock::Mutex as Turn;
 use http::{HeaderValue, StatusCode};
-use tidewire_core::transport::Authorizer;
+use tidewire_core::http::Authorizer;
 
 use super::error::AuthError;
 use super::oauth::OAuthClient;

@@ -92,10 +92,7 @@ impl ErrorObject {
         // The name is the peer's: quoted by an excerpt, never whole (it may be megabytes).
         Self::new(
             ErrorCode::METHOD_NOT_FOUND,
-            format!(
-                "Method not found: {}",
-                crate::transport::text::excerpt(method)
-            ),
+            format!("Method not found: {}", crate::text::excerpt(method)),
         )
     }
 
@@ -122,7 +119,7 @@ impl ErrorObject {
             ErrorCode::INSUFFICIENT_SCOPE,
             format!(
                 "Insufficient scope: {} needs the scopes {:?}",
-                crate::transport::text::excerpt(what),
+                crate::text::excerpt(what),
                 required.join(" ")
             ),
         );

@@ -12,7 +12,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
-use crate::transport::text::excerpt;
+use crate::text::excerpt;
 
 /// A [`Value`] whose objects, at every depth, name each member once.
 #[derive(Debug, Clone, PartialEq)]

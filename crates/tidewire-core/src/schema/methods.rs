@@ -32,7 +32,7 @@ fn decode_params<T: DeserializeOwned>(
     };
     // serde quotes the value it could not read, which is the peer's text: only an excerpt.
     serde_json::from_value(value).map_err(|e| {
-        let reason = crate::transport::text::excerpt(&e.to_string());
+        let reason = crate::text::excerpt(&e.to_string());
         ErrorObject::invalid_params(format_args!("method `{method}`: {reason}"))
     })
 }

@@ -21,7 +21,7 @@ pub struct RequestContext {
     id: RequestId,
     method: Arc<str>,
     meta: Option<Arc<Value>>,
-    extensions: Arc<http::Extensions>,
+    extensions: Arc<crate::Extensions>,
     reporter: Arc<Reporter>,
     cancel_policy: CancelPolicy,
 }
@@ -54,7 +54,7 @@ impl RequestContext {
         id: RequestId,
         method: &str,
         params: Option<&Value>,
-        extensions: http::Extensions,
+        extensions: crate::Extensions,
         peer: Peer,
         cancel: CancellationToken,
         cancel_policy: CancelPolicy,
@@ -85,7 +85,7 @@ impl RequestContext {
         id: RequestId,
         method: &str,
         meta: Option<Value>,
-        extensions: http::Extensions,
+        extensions: crate::Extensions,
         stream: RequestStream,
         cancel: CancellationToken,
         cancel_policy: CancelPolicy,
@@ -106,7 +106,7 @@ impl RequestContext {
         id: RequestId,
         method: &str,
         meta: Option<Value>,
-        extensions: http::Extensions,
+        extensions: crate::Extensions,
         outlet: Outlet,
         cancel: CancellationToken,
         cancel_policy: CancelPolicy,
@@ -143,7 +143,7 @@ impl RequestContext {
             id,
             method,
             params,
-            http::Extensions::new(),
+            crate::Extensions::new(),
             peer.clone(),
             cancel,
             peer.shared.options.cancel_policy,
@@ -189,7 +189,7 @@ impl RequestContext {
     }
 
     /// What the transport attached to the request (HTTP session, auth, headers).
-    pub fn extensions(&self) -> &http::Extensions {
+    pub fn extensions(&self) -> &crate::Extensions {
         &self.extensions
     }
 
@@ -559,7 +559,7 @@ mod tests {
             RequestId::Number(1),
             "tools/call",
             Some(serde_json::json!({"progressToken": "t"})),
-            http::Extensions::new(),
+            crate::Extensions::new(),
             stream,
             CancellationToken::new(),
             CancelPolicy::Abort,

@@ -21,7 +21,7 @@ use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, Req
 use crate::lifecycle::{RefusalReason, draining_error};
 use crate::progress::ProgressParams;
 use crate::schema::compat::{self, PayloadKind};
-use crate::transport::text::excerpt;
+use crate::text::excerpt;
 use crate::transport::{
     Envelope, ReplySlot, SessionEvent, TransportError, TransportReceiver, TransportSender,
 };
@@ -190,7 +190,7 @@ fn describe_write(written: &Result<(), TransportError>) -> String {
 
 /// A transport error with its causes, on one line.
 fn describe(e: &TransportError) -> String {
-    crate::transport::text::chain(e)
+    crate::text::chain(e)
 }
 
 /// Ends the session: fails pending requests, cancels running handlers, wakes `closed()`.
@@ -445,7 +445,7 @@ fn dispatch<H: Handler>(envelope: Envelope, handler: &Arc<H>, peer: &Peer) -> Op
 
 fn start_request<H: Handler>(
     request: Request,
-    extensions: http::Extensions,
+    extensions: crate::Extensions,
     reply: Option<ReplySlot>,
     handler: &Arc<H>,
     peer: &Peer,

@@ -38,7 +38,7 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// A handler that answers every request with `-32601` and ignores notifications: for a side
-/// that only sends. The answer quotes at most an [`excerpt`](crate::transport::text::excerpt)
+/// that only sends. The answer quotes at most an [`excerpt`](crate::text::excerpt)
 /// of the method name.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHandler;

@@ -22,7 +22,7 @@ use super::state::{Pending, ProgressSink, Refusal};
 use crate::jsonrpc::{Message, Request, RequestId};
 use crate::progress::Progress;
 use crate::schema::RequestType;
-use crate::transport::text::excerpt;
+use crate::text::excerpt;
 use crate::transport::{Exchange, Settle};
 
 use super::peer::{Connection, Peer, Queued};
@@ -91,7 +91,7 @@ pub struct RequestSettings {
     /// `None`: nobody asked.
     pub progress: Option<ProgressCallback>,
     /// The envelope extensions, for the transport.
-    pub extensions: http::Extensions,
+    pub extensions: crate::Extensions,
 }
 
 impl std::fmt::Debug for RequestSettings {
@@ -121,7 +121,7 @@ pub struct RequestBuilder<T> {
     reset_max: Option<Duration>,
     progress: ProgressMode,
     /// Goes into the request's envelope, for the transport.
-    extensions: http::Extensions,
+    extensions: crate::Extensions,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -148,7 +148,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             timeout: None,
             reset_max: None,
             progress: ProgressMode::None,
-            extensions: http::Extensions::new(),
+            extensions: crate::Extensions::new(),
             _result: PhantomData,
         }
     }
@@ -163,7 +163,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             timeout: None,
             reset_max: None,
             progress: ProgressMode::None,
-            extensions: http::Extensions::new(),
+            extensions: crate::Extensions::new(),
             _result: PhantomData,
         }
     }

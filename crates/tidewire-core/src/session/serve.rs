@@ -55,7 +55,7 @@ pub trait ServeRequest: Send + Sync + 'static {
     fn serve_request(
         &self,
         request: Request,
-        extensions: http::Extensions,
+        extensions: crate::Extensions,
         stream: RequestStream,
     ) -> RequestRun;
 }

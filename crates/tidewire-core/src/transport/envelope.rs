@@ -29,8 +29,8 @@ pub struct Envelope {
     pub message: Message,
     /// Which inbound request this outbound message relates to.
     pub route: Route,
-    /// Transport context, typed by Rust type like `http::Extensions`.
-    pub extensions: http::Extensions,
+    /// Transport context: values keyed by their type ([`Extensions`](crate::Extensions)).
+    pub extensions: crate::Extensions,
     /// On an outbound request, the engine's side of it, for a transport that
     /// [tracks requests](super::TransportProfile::tracks_requests); `None` otherwise.
     pub exchange: Option<Exchange>,
@@ -53,7 +53,7 @@ impl Envelope {
         Self {
             message: message.into(),
             route: Route::Unrelated,
-            extensions: http::Extensions::new(),
+            extensions: crate::Extensions::new(),
             exchange: None,
             reply: None,
             wire: None,

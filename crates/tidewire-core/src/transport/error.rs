@@ -118,7 +118,7 @@ impl TransportError {
             .and_then(|e| serde_json::from_value::<ErrorObject>(e).ok());
         let detail = match &answer {
             Some(_) => String::new(),
-            None => super::text::excerpt(&String::from_utf8_lossy(body)),
+            None => crate::text::excerpt(&String::from_utf8_lossy(body)),
         };
         Self {
             kind: Kind::HttpStatus(Box::new(HttpFailure {
@@ -235,13 +235,20 @@ impl fmt::Display for TransportError {
                 if let Some(context) = &failure.context {
                     write!(f, "{context}: ")?;
                 }
+                // Only an HTTP transport makes this error, and it builds with the `http` feature.
+                #[cfg(feature = "http")]
                 let reason = http::StatusCode::from_u16(failure.status)
                     .ok()
                     .and_then(|s| s.canonical_reason())
                     .unwrap_or("");
-                write!(f, "HTTP {} {reason}", failure.status)?;
+                #[cfg(not(feature = "http"))]
+                let reason = "";
+                write!(f, "HTTP {}", failure.status)?;
+                if !reason.is_empty() {
+                    write!(f, " {reason}")?;
+                }
                 let detail = match &failure.answer {
-                    Some(answer) => super::text::excerpt(&answer.message),
+                    Some(answer) => crate::text::excerpt(&answer.message),
                     None => failure.detail.clone(),
                 };
                 if !detail.is_empty() {
@@ -284,6 +291,15 @@ mod tests {
 
     use super::*;
 
+    /// The status line's reason phrase: read from the `http` crate, so only with the feature.
+    fn reason(phrase: &str) -> String {
+        if cfg!(feature = "http") {
+            format!(" {phrase}")
+        } else {
+            String::new()
+        }
+    }
+
     #[test]
     fn an_http_failure_keeps_the_json_rpc_error_of_its_body() {
         let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"Bad version","data":{"supported":["2026-07-28"]}}}"#;
@@ -292,7 +308,10 @@ mod tests {
         let answer = e.http_answer().expect("the body's error");
         assert_eq!(answer.code, -32022);
         assert_eq!(answer.data, Some(json!({"supported": ["2026-07-28"]})));
-        assert_eq!(e.to_string(), "HTTP 400 Bad Request: Bad version");
+        assert_eq!(
+            e.to_string(),
+            format!("HTTP 400{}: Bad version", reason("Bad Request"))
+        );
         assert!(e.is_recoverable() && !e.is_closed());
     }
 
@@ -300,15 +319,13 @@ mod tests {
     fn an_http_failure_quotes_a_plain_body_safely() {
         let e = TransportError::http(500, "boom\n  at line 3\u{1b}[2J");
         assert_eq!(e.http_answer(), None);
-        assert!(
-            e.to_string()
-                .starts_with("HTTP 500 Internal Server Error: boom at line 3")
-        );
+        let start = format!("HTTP 500{}: boom at line 3", reason("Internal Server Error"));
+        assert!(e.to_string().starts_with(&start), "{e}");
         assert!(!e.to_string().contains('\u{1b}'), "{e}");
         let e = TransportError::http(502, "").during("resuming the stream failed");
         assert_eq!(
             e.to_string(),
-            "resuming the stream failed: HTTP 502 Bad Gateway"
+            format!("resuming the stream failed: HTTP 502{}", reason("Bad Gateway"))
         );
         assert_eq!(TransportError::closed().http_status(), None);
     }

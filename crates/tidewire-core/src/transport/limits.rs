@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::stateless::RoutingHeaders;
+
 /// Attached by a transport to the extensions of an inbound request's [`Envelope`](super::Envelope)
 /// when it cannot carry everything the engine could send for that request.
 ///
@@ -50,22 +52,18 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
-/// HTTP request headers a client asks the HTTP transport to send with a message (the stateless
-/// revision's routing headers, from
-/// [`stateless::request_headers`](crate::stateless::request_headers)). Inbound headers are in
-/// [`HttpRequestInfo`].
-#[derive(Debug, Clone)]
-pub struct HttpHeaders(pub http::HeaderMap);
-
-/// What an HTTP server transport knew about the request that carried a message (Streamable
-/// HTTP, HTTP+SSE): in the message's envelope extensions, reached through
-/// `RequestContext::extensions`.
-#[derive(Debug, Clone)]
-pub struct HttpRequestInfo {
-    /// The request headers (for auth, tracing, …).
-    pub headers: http::HeaderMap,
-    /// The session the request belongs to, when there is one.
+/// That an inbound message came over HTTP, and what of its request the engine and the server
+/// read without the `http` crate. Every HTTP server transport (Streamable HTTP, HTTP+SSE) puts
+/// it in the message's envelope extensions, beside the whole request's
+/// `tidewire_core::http::HttpRequestInfo` (the headers, for handlers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpArrival {
+    /// The session the message belongs to, when there is one.
     pub session_id: Option<String>,
+    /// Its `Mcp-Param-*` headers (the 2026-07-28 wire), names in lower case, values as sent
+    /// (not decoded), the first of each name. The server checks them against the tool call's
+    /// arguments.
+    pub param_headers: RoutingHeaders,
 }
 
 /// Who the request acts for, as an authentication layer established it (an OAuth subject, a

@@ -10,46 +10,29 @@
 //! - [`sink_stream`] turns a `Sink + Stream` of [`Envelope`]s into one (WebSocket and friends);
 //! - [`memory`] is an in-process duplex transport for tests and embedding.
 
-mod authorizer;
-mod client_timeouts;
 mod codec;
 mod envelope;
 mod error;
 mod exchange;
 pub mod framed;
-pub mod header_value;
-mod host_layer;
-mod host_policy;
-pub mod http_reply;
 mod lease;
 mod limits;
 pub mod memory;
 mod profile;
 mod reply;
-mod request_headers;
-mod server_limits;
-pub mod sessions;
 pub mod sink_stream;
-pub mod sse_lines;
-pub mod text;
 
 use std::future::Future;
 
-pub use authorizer::{Authorizer, AuthorizerSlot};
-pub use client_timeouts::ClientTimeouts;
 pub use codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE, LineCodec};
 pub use envelope::{Envelope, Route};
 pub use error::TransportError;
 pub(crate) use exchange::Settle;
 pub use exchange::{Exchange, Failure, SessionEvent, Standalone};
-pub use host_layer::{HostCheck, HostLayer};
-pub use host_policy::{HostPolicy, HostRefused};
 pub use lease::{AccessLease, LeaseCheck, LeaseEnd, MIN_RECHECK_INTERVAL};
-pub use limits::{HttpHeaders, HttpRequestInfo, Principal, RequestLimits, StreamCloser};
+pub use limits::{HttpArrival, Principal, RequestLimits, StreamCloser};
 pub use profile::TransportProfile;
 pub use reply::{ReplySlot, ReplyTarget};
-pub use request_headers::{InvalidHeader, RequestHeaders};
-pub use server_limits::ServerLimits;
 
 /// The sending half of a connection.
 pub trait TransportSender: Send + 'static {

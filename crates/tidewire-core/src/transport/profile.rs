@@ -16,7 +16,7 @@ pub struct TransportProfile {
     pub carries_stateless: bool,
     /// Stateless requests travel with routing headers (`Mcp-Method`, `Mcp-Name`,
     /// `Mcp-Param-*`: the stateless Streamable HTTP client), so a client builds them
-    /// ([`HttpHeaders`](super::HttpHeaders) in the envelope); other transports would drop them.
+    /// ([`RoutingHeaders`](crate::stateless::RoutingHeaders) in the envelope); other transports would drop them.
     pub routes_by_headers: bool,
     /// The engine attaches an [`Exchange`](super::Exchange) to every request it sends
     /// (`envelope.exchange`): for a transport that runs something per request (an HTTP

@@ -1,10 +1,10 @@
-//! Sending a request with the transport's [`Authorizer`](tidewire_core::transport::Authorizer):
+//! Sending a request with the transport's [`Authorizer`](tidewire_core::http::Authorizer):
 //! its `Authorization` header on every try, and one more try after a 401 or 403 when it got
 //! new credentials.
 
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
-use tidewire_core::transport::AuthorizerSlot;
+use tidewire_core::http::AuthorizerSlot;
 
 /// `request` with the authorizer's header (replacing any `Authorization` set before).
 pub(crate) fn with_authorization(

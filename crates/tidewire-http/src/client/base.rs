@@ -4,9 +4,11 @@
 //! each builder by `__http_client_setters!`.
 
 use http::HeaderMap;
-use tidewire_core::transport::{
-    AuthorizerSlot, ClientTimeouts, Codec, InvalidHeader, RequestHeaders,
-};
+use tidewire_core::http::AuthorizerSlot;
+use tidewire_core::http::ClientTimeouts;
+use tidewire_core::http::InvalidHeader;
+use tidewire_core::http::RequestHeaders;
+use tidewire_core::transport::Codec;
 
 use super::error::HttpClientError;
 use super::redirect::same_origin_policy;
@@ -150,12 +152,9 @@ macro_rules! __http_client_setters {
         /// the server refuses one with 401 or 403, lets it get new credentials and sends the
         /// request once more (OAuth: `tidewire_auth::client::OAuthSession`). It replaces a
         /// `bearer` set on the builder.
-        pub fn authorizer(
-            mut self,
-            authorizer: impl ::tidewire_core::transport::Authorizer,
-        ) -> Self {
+        pub fn authorizer(mut self, authorizer: impl ::tidewire_core::http::Authorizer) -> Self {
             self.$base.authorizer =
-                ::tidewire_core::transport::AuthorizerSlot(Some(::std::sync::Arc::new(authorizer)));
+                ::tidewire_core::http::AuthorizerSlot(Some(::std::sync::Arc::new(authorizer)));
             self
         }
     };

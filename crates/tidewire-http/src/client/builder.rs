@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use http::header::HeaderMap;
-use tidewire_core::transport::ClientTimeouts;
+use tidewire_core::http::ClientTimeouts;
 
 use super::base::HttpClientBase;
 use super::error::HttpClientError;

@@ -1,7 +1,7 @@
 //! Errors of the client transport: building it, and the failures that end a connection.
 
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
-pub(crate) use tidewire_core::transport::text::{chain, excerpt};
+pub(crate) use tidewire_core::text::{chain, excerpt};
 
 /// Why [`StreamableHttpConnector::connect`](super::StreamableHttpConnector::connect) refused the
 /// configuration.

@@ -7,15 +7,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tidewire_core::http::AuthorizerSlot;
 use tidewire_core::jsonrpc::Message;
-use tidewire_core::transport::{AuthorizerSlot, Codec, Envelope, TransportError};
+use tidewire_core::transport::{Codec, Envelope, TransportError};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::reconnect::ReconnectPolicy;
 
 /// `Mcp-Session-Id`.
-pub(crate) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
+pub(crate) use tidewire_core::http::sessions::SESSION_ID_HEADER as SESSION_ID;
 /// `MCP-Protocol-Version`.
 pub(crate) static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Last-Event-ID`.

@@ -12,8 +12,8 @@ use tidewire_core::transport::Exchange;
 use super::error::chain;
 use super::reply::answers;
 use super::shared::TransportState;
-use tidewire_core::transport::sse_lines::SseLines;
-use tidewire_core::transport::text::panic_message;
+use tidewire_core::http::sse_lines::SseLines;
+use tidewire_core::text::panic_message;
 
 /// Why reading the bytes of a stream failed.
 #[derive(Debug, thiserror::Error)]

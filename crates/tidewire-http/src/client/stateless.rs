@@ -8,19 +8,20 @@
 //!
 //! It keeps no state of its own beyond the connection pool. The engine attaches to each request
 //! its [`Exchange`] (the request ends when it is over: that is the cancel) and the client its
-//! routing headers ([`HttpHeaders`], from `tidewire_core::stateless::request_headers`, with the
+//! routing headers ([`RoutingHeaders`], from `tidewire_core::stateless::routing_headers`, with the
 //! `Mcp-Param-*` of the tools it listed); a request sent without them gets the headers its body
 //! gives.
 
 use std::sync::Arc;
 
 use http::HeaderMap;
+use tidewire_core::http::AuthorizerSlot;
 use tidewire_core::jsonrpc::{ErrorObject, Message};
-use tidewire_core::stateless::request_headers;
+use tidewire_core::stateless::RoutingHeaders;
+use tidewire_core::stateless::routing_headers;
 use tidewire_core::transport::TransportProfile;
 use tidewire_core::transport::{
-    AuthorizerSlot, Codec, Envelope, Exchange, HttpHeaders, TransportError, TransportReceiver,
-    TransportSender,
+    Codec, Envelope, Exchange, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -168,11 +169,15 @@ impl TransportSender for StatelessSender {
         if self.shared.shutdown.is_cancelled() {
             return Err(TransportError::closed());
         }
-        let headers = match envelope.extensions.get::<HttpHeaders>() {
-            Some(HttpHeaders(headers)) => headers.clone(),
+        let headers = match envelope.extensions.get::<RoutingHeaders>() {
+            Some(headers) => header_map(headers),
             None => match &envelope.message {
-                Message::Request(r) => request_headers(&r.method, r.params.as_ref(), &[]),
-                Message::Notification(n) => request_headers(&n.method, n.params.as_ref(), &[]),
+                Message::Request(r) => {
+                    header_map(&routing_headers(&r.method, r.params.as_ref(), &[]))
+                }
+                Message::Notification(n) => {
+                    header_map(&routing_headers(&n.method, n.params.as_ref(), &[]))
+                }
                 Message::Response(_) => HeaderMap::new(),
             },
         };
@@ -369,4 +374,19 @@ impl PostContext {
 /// The error a request the transport could not complete fails with.
 fn failure(reason: impl Into<String>) -> ErrorObject {
     transport_error(reason)
+}
+
+/// The routing headers as HTTP headers; a pair that is not a valid header (a name from a tool's
+/// schema with characters a header name cannot have) is left out, and the server then refuses
+/// the call for its missing header.
+fn header_map(headers: &RoutingHeaders) -> HeaderMap {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            Some((
+                http::HeaderName::from_bytes(name.as_bytes()).ok()?,
+                http::HeaderValue::from_str(value).ok()?,
+            ))
+        })
+        .collect()
 }

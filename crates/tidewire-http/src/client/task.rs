@@ -5,7 +5,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use tidewire_core::transport::text::panic_message;
+use tidewire_core::text::panic_message;
 
 /// Runs `task`; a panic inside it comes back as `Err` with the panic's message.
 pub(crate) async fn catch<F: Future>(task: F) -> Result<F::Output, String> {

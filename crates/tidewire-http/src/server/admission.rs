@@ -9,8 +9,8 @@ use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use tidewire_core::http::reply as http_reply;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
-use tidewire_core::transport::http_reply;
 
 use super::body::{self, Limits};
 use super::state::State;

@@ -7,13 +7,13 @@
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
+use tidewire_core::http::reply as http_reply;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
-use tidewire_core::transport::http_reply;
 
 /// `MCP-Protocol-Version`.
 pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Session-Id`.
-pub(crate) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
+pub(crate) use tidewire_core::http::sessions::SESSION_ID_HEADER as SESSION_ID;
 /// `Last-Event-ID`.
 pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use tidewire_core::transport::{DEFAULT_MAX_MESSAGE_SIZE, ServerLimits};
+use tidewire_core::http::ServerLimits;
+use tidewire_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 use tidewire_core::version::Eras;
 
 use super::event_store::{EventStore, EventStoreLimits};

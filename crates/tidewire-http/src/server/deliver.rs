@@ -25,7 +25,7 @@ pub(crate) async fn deliver_batch(
     state: &Arc<State>,
     session: &Arc<HttpSession>,
     messages: Vec<Message>,
-    extensions: &http::Extensions,
+    extensions: &tidewire_core::Extensions,
     priming: bool,
 ) -> Response {
     let first_request = messages.iter().find_map(|m| match m {
@@ -96,7 +96,7 @@ pub(crate) async fn deliver(
     state: &Arc<State>,
     session: &Arc<HttpSession>,
     message: Message,
-    extensions: http::Extensions,
+    extensions: tidewire_core::Extensions,
     priming: bool,
     one_shot: Option<EndOnDrop>,
 ) -> Response {

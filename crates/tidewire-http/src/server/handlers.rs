@@ -8,7 +8,7 @@ use axum::extract::State as Extract;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::jsonrpc::ErrorCode;
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 
 use super::checks::{self, LAST_EVENT_ID, check_accept, error};
 use super::post::post;

@@ -56,8 +56,8 @@ mod streams;
 
 use std::sync::Arc;
 
+use tidewire_core::http::HostLayer;
 use tidewire_core::session::{BoxedServe, Serve};
-use tidewire_core::transport::HostLayer;
 
 /// The axum this server is built on, so an app can be put together without matching versions.
 pub use admission::Admission;
@@ -69,7 +69,7 @@ pub use listen::{serve, serve_until};
 pub use session::{HttpReceiver, HttpSender, HttpTransport};
 pub use sse_body::replay;
 pub use streams::parse_event_id;
-pub use tidewire_core::transport::HttpRequestInfo;
+pub use tidewire_core::http::HttpRequestInfo;
 
 use state::State;
 

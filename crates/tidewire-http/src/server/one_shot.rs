@@ -18,7 +18,7 @@ use super::state::{State, StatelessSlot, server_busy};
 pub(crate) async fn post(
     state: &Arc<State>,
     message: Message,
-    mut extensions: http::Extensions,
+    mut extensions: tidewire_core::Extensions,
     version: ProtocolVersion,
 ) -> Response {
     let Message::Request(request) = &message else {

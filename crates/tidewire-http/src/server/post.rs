@@ -13,8 +13,9 @@ use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
+use tidewire_core::http::HttpRequestInfo;
 use tidewire_core::jsonrpc::{DecodeFailure, ErrorObject, Message, RequestId};
-use tidewire_core::transport::{HttpRequestInfo, Principal};
+use tidewire_core::transport::Principal;
 
 use super::body::{self, BodyBudget};
 use super::checks::{self, check_accept, check_content_type, error_for};
@@ -130,11 +131,10 @@ pub(crate) async fn post(
             return super::stateless::post(state, headers, principal, message).await;
         }
     }
-    let mut extensions = http::Extensions::new();
-    extensions.insert(HttpRequestInfo {
-        headers,
-        session_id: session_header.clone(),
-    });
+    let mut extensions = tidewire_core::Extensions::new();
+    let info = HttpRequestInfo { headers };
+    extensions.insert(info.arrival(session_header.clone()));
+    extensions.insert(info);
     if let Some(principal) = &principal {
         extensions.insert(principal.clone());
     }

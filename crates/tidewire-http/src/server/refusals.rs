@@ -5,7 +5,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 
 use super::checks::{error, error_for};
 
@@ -60,7 +60,7 @@ pub(crate) fn draining(id: Option<RequestId>) -> Response {
 }
 
 pub(crate) fn sessions_full(max: usize) -> Response {
-    tidewire_core::transport::http_reply::sessions_full(max).into_response()
+    tidewire_core::http::reply::sessions_full(max).into_response()
 }
 
 pub(crate) fn method_not_allowed(what: &str) -> Response {

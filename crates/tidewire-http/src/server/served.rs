@@ -36,7 +36,7 @@ pub(crate) async fn answer(
     state: &Arc<State>,
     server: &dyn ServeRequest,
     request: Request,
-    extensions: http::Extensions,
+    extensions: tidewire_core::Extensions,
     held: impl Send + 'static,
     sse: bool,
 ) -> Response {

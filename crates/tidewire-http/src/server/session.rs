@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tidewire_core::ProtocolVersion;
+use tidewire_core::http::sessions::TableEntry;
 use tidewire_core::jsonrpc::{Message, RequestId};
 use tidewire_core::queue::BoundedQueue;
-use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
     Codec, Envelope, Principal, ReplySlot, SessionEvent, TransportError, TransportProfile,
     TransportReceiver, TransportSender,

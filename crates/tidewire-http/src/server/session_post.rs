@@ -6,8 +6,9 @@ use std::sync::Arc;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
+use tidewire_core::http::reply as http_reply;
 use tidewire_core::jsonrpc::{ErrorCode, Message};
-use tidewire_core::transport::{Principal, RequestLimits, http_reply};
+use tidewire_core::transport::{Principal, RequestLimits};
 
 use super::checks::{SESSION_ID, error};
 use super::config::ResponseMode;
@@ -24,7 +25,7 @@ pub(crate) async fn post(
     principal: Option<Principal>,
     mut messages: Vec<Message>,
     is_batch: bool,
-    mut extensions: http::Extensions,
+    mut extensions: tidewire_core::Extensions,
     version: ProtocolVersion,
 ) -> Response {
     let is_initialize = !is_batch

@@ -4,11 +4,11 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
+use tidewire_core::http::sessions::SessionTable;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
 use tidewire_core::lifecycle::Lifecycle;
 use tidewire_core::session::{BoxedServe, ServeRequest};
 use tidewire_core::transport::Codec;
-use tidewire_core::transport::sessions::SessionTable;
 
 use super::body::BodyBudget;
 use super::config::HttpConfig;

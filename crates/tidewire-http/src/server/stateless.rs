@@ -34,15 +34,16 @@ use tidewire_core::jsonrpc::{
     ErrorCode, ErrorObject, Message, Request, RequestId, Response as Reply,
 };
 use tidewire_core::stateless;
-use tidewire_core::transport::text::excerpt;
-use tidewire_core::transport::{Envelope, Principal, RequestLimits, header_value};
+use tidewire_core::stateless::header_value;
+use tidewire_core::text::excerpt;
+use tidewire_core::transport::{Envelope, Principal, RequestLimits};
 
 use super::checks::{PROTOCOL_VERSION, error, error_for, status_of};
 use super::config::ResponseMode;
 use super::session::{PostReply, ReplyTarget};
 use super::sse_body::{EndOnDrop, sse_from};
 use super::state::{State, StatelessSlot, server_busy};
-use tidewire_core::transport::HttpRequestInfo;
+use tidewire_core::http::HttpRequestInfo;
 
 const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
@@ -154,16 +155,15 @@ async fn deliver(
     };
     let id = request.id.clone();
     let sse = state.config.response_mode == ResponseMode::Sse;
-    let mut extensions = http::Extensions::new();
+    let mut extensions = tidewire_core::Extensions::new();
     extensions.insert(RequestLimits {
         related_notifications: sse,
         peer_requests: false,
         reason: "the stateless 2026-07-28 wire",
     });
-    extensions.insert(HttpRequestInfo {
-        headers,
-        session_id: None,
-    });
+    let info = HttpRequestInfo { headers };
+    extensions.insert(info.arrival(None));
+    extensions.insert(info);
     if let Some(principal) = principal {
         extensions.insert(principal);
     }

@@ -10,8 +10,8 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt as _;
+use tidewire_core::http::sessions::SESSION_ID_HEADER as SESSION_ID;
 use tidewire_core::transport::Principal;
-use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
 
 use super::places::{Asked, Forget};
 use super::shared::{Routing, session_named, unavailable};

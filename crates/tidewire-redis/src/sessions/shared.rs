@@ -11,7 +11,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::StatusCode;
 use redis::aio::PubSubSink;
-pub(super) use tidewire_core::transport::sessions::SESSION_ID_HEADER as SESSION_ID;
+pub(super) use tidewire_core::http::sessions::SESSION_ID_HEADER as SESSION_ID;
 
 use crate::Redis;
 

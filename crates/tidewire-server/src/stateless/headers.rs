@@ -1,12 +1,11 @@
 //! `Mcp-Param-*` headers (2026-07-28, Streamable HTTP): a tool parameter marked `x-mcp-header`
 //! in its input schema is mirrored into a header, which must match the body.
 
-use http::HeaderMap;
 use serde_json::Value;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject};
 use tidewire_core::schema::{JsonObject, Tool};
-use tidewire_core::transport::header_value;
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::stateless::{RoutingHeaders, header_value};
+use tidewire_core::text::excerpt;
 
 /// Checks every `x-mcp-header` parameter of `tool` against its `Mcp-Param-<Name>` header.
 ///
@@ -16,7 +15,7 @@ use tidewire_core::transport::text::excerpt;
 pub(crate) fn check_params(
     tool: &Tool,
     arguments: Option<&JsonObject>,
-    headers: &HeaderMap,
+    headers: &RoutingHeaders,
 ) -> Result<(), ErrorObject> {
     let Some(Value::Object(properties)) = tool.input_schema.get("properties") else {
         return Ok(());
@@ -25,7 +24,7 @@ pub(crate) fn check_params(
         let Some(name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
             continue;
         };
-        let header = format!("mcp-param-{name}");
+        let header = format!("mcp-param-{}", name.to_ascii_lowercase());
         let body = arguments
             .and_then(|a| a.get(property))
             .filter(|v| !v.is_null());
@@ -33,7 +32,7 @@ pub(crate) fn check_params(
             // An absent value has no header; one sent anyway is not expected, and ignored.
             continue;
         };
-        let Some(raw) = headers.get(header.as_str()) else {
+        let Some(raw) = headers.get(&header) else {
             return Err(mismatch(format!(
                 "the header Mcp-Param-{name} is missing, but the arguments carry {property}"
             )));
@@ -90,14 +89,12 @@ mod tests {
     }
 
     fn check(args: Value, headers: &[(&str, &str)]) -> Result<(), ErrorObject> {
-        let mut map = HeaderMap::new();
-        for (name, value) in headers {
-            map.insert(
-                http::HeaderName::from_bytes(name.as_bytes()).expect("name"),
-                http::HeaderValue::from_str(value).expect("value"),
-            );
-        }
-        check_params(&tool(), args.as_object(), &map)
+        // As the transport hands them over: names in lower case.
+        let headers = headers
+            .iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), (*value).to_owned()))
+            .collect();
+        check_params(&tool(), args.as_object(), &headers)
     }
 
     #[test]

@@ -196,7 +196,7 @@ fn honoured(
             if let Some(unknown) = uris.iter().find(|u| !offers(server, u)) {
                 return Err(ErrorObject::invalid_params(format!(
                     "this server offers no resource {:?} to listen to",
-                    tidewire_core::transport::text::excerpt(unknown)
+                    tidewire_core::text::excerpt(unknown)
                 )));
             }
             // And one the principal may read, as `resources/read` would check.

@@ -23,8 +23,9 @@ use tidewire_core::schema::{
 };
 use tidewire_core::session::RequestContext;
 use tidewire_core::stateless::RequestMeta;
-use tidewire_core::transport::text::excerpt;
-use tidewire_core::transport::{HttpRequestInfo, Principal};
+use tidewire_core::text::excerpt;
+use tidewire_core::transport::HttpArrival;
+use tidewire_core::transport::Principal;
 use tidewire_core::version::STATELESS_VERSIONS;
 
 use crate::cache::{CacheHint, CacheItem};
@@ -141,10 +142,14 @@ async fn answer(
         }
         StatelessRequest::ListPrompts(params) => listed::<ListPromptsResult>(server, &params)?,
         StatelessRequest::CallTool(mut params) => {
-            if let Some(HttpRequestInfo { headers, .. }) = ctx.extensions().get::<HttpRequestInfo>()
+            if let Some(arrival) = ctx.extensions().get::<HttpArrival>()
                 && let Some(entry) = server.tools.get(&params.name)
             {
-                headers::check_params(&entry.tool, params.arguments.as_ref(), headers)?;
+                headers::check_params(
+                    &entry.tool,
+                    params.arguments.as_ref(),
+                    &arrival.param_headers,
+                )?;
             }
             let arguments = digest_object(params.arguments.as_ref());
             let call = retryable(

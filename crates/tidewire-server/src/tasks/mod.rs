@@ -61,7 +61,7 @@ impl TaskRefused {
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
                     "tool {} runs only as a task: call it with params.task",
-                    tidewire_core::transport::text::excerpt(tool)
+                    tidewire_core::text::excerpt(tool)
                 ),
             ),
         }

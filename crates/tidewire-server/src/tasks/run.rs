@@ -13,7 +13,7 @@ use tidewire_core::schema::{
     CallToolResult, InputRequest, JsonObject, TaskStatus, TaskStatusNotification,
 };
 use tidewire_core::session::{CancelPolicy, Peer, SessionError};
-use tidewire_core::transport::text::excerpt;
+use tidewire_core::text::excerpt;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -217,7 +217,7 @@ impl Tasks {
         owner: Option<String>,
         requester: Option<Peer>,
     ) -> Result<(TaskRecord, Arc<Live>), ErrorObject> {
-        let id = tidewire_core::transport::sessions::new_session_id()
+        let id = tidewire_core::random_id()
             .ok_or_else(|| ErrorObject::internal("no randomness to draw a task id from"))?;
         let mut record = TaskRecord::new(id.clone(), tool.to_owned(), ttl, owner);
         record.poll_interval = Some(self.poll_interval);

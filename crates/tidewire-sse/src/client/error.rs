@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-pub(crate) use tidewire_core::transport::text::{chain, excerpt};
+pub(crate) use tidewire_core::text::{chain, excerpt};
 
 /// Why [`LegacySseConnector::connect`](super::LegacySseConnector::connect) failed.
 #[derive(Debug, thiserror::Error)]

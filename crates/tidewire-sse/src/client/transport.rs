@@ -10,11 +10,12 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
+use tidewire_core::http::AuthorizerSlot;
+use tidewire_core::http::sse_lines::SseLines;
+use tidewire_core::text::panic_message;
 use tidewire_core::transport::TransportProfile;
-use tidewire_core::transport::sse_lines::SseLines;
-use tidewire_core::transport::text::panic_message;
 use tidewire_core::transport::{
-    AuthorizerSlot, Codec, Envelope, Transport, TransportError, TransportReceiver, TransportSender,
+    Codec, Envelope, Transport, TransportError, TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};

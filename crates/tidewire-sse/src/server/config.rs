@@ -1,6 +1,6 @@
 //! The settings of a legacy HTTP+SSE server.
 
-use tidewire_core::transport::ServerLimits;
+use tidewire_core::http::ServerLimits;
 
 /// Settings of a [`LegacySse`](super::LegacySse) server. Every table and queue has a limit;
 /// the limits every HTTP server shares are [`ServerLimits`], under the same names.

@@ -14,9 +14,11 @@ use tidewire_core::transport::Envelope;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use tidewire_core::http::HttpRequestInfo;
+use tidewire_core::http::reply as http_reply;
+use tidewire_core::http::sessions::{SESSION_ID_HEADER, SessionTable};
 use tidewire_core::session::BoxedServe;
-use tidewire_core::transport::sessions::{SESSION_ID_HEADER, SessionTable};
-use tidewire_core::transport::{Codec, HttpRequestInfo, Principal, http_reply};
+use tidewire_core::transport::{Codec, Principal};
 
 use super::config::SseConfig;
 use super::session::{Running, Session, SseReceiver, SseSender, SseTransport};
@@ -263,10 +265,9 @@ pub(crate) async fn post_message(
         }
     };
     let mut envelope = Envelope::new(message);
-    envelope.extensions.insert(HttpRequestInfo {
-        headers,
-        session_id: Some(id.clone()),
-    });
+    let info = HttpRequestInfo { headers };
+    envelope.extensions.insert(info.arrival(Some(id.clone())));
+    envelope.extensions.insert(info);
     if let Some(principal) = principal {
         envelope.extensions.insert(principal);
     }

@@ -26,7 +26,7 @@
 //! - When the stream closes (the client went away, or the session expired), the session ends:
 //!   the engine stops and cancels what it was running, and its id gets 404.
 //! - `Host` and `Origin` are checked first (loopback only by default, see
-//!   [`HostPolicy`](tidewire_core::transport::HostPolicy)); refusals get 403. Past
+//!   [`HostPolicy`](tidewire_core::http::HostPolicy)); refusals get 403. Past
 //!   [`SseConfig::max_sessions`] a new stream gets 503 with `Retry-After`.
 //!
 //! The server never looks at the protocol version: whatever `initialize` negotiates, the
@@ -38,12 +38,12 @@ mod session;
 
 use std::sync::Arc;
 
+use tidewire_core::http::HostLayer;
 use tidewire_core::session::{BoxedServe, Serve};
-use tidewire_core::transport::HostLayer;
 
 pub use config::SseConfig;
 pub use session::{SseReceiver, SseSender, SseTransport};
-pub use tidewire_core::transport::HttpRequestInfo;
+pub use tidewire_core::http::HttpRequestInfo;
 
 use handlers::State;
 

@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tidewire_core::http::sessions::TableEntry;
 use tidewire_core::jsonrpc::RequestId;
 use tidewire_core::queue::BoundedQueue;
 use tidewire_core::transport::TransportProfile;
-use tidewire_core::transport::sessions::TableEntry;
 use tidewire_core::transport::{
     Codec, Envelope, Principal, ReplySlot, ReplyTarget, TransportError, TransportReceiver,
     TransportSender,

@@ -318,6 +318,9 @@ enum ReadState {
     Finished,
 }
 
+// Built by one `select!` and matched at once, never stored or sent: boxing the message would
+// cost an allocation per message for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Event {
     Item(Option<Result<Envelope, TransportError>>),
     Exited,

@@ -1,13 +1,15 @@
 //! The request envelope of the stateless revision (2026-07-28): what every request's `_meta`
 //! must carry, read and checked once, for transports and servers alike.
 
+pub mod header_value;
+
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorCode, ErrorObject};
 use crate::schema::{ClientCapabilities, Implementation, LoggingLevel, meta_keys};
-use crate::transport::text::excerpt;
+use crate::text::excerpt;
 use crate::version::STATELESS_VERSIONS;
 
 /// What a stateless request says about itself in its `_meta`.
@@ -214,31 +216,77 @@ pub struct HeaderParam {
     pub header: String,
 }
 
+/// The routing headers of one stateless request, lower-case names with their values, as
+/// [`routing_headers`] computed them. The client attaches them to the request's envelope
+/// extensions; the Streamable HTTP client transport sends them (and leaves out a pair that is
+/// not a valid header); other transports ignore them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoutingHeaders(Vec<(String, String)>);
+
+impl RoutingHeaders {
+    /// The value of the header `name` (lower-case), when there is one.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// Every pair, in the order they were computed.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+    }
+
+    /// How many headers there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds `value` under `name` (lower case), replacing a value of that name.
+    pub fn set(&mut self, name: String, value: String) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some(pair) => pair.1 = value,
+            None => self.0.push((name, value)),
+        }
+    }
+}
+
+/// Keeps the first value of each name.
+impl FromIterator<(String, String)> for RoutingHeaders {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Self {
+        let mut headers = Self::default();
+        for (name, value) in pairs {
+            if headers.get(&name).is_none() {
+                headers.0.push((name, value));
+            }
+        }
+        headers
+    }
+}
+
 /// The HTTP headers a stateless request carries on Streamable HTTP: `MCP-Protocol-Version`
 /// (from its `_meta`), `Mcp-Method`, `Mcp-Name` (see [`name_member`]) and, for a `tools/call`,
 /// `Mcp-Param-*` for the `marked` parameters whose argument is a string, an integer or a boolean
 /// (none for null or absent ones). Values that are not plain visible ASCII are sent as
-/// `=?base64?…?=`.
-pub fn request_headers(
+/// `=?base64?…?=` ([`header_value::encode`]).
+pub fn routing_headers(
     method: &str,
     params: Option<&Value>,
     marked: &[HeaderParam],
-) -> http::HeaderMap {
-    use crate::transport::header_value;
-    let mut headers = http::HeaderMap::new();
-    let mut set = |name: &str, value: &str| {
-        if let (Ok(name), Ok(value)) = (
-            http::HeaderName::from_bytes(name.as_bytes()),
-            http::HeaderValue::from_str(value),
-        ) {
-            headers.insert(name, value);
-        }
-    };
+) -> RoutingHeaders {
+    let mut headers = RoutingHeaders::default();
     let version = requested_version(params).unwrap_or(ProtocolVersion::V2026_07_28.as_str());
-    set("mcp-protocol-version", version);
-    set("mcp-method", &header_value::encode(method));
+    headers.set("mcp-protocol-version".to_owned(), version.to_owned());
+    headers.set("mcp-method".to_owned(), header_value::encode(method));
     if let Some(value) = name_member(method).and_then(|m| params?.get(m)?.as_str()) {
-        set("mcp-name", &header_value::encode(value));
+        headers.set("mcp-name".to_owned(), header_value::encode(value));
     }
     if method == "tools/call" && !marked.is_empty() {
         let arguments = params.and_then(|p| p.get("arguments"));
@@ -249,7 +297,10 @@ pub fn request_headers(
                 Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
                 _ => continue,
             };
-            set(&format!("mcp-param-{}", param.header), &value);
+            headers.set(
+                format!("mcp-param-{}", param.header.to_ascii_lowercase()),
+                value,
+            );
         }
     }
     headers
@@ -323,7 +374,7 @@ mod tests {
     }
 
     #[test]
-    fn request_headers_route_and_mirror_marked_arguments() {
+    fn routing_headers_route_and_mirror_marked_arguments() {
         let params = json!({
             "name": "weather",
             "arguments": {"city": "Zürich", "days": 3, "metric": true, "note": null},
@@ -340,8 +391,8 @@ mod tests {
             property: property.to_owned(),
             header: header.to_owned(),
         });
-        let headers = request_headers("tools/call", Some(&params), &marked);
-        let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let headers = routing_headers("tools/call", Some(&params), &marked);
+        let get = |name: &str| headers.get(name);
         assert_eq!(get("mcp-protocol-version"), Some("2026-07-28"));
         assert_eq!(get("mcp-method"), Some("tools/call"));
         assert_eq!(get("mcp-name"), Some("weather"));
@@ -351,11 +402,9 @@ mod tests {
         assert!(city.starts_with("=?base64?"), "{city}");
         assert_eq!(get("mcp-param-note"), None);
         assert_eq!(get("mcp-param-absent"), None);
-        let read = request_headers("resources/read", Some(&json!({"uri": "file:///a"})), &[]);
-        assert_eq!(
-            read.get("mcp-name").and_then(|v| v.to_str().ok()),
-            Some("file:///a")
-        );
+        assert_eq!(headers.len(), 6);
+        let read = routing_headers("resources/read", Some(&json!({"uri": "file:///a"})), &[]);
+        assert_eq!(read.get("mcp-name"), Some("file:///a"));
         assert_eq!(name_member("tools/list"), None);
     }
 }

@@ -6,7 +6,7 @@
 ///
 /// ```
 /// let io = std::io::Error::other("connection reset");
-/// assert_eq!(tidewire_core::transport::text::chain(&io), "connection reset");
+/// assert_eq!(tidewire_core::text::chain(&io), "connection reset");
 /// ```
 pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -32,7 +32,7 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 /// replaced by `�`, so the text cannot drive a terminal or reorder a log line.
 ///
 /// ```
-/// use tidewire_core::transport::text::excerpt;
+/// use tidewire_core::text::excerpt;
 ///
 /// assert_eq!(excerpt("tools/call"), "tools/call");
 /// let cut = excerpt(&"x".repeat(2 << 20));
@@ -69,7 +69,7 @@ fn printable(c: char) -> bool {
 ///
 /// ```
 /// let panic = std::panic::catch_unwind(|| panic!("boom")).expect_err("it panics");
-/// assert_eq!(tidewire_core::transport::text::panic_message(&*panic), "boom");
+/// assert_eq!(tidewire_core::text::panic_message(&*panic), "boom");
 /// ```
 pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = panic.downcast_ref::<&str>() {

@@ -11,7 +11,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::host_policy::HostPolicy;
-use super::http_reply;
+use super::reply as http_reply;
 use crate::jsonrpc::{ErrorCode, ErrorObject};
 
 /// Answers a request whose `Host` or `Origin` the policy refuses with 403 and a JSON-RPC error
@@ -20,7 +20,7 @@ use crate::jsonrpc::{ErrorCode, ErrorObject};
 /// the policy of its `ServerLimits`.
 ///
 /// ```
-/// use tidewire_core::transport::{HostLayer, HostPolicy};
+/// use tidewire_core::http::{HostLayer, HostPolicy};
 ///
 /// // In front of an app's own routes: `router.layer(layer)` with axum.
 /// let layer = HostLayer::new(HostPolicy::default().allow_host("mcp.example.com"));

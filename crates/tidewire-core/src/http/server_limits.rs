@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::{DEFAULT_MAX_MESSAGE_SIZE, HostPolicy};
+use super::HostPolicy;
+use crate::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// The limits shared by the Streamable HTTP, HTTP+SSE and WebSocket servers: each config
 /// (`HttpConfig`, `SseConfig`, `WsConfig`) holds one and has a setter of the same name for each
@@ -12,7 +13,7 @@ use super::{DEFAULT_MAX_MESSAGE_SIZE, HostPolicy};
 ///
 /// ```
 /// use std::time::Duration;
-/// use tidewire_core::transport::ServerLimits;
+/// use tidewire_core::http::ServerLimits;
 ///
 /// let limits = ServerLimits {
 ///     max_sessions: 500,
@@ -59,9 +60,9 @@ impl Default for ServerLimits {
 macro_rules! __server_limit_setters {
     (common) => {
         /// All the shared limits at once (see
-        /// [`ServerLimits`](tidewire_core::transport::ServerLimits)).
+        /// [`ServerLimits`](tidewire_core::http::ServerLimits)).
         #[must_use]
-        pub fn limits(mut self, limits: $crate::transport::ServerLimits) -> Self {
+        pub fn limits(mut self, limits: $crate::http::ServerLimits) -> Self {
             self.limits = limits;
             self
         }
@@ -107,7 +108,7 @@ macro_rules! __server_limit_setters {
 
         /// Replaces the `Host`/`Origin` rules at once.
         #[must_use]
-        pub fn host_policy(mut self, policy: $crate::transport::HostPolicy) -> Self {
+        pub fn host_policy(mut self, policy: $crate::http::HostPolicy) -> Self {
             self.limits.hosts = policy;
             self
         }

@@ -27,7 +27,7 @@ const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
 ///
 /// ```
 /// use bytes::Bytes;
-/// use tidewire_core::transport::sse_lines::SseLines;
+/// use tidewire_core::http::sse_lines::SseLines;
 ///
 /// let mut lines = SseLines::default();
 /// assert!(lines.feed(Bytes::from_static(b"\xEF\xBB")).is_empty());

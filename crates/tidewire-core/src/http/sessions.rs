@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError, Weak};
 use std::time::Duration;
 
+use crate::random_id;
+
 /// The header that names a session over HTTP: `Mcp-Session-Id`. Streamable HTTP carries it
 /// both ways; the legacy HTTP+SSE server puts it on its stream's response too (for a layer in
 /// front, which routes by it).
@@ -22,7 +24,7 @@ pub trait TableEntry: Send + Sync + 'static {
     fn sweep(&self) {}
     /// Who opened the session, when an authentication layer said; only requests acting for
     /// the same principal may use it ([`SessionTable::get_for`]). None by default.
-    fn owner(&self) -> Option<&super::Principal> {
+    fn owner(&self) -> Option<&crate::transport::Principal> {
         None
     }
 }
@@ -102,10 +104,10 @@ impl<S: TableEntry> SessionTable<S> {
 
     /// A fresh id for a session about to be opened: refused while the server drains, when the
     /// table is full (checked again by [`admit`](Self::admit), for two openings racing for the
-    /// last place) or when no id can be drawn ([`new_session_id`]).
+    /// last place) or when no id can be drawn ([`random_id`]).
     ///
     /// # Errors
-    /// [`NoNewSession`], which [`http_reply::no_new_session`](super::http_reply::no_new_session)
+    /// [`NoNewSession`], which [`http_reply::no_new_session`](super::reply::no_new_session)
     /// answers.
     pub fn fresh_id(&self) -> Result<Arc<str>, NoNewSession> {
         if self.lifecycle.is_draining() {
@@ -114,9 +116,7 @@ impl<S: TableEntry> SessionTable<S> {
         if self.is_full() {
             return Err(NoNewSession::Full(TableFull { max: self.max }));
         }
-        new_session_id()
-            .map(Arc::from)
-            .ok_or(NoNewSession::NoRandomness)
+        random_id().map(Arc::from).ok_or(NoNewSession::NoRandomness)
     }
 
     /// Sessions now.
@@ -141,10 +141,14 @@ impl<S: TableEntry> SessionTable<S> {
 
     /// The session with this id, when a request acting for `principal` may use it: another
     /// principal's session is as unknown as one that never was, so a caller answers both alike
-    /// and nothing leaks (see [`Principal::may_use`](super::Principal::may_use)).
-    pub fn get_for(&self, id: &str, principal: Option<&super::Principal>) -> Option<Arc<S>> {
+    /// and nothing leaks (see [`Principal::may_use`](crate::transport::Principal::may_use)).
+    pub fn get_for(
+        &self,
+        id: &str,
+        principal: Option<&crate::transport::Principal>,
+    ) -> Option<Arc<S>> {
         self.get(id)
-            .filter(|session| super::Principal::may_use(session.owner(), principal))
+            .filter(|session| crate::transport::Principal::may_use(session.owner(), principal))
     }
 
     /// Admits `session` under `id` if there is room, checked under the lock (two sessions
@@ -219,14 +223,6 @@ impl<S: TableEntry> SessionTable<S> {
     }
 }
 
-/// A new session id: 128 random bits as 32 hex digits (visible ASCII, as the transports
-/// require); `None` when the system has no randomness to give.
-pub fn new_session_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -281,9 +277,9 @@ mod tests {
 
     #[test]
     fn session_ids_are_32_hex_digits() {
-        let id = new_session_id().expect("randomness");
+        let id = random_id().expect("randomness");
         assert_eq!(id.len(), 32);
         assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(new_session_id(), Some(id));
+        assert_ne!(random_id(), Some(id));
     }
 }

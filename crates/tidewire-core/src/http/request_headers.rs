@@ -14,7 +14,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 /// sensitive (hyper and reqwest then keep it out of their logs).
 ///
 /// ```
-/// use tidewire_core::transport::RequestHeaders;
+/// use tidewire_core::http::RequestHeaders;
 ///
 /// let mut headers = RequestHeaders::default();
 /// headers.add("x-tenant", "blue");
@@ -124,7 +124,7 @@ macro_rules! __request_header_setters {
         }
 
         #[doc = concat!("Every header of `headers` with ", $sent, ", as `header` and `bearer` would add them.")]
-        pub fn request_headers(mut self, headers: $crate::transport::RequestHeaders) -> Self {
+        pub fn request_headers(mut self, headers: $crate::http::RequestHeaders) -> Self {
             self.$($field).+.extend(headers);
             self
         }

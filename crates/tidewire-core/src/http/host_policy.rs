@@ -11,7 +11,7 @@ use http::{HeaderMap, header};
 /// origin rule. Add names for a server reached under another name.
 ///
 /// ```
-/// use tidewire_core::transport::HostPolicy;
+/// use tidewire_core::http::HostPolicy;
 ///
 /// let policy = HostPolicy::default()
 ///     .allow_host("mcp.example.com")
