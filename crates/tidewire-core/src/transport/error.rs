@@ -319,13 +319,19 @@ mod tests {
     fn an_http_failure_quotes_a_plain_body_safely() {
         let e = TransportError::http(500, "boom\n  at line 3\u{1b}[2J");
         assert_eq!(e.http_answer(), None);
-        let start = format!("HTTP 500{}: boom at line 3", reason("Internal Server Error"));
+        let start = format!(
+            "HTTP 500{}: boom at line 3",
+            reason("Internal Server Error")
+        );
         assert!(e.to_string().starts_with(&start), "{e}");
         assert!(!e.to_string().contains('\u{1b}'), "{e}");
         let e = TransportError::http(502, "").during("resuming the stream failed");
         assert_eq!(
             e.to_string(),
-            format!("resuming the stream failed: HTTP 502{}", reason("Bad Gateway"))
+            format!(
+                "resuming the stream failed: HTTP 502{}",
+                reason("Bad Gateway")
+            )
         );
         assert_eq!(TransportError::closed().http_status(), None);
     }
