@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::schema::{InputRequest, InputRequiredResult, JsonObject};
 
@@ -36,11 +36,11 @@ const FORMAT: u8 = 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Binding {
     /// `tools/call`, `resources/read` or `prompts/get`.
-    pub(crate) method: String,
+    pub(crate) method: &'static str,
     /// The tool or prompt name, or the URI.
     pub(crate) name: String,
     /// A digest of the arguments.
-    pub(crate) arguments: String,
+    pub(crate) arguments: Digest,
     /// Who the request acts for, when authentication says.
     pub(crate) principal: Option<String>,
 }
@@ -49,13 +49,13 @@ impl Binding {
     /// A binding to `method` on `name`, whose arguments have the digest `arguments` (see
     /// [`digest`] and [`digest_object`]).
     pub(crate) fn new(
-        method: &str,
+        method: &'static str,
         name: &str,
-        arguments: String,
+        arguments: Digest,
         principal: Option<String>,
     ) -> Self {
         Self {
-            method: method.to_owned(),
+            method,
             name: name.to_owned(),
             arguments,
             principal,
@@ -200,7 +200,7 @@ impl Rounds {
             let binding = &rounds.binding;
             if state.m != binding.method
                 || state.n != binding.name
-                || state.a != binding.arguments
+                || state.a != binding.arguments.hex()
                 || state.p != binding.principal
             {
                 return Err(refuse(
@@ -240,7 +240,7 @@ impl Rounds {
         };
         let asked = Asked {
             k: key.clone(),
-            d: digest(&request.to_value()),
+            d: digest(&request.to_value()).hex(),
         };
         // A handler that asks something else under a key it asked before gets the new question
         // asked: an answer is only taken for the question as it was asked.
@@ -325,7 +325,7 @@ impl Rounds {
             for (key, request) in own.input_requests.unwrap_or_default() {
                 let asked = Asked {
                     k: key.clone(),
-                    d: digest(&request.to_value()),
+                    d: digest(&request.to_value()).hex(),
                 };
                 if !run.asked.iter().any(|a| a.k == key) {
                     run.asked.push(asked);
@@ -335,9 +335,9 @@ impl Rounds {
         }
         let state = State {
             v: FORMAT,
-            m: self.binding.method.clone(),
+            m: self.binding.method.to_owned(),
             n: self.binding.name.clone(),
-            a: self.binding.arguments.clone(),
+            a: self.binding.arguments.hex(),
             p: self.binding.principal.clone(),
             x: now_ms()
                 .saturating_add(u64::try_from(self.policy.ttl.as_millis()).unwrap_or(u64::MAX)),
@@ -370,31 +370,44 @@ impl Rounds {
 }
 
 /// A digest of a JSON value that does not depend on the order of object members.
-pub(crate) fn digest(value: &Value) -> String {
+pub(crate) fn digest(value: &Value) -> Digest {
     let mut hasher = Sha256::new();
     canonical(value, &mut hasher);
-    hex(&hasher.finalize())
+    Digest::of(hasher)
 }
 
 /// The [`digest`] of an object's members (`None`: of `null`), without building a [`Value`].
-pub(crate) fn digest_object(map: Option<&JsonObject>) -> String {
+pub(crate) fn digest_object(map: Option<&JsonObject>) -> Digest {
     let mut hasher = Sha256::new();
     match map {
         Some(map) => canonical_object(map, &mut hasher),
         None => hasher.update(b"null"),
     }
-    hex(&hasher.finalize())
+    Digest::of(hasher)
 }
 
-/// The first 16 bytes of a hash, in lowercase hex.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(32);
-    for byte in bytes.iter().take(16) {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+/// The first 16 bytes of a SHA-256, kept as bytes: a request that never seals a state never
+/// writes it out ([`hex`](Self::hex) does, for a sealed state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Digest([u8; 16]);
+
+impl Digest {
+    fn of(hasher: Sha256) -> Self {
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&hasher.finalize()[..16]);
+        Self(bytes)
     }
-    text
+
+    /// In lowercase hex, as a sealed state holds it.
+    pub(crate) fn hex(&self) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = String::with_capacity(32);
+        for byte in self.0 {
+            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+        }
+        text
+    }
 }
 
 /// Feeds what serde_json writes straight into a hash.
@@ -480,7 +493,7 @@ mod tests {
     #[test]
     fn digests_are_canonical_and_stable() {
         let value = json!({"b": ["x", 2], "a": 1});
-        assert_eq!(digest(&value), "b6ca5608e262d4b7951492b2faf5d6d4");
+        assert_eq!(digest(&value).hex(), "b6ca5608e262d4b7951492b2faf5d6d4");
         let Value::Object(map) = &value else {
             panic!("an object")
         };

@@ -19,15 +19,17 @@ use crate::transport::RequestLimits;
 #[derive(Clone, Debug)]
 pub struct RequestContext {
     id: RequestId,
-    method: Arc<str>,
-    meta: Option<Arc<Value>>,
-    extensions: Arc<crate::Extensions>,
-    reporter: Arc<Reporter>,
+    inner: Arc<InFlight>,
     cancel_policy: CancelPolicy,
 }
 
+/// What every clone of a request's context shares, in one allocation: what the request is
+/// (its method, `_meta`, what the transport knew of it) and where its reports go.
 #[derive(Debug)]
-struct Reporter {
+struct InFlight {
+    method: Box<str>,
+    meta: Option<Value>,
+    extensions: crate::Extensions,
     token: Option<ProgressToken>,
     outlet: Outlet,
     cancel: CancellationToken,
@@ -118,10 +120,10 @@ impl RequestContext {
         let limits = extensions.get::<RequestLimits>().cloned();
         Self {
             id,
-            method: method.into(),
-            meta: meta.map(Arc::new),
-            extensions: Arc::new(extensions),
-            reporter: Arc::new(Reporter {
+            inner: Arc::new(InFlight {
+                method: method.into(),
+                meta,
+                extensions,
                 token,
                 outlet,
                 cancel,
@@ -168,7 +170,7 @@ impl RequestContext {
     /// for async work.
     pub fn on_cancel(&self, cleanup: impl FnOnce() + Send + 'static) -> OnCancel {
         OnCancel {
-            cancel: self.reporter.cancel.clone(),
+            cancel: self.inner.cancel.clone(),
             cleanup: Some(Box::new(cleanup)),
         }
     }
@@ -180,29 +182,29 @@ impl RequestContext {
 
     /// The method of the request.
     pub fn method(&self) -> &str {
-        &self.method
+        &self.inner.method
     }
 
     /// The request's `params._meta` object, if it had one.
     pub fn meta(&self) -> Option<&Value> {
-        self.meta.as_deref()
+        self.inner.meta.as_ref()
     }
 
     /// What the transport attached to the request (HTTP session, auth, headers).
     pub fn extensions(&self) -> &crate::Extensions {
-        &self.extensions
+        &self.inner.extensions
     }
 
     /// The progress token the requester asked for progress with, if any.
     pub fn progress_token(&self) -> Option<&ProgressToken> {
-        self.reporter.token.as_ref()
+        self.inner.token.as_ref()
     }
 
     /// A handle to the peer whose messages are marked as related to this request (on Streamable
     /// HTTP they travel on this request's stream); `None` for a request served without a
     /// session, which has only its response stream ([`notify`](Self::notify) reaches it).
     pub fn peer(&self) -> Option<&Peer> {
-        match &self.reporter.outlet {
+        match &self.inner.outlet {
             Outlet::Peer(peer) => Some(peer),
             Outlet::Stream(_) => None,
         }
@@ -223,7 +225,7 @@ impl RequestContext {
         total: Option<f64>,
         message: Option<String>,
     ) -> Result<(), ProgressError> {
-        self.reporter
+        self.inner
             .report(Progress {
                 progress,
                 total,
@@ -236,7 +238,7 @@ impl RequestContext {
     /// running total and reports it.
     pub fn progress_tracker(&self, total: Option<f64>) -> ProgressTracker {
         ProgressTracker {
-            reporter: self.reporter.clone(),
+            reporter: self.inner.clone(),
             done: Arc::new(std::sync::Mutex::new(0.0)),
             total,
         }
@@ -244,12 +246,12 @@ impl RequestContext {
 
     /// Resolves when the requester cancels the request (or the connection closes).
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
-        self.reporter.cancel.cancelled()
+        self.inner.cancel.cancelled()
     }
 
     /// True once the request is cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.reporter.cancel.is_cancelled()
+        self.inner.cancel.is_cancelled()
     }
 
     /// `Err(Cancelled)` once the request is cancelled: `ctx.check_cancelled()?` between two
@@ -267,7 +269,7 @@ impl RequestContext {
 
     /// The request's cancellation token (to hand to other tasks).
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.reporter.cancel.clone()
+        self.inner.cancel.clone()
     }
 
     /// Sends a notification related to this request.
@@ -289,7 +291,7 @@ impl RequestContext {
                 limits.reason
             )));
         }
-        match &self.reporter.outlet {
+        match &self.inner.outlet {
             Outlet::Peer(peer) => peer.notify::<N>(params).await,
             Outlet::Stream(stream) => stream.notify(N::METHOD, Some(&params)).await,
         }
@@ -310,7 +312,7 @@ impl RequestContext {
                 "the request was cancelled".to_owned(),
             ));
         }
-        match &self.reporter.outlet {
+        match &self.inner.outlet {
             Outlet::Peer(peer) => peer.notify_raw(method, params).await,
             Outlet::Stream(stream) => stream.notify(method, params.as_ref()).await,
         }
@@ -322,7 +324,7 @@ impl RequestContext {
     /// When the transport cannot carry requests to the peer for this request (see
     /// [`RequestLimits`]), awaiting the builder fails with [`SessionError::NotSupported`].
     pub fn request<R: RequestType>(&self, params: R::Params) -> RequestBuilder<R::Result> {
-        let Outlet::Peer(peer) = &self.reporter.outlet else {
+        let Outlet::Peer(peer) = &self.inner.outlet else {
             return RequestBuilder::unsendable(
                 R::METHOD,
                 SessionError::NotSupported(
@@ -344,7 +346,11 @@ impl RequestContext {
     /// resumes, and receives what comes after — including the response. Returns false (and does
     /// nothing) on transports without the notion.
     pub fn close_stream(&self) -> bool {
-        match self.extensions.get::<crate::transport::StreamCloser>() {
+        match self
+            .inner
+            .extensions
+            .get::<crate::transport::StreamCloser>()
+        {
             Some(closer) => {
                 closer.close();
                 true
@@ -355,11 +361,11 @@ impl RequestContext {
 
     /// What the transport cannot carry for this request, if anything.
     pub fn limits(&self) -> Option<&RequestLimits> {
-        self.reporter.limits.as_ref()
+        self.inner.limits.as_ref()
     }
 }
 
-impl Reporter {
+impl InFlight {
     /// The last value sent, locked (never across an `.await`).
     fn guard(&self) -> std::sync::MutexGuard<'_, MonotonicGuard> {
         self.guard
@@ -457,7 +463,7 @@ fn too_large(error: &SessionError) -> Option<ProgressError> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct ProgressTracker {
-    reporter: Arc<Reporter>,
+    reporter: Arc<InFlight>,
     done: Arc<std::sync::Mutex<f64>>,
     total: Option<f64>,
 }

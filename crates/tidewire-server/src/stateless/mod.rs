@@ -155,7 +155,7 @@ async fn answer(
             let call = retryable(
                 server,
                 meta,
-                Binding::new(&method, &params.name, arguments, principal(&ctx)),
+                Binding::new("tools/call", &params.name, arguments, principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
@@ -182,7 +182,7 @@ async fn answer(
             let call = retryable(
                 server,
                 meta,
-                Binding::new(&method, &uri, digest_object(None), principal(&ctx)),
+                Binding::new("resources/read", &uri, digest_object(None), principal(&ctx)),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
@@ -209,7 +209,12 @@ async fn answer(
             let call = retryable(
                 server,
                 meta,
-                Binding::new(&method, &params.name, digest(&arguments), principal(&ctx)),
+                Binding::new(
+                    "prompts/get",
+                    &params.name,
+                    digest(&arguments),
+                    principal(&ctx),
+                ),
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
