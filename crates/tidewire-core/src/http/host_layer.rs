@@ -6,18 +6,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::{Either, Ready, ready};
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::host_policy::HostPolicy;
-use super::reply as http_reply;
-use crate::jsonrpc::{ErrorCode, ErrorObject};
 
 /// Answers a request whose `Host` or `Origin` the policy refuses with 403 and a JSON-RPC error
-/// body, before it reaches the service it wraps (DNS-rebinding protection). Every tidewire HTTP
-/// server (Streamable HTTP, legacy HTTP+SSE, WebSocket) puts one in front of its routes, with
-/// the policy of its `ServerLimits`.
+/// body, before it reaches the service it wraps (DNS-rebinding protection). The legacy HTTP+SSE
+/// and WebSocket servers put one in front of their routes, with the policy of their
+/// `ServerLimits`; the Streamable HTTP endpoint applies the same policy first thing in its
+/// handler (no router layer on its hot path).
 ///
 /// ```
 /// use tidewire_core::http::{HostLayer, HostPolicy};
@@ -74,14 +73,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         match self.policy.check(request.headers()) {
             Ok(()) => Either::Right(self.inner.call(request)),
-            Err(refused) => {
-                let answer = http_reply::json_rpc_error(
-                    StatusCode::FORBIDDEN,
-                    None,
-                    ErrorObject::new(ErrorCode::INVALID_REQUEST, refused.0),
-                );
-                Either::Left(ready(Ok(answer.map(R::from))))
-            }
+            Err(refused) => Either::Left(ready(Ok(refused.response().map(R::from)))),
         }
     }
 }

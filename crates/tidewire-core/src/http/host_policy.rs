@@ -29,6 +29,17 @@ pub struct HostPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostRefused(pub String);
 
+impl HostRefused {
+    /// The answer to the refused request: 403, with a JSON-RPC `-32600` error naming why.
+    pub fn response(self) -> http::Response<String> {
+        super::reply::json_rpc_error(
+            http::StatusCode::FORBIDDEN,
+            None,
+            crate::jsonrpc::ErrorObject::new(crate::jsonrpc::ErrorCode::INVALID_REQUEST, self.0),
+        )
+    }
+}
+
 impl std::fmt::Display for HostRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

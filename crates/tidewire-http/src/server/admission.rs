@@ -32,7 +32,7 @@ impl Admission {
         Self { state }
     }
 
-    /// The endpoint's `Host`/`Origin` rule (what its router's `HostLayer` applies).
+    /// The endpoint's `Host`/`Origin` rule (what its handler applies first).
     ///
     /// # Errors
     /// The 403 to answer with.

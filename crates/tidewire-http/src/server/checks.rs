@@ -165,7 +165,7 @@ mod tests {
         map
     }
 
-    /// The endpoint's `Host`/`Origin` rule, which its `HostLayer` applies.
+    /// The endpoint's `Host`/`Origin` rule, which its handler applies first.
     fn check_origin_and_host(headers: &HeaderMap, config: &HttpConfig) -> Result<(), String> {
         config
             .limits

@@ -1,4 +1,4 @@
-//! The endpoint (its router checks `Host`/`Origin` first, with a `HostLayer`): POST ([`post`](super::post)), GET (the
+//! The endpoint (it checks `Host`/`Origin` first): POST ([`post`](super::post)), GET (the
 //! standalone stream, or a resumed one) and DELETE (the end of a session).
 
 use std::sync::Arc;
@@ -19,7 +19,8 @@ use super::streams::{STANDALONE, parse_event_id};
 
 use tidewire_core::transport::Principal;
 
-/// The endpoint (behind the router's `HostLayer`): dispatches on the method.
+/// The endpoint: the `Host`/`Origin` rule first (what `HostLayer` would do, without the boxing
+/// of a router layer), then a dispatch on the method.
 pub(crate) async fn endpoint(
     Extract(state): Extract<Arc<State>>,
     method: Method,
@@ -27,6 +28,9 @@ pub(crate) async fn endpoint(
     principal: Option<axum::Extension<Principal>>,
     body: Body,
 ) -> Response {
+    if let Err(refused) = state.config.limits.hosts.check(&headers) {
+        return refused.response().map(Body::from);
+    }
     match method {
         Method::POST => post(&state, headers, principal.map(|p| p.0), body).await,
         Method::GET | Method::DELETE if !state.config.eras.legacy() => method_not_allowed(

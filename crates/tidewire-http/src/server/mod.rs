@@ -56,7 +56,6 @@ mod streams;
 
 use std::sync::Arc;
 
-use tidewire_core::http::HostLayer;
 use tidewire_core::session::{BoxedServe, Serve};
 
 /// The axum this server is built on, so an app can be put together without matching versions.
@@ -91,11 +90,17 @@ impl StreamableHttp {
 
     /// An axum router serving the endpoint at `path` (POST, GET, DELETE). Merge or nest it into
     /// your app; add tower layers (auth, tracing, CORS) around it as usual.
+    ///
+    /// The endpoint applies its `Host`/`Origin` rule ([`ServerLimits::host_policy`]) first
+    /// thing, as [`HostLayer`] does, but in its handler: a layer on the router would box every
+    /// request's service and future once more.
+    ///
+    /// [`ServerLimits::host_policy`]: tidewire_core::http::ServerLimits::host_policy
+    /// [`HostLayer`]: tidewire_core::http::HostLayer
     pub fn router(&self, path: &str) -> axum::Router {
         axum::Router::new()
             .route(path, axum::routing::any(handlers::endpoint))
             .with_state(self.state.clone())
-            .layer(HostLayer::new(self.state.config.limits.hosts.clone()))
     }
 
     /// This endpoint's admission checks (its `Host`/`Origin` rule, its body limits), for a
