@@ -532,14 +532,22 @@ impl Streams {
 /// unless a reader is on them; returns them (for the store to forget).
 fn expire_finished(streams: &mut StreamTable<Stream>) -> Vec<StreamId> {
     let now = Instant::now();
+    let stale = |at: &Instant| now.duration_since(*at) >= FINISHED_GRACE;
+    // Called as every POST stream opens and finishes: the usual answer, nothing to expire, is
+    // found by one pass that allocates nothing.
+    let (count, any_stale) = streams
+        .values()
+        .filter_map(|s| s.finished_at)
+        .fold((0, false), |(count, any), at| {
+            (count + 1, any || stale(&at))
+        });
+    if count <= FINISHED_KEPT && !any_stale {
+        return Vec::new();
+    }
     let mut finished: Vec<(Instant, StreamId, bool)> = streams
         .iter()
         .filter_map(|(id, s)| s.finished_at.map(|at| (at, *id, s.attached)))
         .collect();
-    let stale = |at: &Instant| now.duration_since(*at) >= FINISHED_GRACE;
-    if finished.len() <= FINISHED_KEPT && !finished.iter().any(|(at, _, _)| stale(at)) {
-        return Vec::new();
-    }
     finished.sort_unstable();
     let mut excess = finished.len().saturating_sub(FINISHED_KEPT);
     let mut gone = Vec::new();
