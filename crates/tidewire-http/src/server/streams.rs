@@ -530,11 +530,13 @@ impl Streams {
 
 /// Removes the finished POST streams past their grace, and the oldest past [`FINISHED_KEPT`],
 /// unless a reader is on them; returns them (for the store to forget).
-fn expire_finished(streams: &mut StreamTable<Stream>) -> Vec<StreamId> {
+///
+/// Called as every POST stream opens and finishes, so the two usual answers allocate nothing:
+/// nothing is due (one pass), or, once a session keeps its most, the one oldest stream no
+/// reader is on goes (a second pass).
+fn expire_finished(streams: &mut StreamTable<Stream>) -> impl Iterator<Item = StreamId> + use<> {
     let now = Instant::now();
     let stale = |at: &Instant| now.duration_since(*at) >= FINISHED_GRACE;
-    // Called as every POST stream opens and finishes: the usual answer, nothing to expire, is
-    // found by one pass that allocates nothing.
     let (count, any_stale) = streams
         .values()
         .filter_map(|s| s.finished_at)
@@ -542,7 +544,19 @@ fn expire_finished(streams: &mut StreamTable<Stream>) -> Vec<StreamId> {
             (count + 1, any || stale(&at))
         });
     if count <= FINISHED_KEPT && !any_stale {
-        return Vec::new();
+        return None.into_iter().chain(Vec::new());
+    }
+    if count == FINISHED_KEPT + 1 && !any_stale {
+        let oldest = streams
+            .iter()
+            .filter(|(_, s)| !s.attached)
+            .filter_map(|(id, s)| s.finished_at.map(|at| (at, *id)))
+            .min()
+            .map(|(_, id)| id);
+        if let Some(id) = oldest {
+            streams.remove(&id);
+        }
+        return oldest.into_iter().chain(Vec::new());
     }
     let mut finished: Vec<(Instant, StreamId, bool)> = streams
         .iter()
@@ -561,7 +575,7 @@ fn expire_finished(streams: &mut StreamTable<Stream>) -> Vec<StreamId> {
             gone.push(id);
         }
     }
-    gone
+    None.into_iter().chain(gone)
 }
 
 /// Parses an SSE event id of a session's stream, `<stream>-<seq>` (what a client sends back as
