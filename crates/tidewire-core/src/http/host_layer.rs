@@ -84,7 +84,10 @@ mod tests {
     use std::future::Future;
     use std::pin::pin;
 
+    use http::StatusCode;
+
     use super::*;
+    use crate::jsonrpc::ErrorCode;
 
     /// A service that answers 200 "inner".
     #[derive(Clone)]

@@ -91,11 +91,11 @@ impl StreamableHttp {
     /// An axum router serving the endpoint at `path` (POST, GET, DELETE). Merge or nest it into
     /// your app; add tower layers (auth, tracing, CORS) around it as usual.
     ///
-    /// The endpoint applies its `Host`/`Origin` rule ([`ServerLimits::host_policy`]) first
-    /// thing, as [`HostLayer`] does, but in its handler: a layer on the router would box every
-    /// request's service and future once more.
+    /// The endpoint applies its `Host`/`Origin` rule ([`ServerLimits::hosts`], set with
+    /// [`HttpConfig::host_policy`]) first thing, as [`HostLayer`] does, but in its handler: a
+    /// layer on the router would box every request's service and future once more.
     ///
-    /// [`ServerLimits::host_policy`]: tidewire_core::http::ServerLimits::host_policy
+    /// [`ServerLimits::hosts`]: tidewire_core::http::ServerLimits::hosts
     /// [`HostLayer`]: tidewire_core::http::HostLayer
     pub fn router(&self, path: &str) -> axum::Router {
         axum::Router::new()
