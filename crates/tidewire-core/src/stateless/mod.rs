@@ -216,10 +216,12 @@ pub struct HeaderParam {
     pub header: String,
 }
 
-/// The routing headers of one stateless request, lower-case names with their values, as
-/// [`routing_headers`] computed them. The client attaches them to the request's envelope
-/// extensions; the Streamable HTTP client transport sends them (and leaves out a pair that is
-/// not a valid header); other transports ignore them.
+/// Routing headers of one stateless request: lower-case names with their values, in a form that
+/// needs no `http` crate. Going out, [`routing_headers`] computes them, the client attaches them
+/// to the request's envelope extensions, and the Streamable HTTP client transport sends them
+/// (leaving out a pair that is not a valid header; other transports ignore them). Coming in,
+/// the HTTP server transport puts a request's `Mcp-Param-*` headers in
+/// [`HttpArrival`](crate::transport::HttpArrival) as one of these, for the server's check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoutingHeaders(Vec<(String, String)>);
 
