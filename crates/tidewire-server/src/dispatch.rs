@@ -12,10 +12,11 @@ use tidewire_core::schema::{
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListTasksResult, ListToolsResult, Meta, TaskResult, meta_keys,
 };
-use tidewire_core::session::{CancelPolicy, Handler, Peer, RequestContext};
+use tidewire_core::session::{Answer, CancelPolicy, Handler, Peer, RequestContext};
 use tidewire_core::text::excerpt;
 use tidewire_core::transport::Principal;
 
+use crate::answer::{self, Served};
 use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
 use crate::context::{Context, ServerInner};
@@ -44,9 +45,9 @@ impl ConnectionHandler {
         &self,
         request: Request,
         ctx: RequestContext,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Served, ErrorObject> {
         let server = &self.server;
-        match ClientRequest::from_parts(&request.method, request.params)? {
+        let tree = match ClientRequest::from_parts(&request.method, request.params)? {
             ClientRequest::Initialize(params) => match ctx.peer() {
                 Some(peer) => reply(self.initialize(params, peer)),
                 None => Err(ErrorObject::internal("initialize outside a session")),
@@ -79,10 +80,13 @@ impl ConnectionHandler {
                     tool_errors_fail: true,
                     requester: self.connection.peer().cloned(),
                 };
-                match calls::call_tool(params, self.context(ctx), opt_in).await? {
-                    Called::Result(result) => reply(result),
-                    Called::Task(record) => reply(CreateTaskResult::from(record.task())),
-                }
+                let version = ctx.peer().and_then(Peer::protocol_version);
+                return match calls::call_tool(params, self.context(ctx), opt_in).await? {
+                    Called::Result(result) => answer::session_tool_result(result, version),
+                    Called::Task(record) => {
+                        reply(CreateTaskResult::from(record.task())).map(Served::Tree)
+                    }
+                };
             }
             ClientRequest::GetTask(params) => {
                 let owner = principal(&ctx);
@@ -172,7 +176,8 @@ impl ConnectionHandler {
             other @ ClientRequest::Other { .. } => {
                 Err(ErrorObject::method_not_found(&excerpt(other.method())))
             }
-        }
+        };
+        tree.map(Served::Tree)
     }
 
     fn initialize(&self, params: InitializeParams, peer: &Peer) -> InitializeResult {
@@ -191,11 +196,26 @@ impl ConnectionHandler {
 }
 
 impl Handler for ConnectionHandler {
+    /// The engine calls [`answer_request`](Handler::answer_request); this answers the same as a
+    /// tree (a result in wire form read back), for a caller that wants one.
     async fn handle_request(
         &self,
         request: Request,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
+        match self.answer_request(request, ctx).await? {
+            Answer::Tree(result) => Ok(result),
+            Answer::Encoded(result) => {
+                serde_json::from_slice(result.as_bytes()).map_err(ErrorObject::internal)
+            }
+        }
+    }
+
+    async fn answer_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> Result<Answer, ErrorObject> {
         #[cfg(feature = "otel")]
         {
             let version = ctx.peer().and_then(Peer::protocol_version);
@@ -208,12 +228,12 @@ impl Handler for ConnectionHandler {
             );
             let method = request.method.clone();
             let span = operation.span().clone();
-            let answer = tracing::Instrument::instrument(self.dispatch(request, ctx), span).await;
-            operation.finish(crate::telemetry::outcome(&method, &answer));
-            answer
+            let served = tracing::Instrument::instrument(self.dispatch(request, ctx), span).await;
+            operation.finish(crate::telemetry::outcome(&method, &served));
+            served.map(Served::into_answer)
         }
         #[cfg(not(feature = "otel"))]
-        self.dispatch(request, ctx).await
+        self.dispatch(request, ctx).await.map(Served::into_answer)
     }
 
     fn cancel_policy(&self, request: &Request) -> Option<CancelPolicy> {
@@ -237,7 +257,7 @@ impl Handler for ConnectionHandler {
 
 impl ConnectionHandler {
     /// Serves one request in the era it is of.
-    async fn dispatch(&self, request: Request, ctx: RequestContext) -> Result<Value, ErrorObject> {
+    async fn dispatch(&self, request: Request, ctx: RequestContext) -> Result<Served, ErrorObject> {
         let eras = self.connection.eras();
         if eras.modern() && tidewire_core::version::is_stateless_request(request.params.as_ref()) {
             // A draining server takes no new stateless request (over HTTP the transport

@@ -46,6 +46,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 // The modules and their layers: see `docs/architecture.md` ("Inside a crate").
+mod answer;
 mod broadcast;
 mod builder;
 pub mod bus;

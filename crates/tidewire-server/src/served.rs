@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::connection::Connection;
 use crate::context::ServerInner;
-use crate::stateless::Served;
+use crate::answer::Served;
 
 /// A server's stateless requests, served without a session.
 pub(crate) struct RequestServer {
@@ -77,7 +77,7 @@ impl ServeRequest for RequestServer {
             let id = request.id.clone();
             #[cfg(feature = "otel")]
             let method = request.method.clone();
-            let served = crate::stateless::serve_answered(&server, &connection, request, ctx);
+            let served = crate::stateless::serve(&server, &connection, request, ctx);
             #[cfg(feature = "otel")]
             let served = tracing::Instrument::instrument(served, operation.span().clone());
             // A drain past its deadline cancels what still runs; the request is still
@@ -92,15 +92,7 @@ impl ServeRequest for RequestServer {
             };
             #[cfg(feature = "otel")]
             operation.finish(match &outcome {
-                Ok(Ok(Served::Wire { tool_error, .. })) => {
-                    if *tool_error {
-                        tidewire_otel::Outcome::ToolError
-                    } else {
-                        tidewire_otel::Outcome::Ok
-                    }
-                }
-                Ok(Ok(Served::Tree(result))) => tidewire_otel::Outcome::of_result(&method, result),
-                Ok(Err(error)) => tidewire_otel::Outcome::Error(error.code),
+                Ok(answer) => crate::telemetry::outcome(&method, answer),
                 Err(_) => tidewire_otel::Outcome::Error(
                     tidewire_core::jsonrpc::ErrorCode::INTERNAL_ERROR.0,
                 ),

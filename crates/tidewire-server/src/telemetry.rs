@@ -6,6 +6,8 @@ use tidewire_core::jsonrpc::ErrorObject;
 use tidewire_core::transport::HttpArrival;
 use tidewire_otel::{Message, Network, Operation, Outcome, Side};
 
+use crate::answer::Served;
+
 /// The operation of a request about to be served (before its `_meta` leaves its params: its
 /// trace context is the span's parent). `version` is the session's revision, when it has one;
 /// `http` what the HTTP transport said of the request.
@@ -46,10 +48,14 @@ pub(crate) fn notification(
     )
 }
 
-/// The outcome of a request's answer.
-pub(crate) fn outcome(method: &str, answer: &Result<Value, ErrorObject>) -> Outcome {
+/// The outcome of the answer to a request of `method`.
+pub(crate) fn outcome(method: &str, answer: &Result<Served, ErrorObject>) -> Outcome {
     match answer {
-        Ok(result) => Outcome::of_result(method, result),
+        Ok(Served::Wire {
+            tool_error: true, ..
+        }) => Outcome::ToolError,
+        Ok(Served::Wire { .. }) => Outcome::Ok,
+        Ok(Served::Tree(result)) => Outcome::of_result(method, result),
         Err(error) => Outcome::Error(error.code),
     }
 }

@@ -2,6 +2,8 @@
 
 use bytes::Bytes;
 
+use super::RequestId;
+
 /// A success result already encoded as JSON text: one object, written straight from typed data
 /// (a tool's result with the members every result carries), so the answer skips the `Value`
 /// tree that [`Response`](super::Response) holds. A transport frames it with
@@ -25,5 +27,21 @@ impl EncodedResult {
     /// The JSON text.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
+    }
+
+    /// The whole success response to request `id` that carries this result, as JSON text
+    /// (no size limit applied: [`Codec::encode_result`](crate::transport::Codec::encode_result)
+    /// checks one).
+    ///
+    /// # Errors
+    /// The serializer's error writing the id (none for a string or an integer).
+    pub fn response_text(&self, id: &RequestId) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = Vec::with_capacity(self.0.len() + 48);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id)?;
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(&self.0);
+        out.push(b'}');
+        Ok(out)
     }
 }

@@ -63,6 +63,9 @@ pub fn adapt_outgoing(
             obj.remove("message");
         }
         ("tools/call", PayloadKind::Result) => {
+            if keeps_tool_result(version, obj.get("structuredContent")) {
+                return;
+            }
             if let Some(Value::Array(blocks)) = obj.get_mut("content") {
                 adapt_blocks(version, blocks);
             }
@@ -96,6 +99,18 @@ pub fn adapt_outgoing(
         }
         _ => {}
     }
+}
+
+/// Whether [`adapt_outgoing`] leaves every `tools/call` result whose `structuredContent` is
+/// `structured` as it is for a peer of `version`: from 2025-06-18 (which has every content block
+/// type tidewire sends), with `structuredContent` absent, an object, or anything from 2026-07-28.
+/// A server may then write such a result straight from its type, with no tree to adapt.
+pub fn keeps_tool_result(version: ProtocolVersion, structured: Option<&Value>) -> bool {
+    version.has_structured_output()
+        && match structured {
+            None | Some(Value::Object(_)) => true,
+            Some(_) => version >= ProtocolVersion::V2026_07_28,
+        }
 }
 
 fn before(version: ProtocolVersion, revision: ProtocolVersion) -> bool {
@@ -293,6 +308,38 @@ mod tests {
         assert_eq!(mid["content"][1]["type"], json!("text"));
         let june = adapted(JUNE, "tools/call", PayloadKind::Result, &r);
         assert_eq!(june, serde_json::to_value(&r).expect("ser"));
+    }
+
+    #[test]
+    fn a_tool_result_said_to_be_kept_is_left_as_it_is_and_no_other() {
+        let link = ResourceLink::new("file:///r.md", "r");
+        let shapes = [
+            json!({"content": [{"type": "text", "text": "hi"}]}),
+            json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]}),
+            json!({"content": [serde_json::to_value(ContentBlock::ResourceLink(link)).expect("ser")]}),
+            json!({"content": [], "structuredContent": {"sum": 3}}),
+            json!({"content": [], "structuredContent": [1, 2]}),
+            json!({"content": [{"type": "text", "text": "3"}], "structuredContent": 3}),
+        ];
+        for version in ProtocolVersion::ALL {
+            for shape in &shapes {
+                let mut adapted = shape.clone();
+                adapt_outgoing(version, "tools/call", PayloadKind::Result, &mut adapted);
+                if keeps_tool_result(version, shape.get("structuredContent")) {
+                    assert_eq!(&adapted, shape, "{version}: kept, so unchanged");
+                }
+                let blocks_changed = adapted["content"] != shape["content"];
+                let structured_changed = adapted.get("structuredContent") != shape.get("structuredContent");
+                if !keeps_tool_result(version, shape.get("structuredContent")) {
+                    // Said not to be kept: either the revision lacks a member or a block type
+                    // tidewire may send (before 2025-06-18), or this result's content changes.
+                    assert!(
+                        !version.has_structured_output() || blocks_changed || structured_changed,
+                        "{version}: {shape}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::context::RequestContext;
 use super::drained::{Watched, watch_drain};
 use super::peer::{Connection, Peer, Queued};
 use super::state::{Inbound, ProgressDelivery, Refusal};
-use super::{CancelPolicy, Handler, SessionError};
+use super::{Answer, CancelPolicy, Handler, SessionError};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
 use crate::lifecycle::{RefusalReason, draining_error};
@@ -575,7 +575,7 @@ async fn run_request<H: Handler>(
     // before its answer goes (its `on_cancel` guards run first).
     let (outcome, drained) = {
         let work =
-            std::pin::pin!(AssertUnwindSafe(handler.handle_request(request, ctx)).catch_unwind());
+            std::pin::pin!(AssertUnwindSafe(handler.answer_request(request, ctx)).catch_unwind());
         match slot.peer.shared.options.lifecycle.as_ref() {
             Some(lifecycle) => match watch_drain(work, lifecycle, &cancel, policy).await {
                 Watched::Returned(outcome) => (outcome, false),
@@ -590,27 +590,40 @@ async fn run_request<H: Handler>(
         return;
     }
     let peer = &slot.peer;
-    let response = match outcome {
-        Ok(Ok(mut result)) => {
+    let envelope = match outcome {
+        Ok(Ok(Answer::Tree(mut result))) => {
             if let Some(version) = peer.protocol_version() {
                 compat::adapt_outgoing(version, &method, PayloadKind::Result, &mut result);
             }
-            Response::result(slot.id.clone(), result)
+            peer.envelope(Response::result(slot.id.clone(), result))
         }
-        Ok(Err(error)) => Response::error(Some(slot.id.clone()), error),
+        Ok(Ok(Answer::Encoded(result))) => match result.response_text(&slot.id) {
+            // The message keeps only what the engine and the transports read of a response
+            // (its id); the wire form carries the result.
+            Ok(wire) => {
+                let mut envelope = peer.envelope(Response::result(slot.id.clone(), Value::Null));
+                envelope.wire = Some(wire.into());
+                envelope
+            }
+            Err(error) => peer.envelope(Response::error(
+                Some(slot.id.clone()),
+                ErrorObject::internal(error),
+            )),
+        },
+        Ok(Err(error)) => peer.envelope(Response::error(Some(slot.id.clone()), error)),
         Err(_) => {
             let method = excerpt(&method);
             tracing::error!(%method, "a request handler panicked");
-            Response::error(
+            peer.envelope(Response::error(
                 Some(slot.id.clone()),
                 ErrorObject::internal(format!("the handler for {method} panicked")),
-            )
+            ))
         }
     };
     // Queued before the slot is freed (when `slot` drops), so a drain that waits for the table
     // to empty never closes the connection ahead of this response. A cancel that lands while
     // the answer waits for room still stops it: the peer may already reuse the id.
-    let queued = peer.send_envelope(peer.envelope(response));
+    let queued = peer.send_envelope(envelope);
     if drained {
         // The drain fired the token itself; the connection closes once this is written.
         let _ = queued.await;

@@ -7,7 +7,31 @@ use serde_json::Value;
 use super::context::RequestContext;
 use super::options::CancelPolicy;
 use super::peer::Peer;
-use crate::jsonrpc::{ErrorObject, Notification, Request};
+use crate::jsonrpc::{EncodedResult, ErrorObject, Notification, Request};
+
+/// The result a handler answers a request with: a `Value` tree, or JSON text it wrote straight
+/// from its own types ([`EncodedResult`]), which the engine sends as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// A result as a tree. The engine adapts it to the revision the connection negotiated (see
+    /// [`compat`](crate::schema::compat)) before it is encoded.
+    Tree(Value),
+    /// A result in wire form, sent as written: the handler wrote it for the negotiated
+    /// revision, and nothing adapts it.
+    Encoded(EncodedResult),
+}
+
+impl From<Value> for Answer {
+    fn from(value: Value) -> Self {
+        Self::Tree(value)
+    }
+}
+
+impl From<EncodedResult> for Answer {
+    fn from(encoded: EncodedResult) -> Self {
+        Self::Encoded(encoded)
+    }
+}
 
 /// What serves the requests and notifications a peer sends us.
 ///
@@ -20,6 +44,18 @@ pub trait Handler: Send + Sync + 'static {
         request: Request,
         ctx: RequestContext,
     ) -> impl Future<Output = Result<Value, ErrorObject>> + Send;
+
+    /// Serves one inbound request as [`handle_request`](Self::handle_request) does, answering
+    /// with an [`Answer`]: what the engine calls. The default answers with
+    /// [`handle_request`](Self::handle_request)'s `Value`; override it to answer some requests
+    /// in wire form ([`Answer::Encoded`]), written once from typed data with no `Value` tree.
+    fn answer_request(
+        &self,
+        request: Request,
+        ctx: RequestContext,
+    ) -> impl Future<Output = Result<Answer, ErrorObject>> + Send {
+        async move { self.handle_request(request, ctx).await.map(Answer::Tree) }
+    }
 
     /// Receives one inbound notification, in the order they arrived, on the connection's reader:
     /// keep it short (hand long work to a task). `notifications/cancelled` and

@@ -46,7 +46,7 @@ pub use context::{OnCancel, ProgressTracker, RequestContext};
 pub use drained::{Watched, watch_drain};
 pub use driver::Driver;
 pub use error::{Cancelled, SessionError};
-pub use handler::{Handler, NoHandler};
+pub use handler::{Answer, Handler, NoHandler};
 pub use observe::{ObservedRequest, RequestObserver};
 pub use options::{CancelPolicy, SessionOptions};
 pub use peer::Peer;

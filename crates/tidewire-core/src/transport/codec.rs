@@ -115,13 +115,7 @@ impl Codec {
         id: &RequestId,
         result: &EncodedResult,
     ) -> Result<Vec<u8>, TransportError> {
-        let result = result.as_bytes();
-        let mut out = Vec::with_capacity(result.len() + 48);
-        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        serde_json::to_writer(&mut out, id).map_err(TransportError::other)?;
-        out.extend_from_slice(br#","result":"#);
-        out.extend_from_slice(result);
-        out.push(b'}');
+        let out = result.response_text(id).map_err(TransportError::other)?;
         if out.len() > self.max_message_size {
             return Err(TransportError::too_large(
                 out.len(),

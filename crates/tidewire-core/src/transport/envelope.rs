@@ -38,12 +38,12 @@ pub struct Envelope {
     /// (set by the transport); on an outbound message sent for that request, the same slot (set
     /// by the engine). `None` otherwise.
     pub reply: Option<ReplySlot>,
-    /// On an outbound notification the engine wrote in wire form already (a progress report,
-    /// written straight from its values): the JSON text to send, of which `message` holds only
-    /// what the engine and the transports read (the method, the id), without the params. A
-    /// sender sends these bytes instead of encoding `message`:
-    /// [`Codec::encode_envelope`](super::Codec::encode_envelope) does either. `None`
-    /// otherwise.
+    /// On an outbound message the engine wrote in wire form already (a progress report, or a
+    /// result a handler answered [encoded](crate::session::Answer::Encoded)): the JSON text to
+    /// send, of which `message` holds only what the engine and the transports read (the
+    /// method, the id), without the params or the result. A sender sends these bytes instead
+    /// of encoding `message`: [`Codec::encode_envelope`](super::Codec::encode_envelope) does
+    /// either. `None` otherwise.
     pub wire: Option<Bytes>,
 }
 

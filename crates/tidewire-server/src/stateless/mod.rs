@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tidewire_core::jsonrpc::{EncodedResult, ErrorCode, ErrorObject, Request};
+use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use tidewire_core::schema::{
     CallToolResult, DiscoverResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, Meta, PaginatedParams, StartedTask, StatelessRequest,
@@ -28,6 +28,7 @@ use tidewire_core::transport::HttpArrival;
 use tidewire_core::transport::Principal;
 use tidewire_core::version::STATELESS_VERSIONS;
 
+use crate::answer::{Served, stateless_tool_result};
 use crate::cache::{CacheHint, CacheItem};
 use crate::calls::{self, Called, reply};
 use crate::connection::Connection;
@@ -37,31 +38,19 @@ use crate::rounds::{Binding, Outcome, Rounds, digest, digest_object};
 use crate::skills;
 use crate::tasks::{TaskOptIn, TaskPermit, TaskRefused};
 
-/// Serves one stateless request: its result with `resultType` and `serverInfo`.
-pub(crate) async fn serve(
-    server: &Arc<ServerInner>,
-    connection: &Arc<Connection>,
-    request: Request,
-    ctx: RequestContext,
-) -> Result<Value, ErrorObject> {
-    answer(server, connection, request, ctx)
-        .await?
-        .into_value(server)
-}
-
 /// Serves one stateless request and answers it in wire form where it can: a tool's result is
 /// written once, straight from its type, with the members every result carries spliced in as
 /// bytes made once per server (no `Value` tree, no copy of `serverInfo`).
-pub(crate) async fn serve_answered(
+pub(crate) async fn serve(
     server: &Arc<ServerInner>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
 ) -> Result<Served, ErrorObject> {
     match answer(server, connection, request, ctx).await? {
-        Answer::Tool(result) if result.meta.is_none() && result.extra.is_empty() => {
+        Draft::Tool(result) if result.meta.is_none() && result.extra.is_empty() => {
             Ok(Served::Wire {
-                encoded: encode_tool_result(&result, server.result_tail())?,
+                encoded: stateless_tool_result(&result, server.result_tail())?,
                 tool_error: result.is_error == Some(true),
             })
         }
@@ -69,22 +58,8 @@ pub(crate) async fn serve_answered(
     }
 }
 
-/// A stateless request's result, as [`serve_answered`] made it.
-pub(crate) enum Served {
-    /// A tool's result, written once from its type.
-    Wire {
-        /// The result, in wire form.
-        encoded: EncodedResult,
-        /// The tool said `isError`.
-        #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-        tool_error: bool,
-    },
-    /// Any other result, as a tree.
-    Tree(Value),
-}
-
 /// What a stateless request answers, before the members every result carries are added.
-enum Answer {
+enum Draft {
     /// A result that gets `resultType` and `serverInfo` ([`finish`]).
     Result(Value),
     /// A tool's result, still typed.
@@ -93,7 +68,7 @@ enum Answer {
     Final(Value),
 }
 
-impl Answer {
+impl Draft {
     fn into_value(self, server: &ServerInner) -> Result<Value, ErrorObject> {
         let mut result = match self {
             Self::Final(result) => return Ok(result),
@@ -105,29 +80,13 @@ impl Answer {
     }
 }
 
-/// `result` as one JSON object, `tail` (the members [`finish`] adds, written by
-/// [`ServerInner::result_tail`]) spliced in before its closing brace.
-fn encode_tool_result(result: &CallToolResult, tail: &[u8]) -> Result<EncodedResult, ErrorObject> {
-    let mut out = Vec::with_capacity(128 + tail.len());
-    serde_json::to_writer(&mut out, result).map_err(ErrorObject::internal)?;
-    if out.pop() != Some(b'}') {
-        return Err(ErrorObject::internal("a tool result is not a JSON object"));
-    }
-    if out.len() > 1 {
-        out.push(b',');
-    }
-    out.extend_from_slice(tail);
-    out.push(b'}');
-    Ok(EncodedResult::from_json_text_unchecked(out))
-}
-
 /// Serves one stateless request, up to its answer.
 async fn answer(
     server: &Arc<ServerInner>,
     connection: &Arc<Connection>,
     request: Request,
     ctx: RequestContext,
-) -> Result<Answer, ErrorObject> {
+) -> Result<Draft, ErrorObject> {
     // `_meta` is read from the context: a request served without a session has had it moved
     // there out of its params.
     let meta = RequestMeta::from_meta(ctx.meta())?;
@@ -172,7 +131,7 @@ async fn answer(
             };
             let handler = calls::call_tool(params, context(ctx, call.clone()), opt_in);
             match round(&call, handler).await? {
-                Some(Called::Result(result)) => return Ok(Answer::Tool(result)),
+                Some(Called::Result(result)) => return Ok(Draft::Tool(result)),
                 Some(Called::Task(record)) => reply(StartedTask::from(record.state()))?,
                 None => input_required(&call)?,
             }
@@ -233,7 +192,7 @@ async fn answer(
             let tasks = meta.capabilities.has_extension(TASKS_EXTENSION);
             return listen::listen(server, params, &ctx, tasks)
                 .await
-                .map(Answer::Final);
+                .map(Draft::Final);
         }
         StatelessRequest::GetTask(params) => {
             tasks_declared(&meta)?;
@@ -270,7 +229,7 @@ async fn answer(
             return Err(ErrorObject::method_not_found(&excerpt(&method)));
         }
     };
-    Ok(Answer::Result(result))
+    Ok(Draft::Result(result))
 }
 
 /// The `server/discover` result.
@@ -432,10 +391,10 @@ mod tests {
             CallToolResult::success(Vec::new()),
         ];
         for result in results {
-            let tree = Answer::Tool(result.clone())
+            let tree = Draft::Tool(result.clone())
                 .into_value(shared)
                 .expect("a tree");
-            let wire = encode_tool_result(&result, shared.result_tail()).expect("wire form");
+            let wire = stateless_tool_result(&result, shared.result_tail()).expect("wire form");
             let read: Value = serde_json::from_slice(wire.as_bytes()).expect("one JSON object");
             assert_eq!(read, tree);
             assert_eq!(read["resultType"], "complete");
