@@ -154,8 +154,8 @@ impl Serialize for Message {
 /// missing one (`None`); for the others `null` is as good as absent.
 #[derive(Deserialize)]
 struct RawMessage {
-    #[serde(default, deserialize_with = "nullable")]
-    jsonrpc: Option<Value>,
+    #[serde(default)]
+    jsonrpc: Option<JsonRpcVersion>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     #[serde(default, deserialize_with = "nullable")]
@@ -166,6 +166,20 @@ struct RawMessage {
     result: Option<Value>,
     #[serde(default, deserialize_with = "nullable")]
     error: Option<Value>,
+}
+
+/// The `jsonrpc` member, read without keeping its text: whether it is the string `"2.0"`. Any
+/// other value is read through (strictly: a member named twice inside it is refused as
+/// anywhere else) and is not.
+struct JsonRpcVersion {
+    is_2_0: bool,
+}
+
+impl<'de> Deserialize<'de> for JsonRpcVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        StrictValue::deserialize_matching(deserializer, "2.0")
+            .map(|is_2_0| JsonRpcVersion { is_2_0 })
+    }
 }
 
 /// Why a JSON value is not a valid JSON-RPC message, and the id if one could be read.
@@ -312,7 +326,7 @@ impl RawMessage {
             reason: reason.into(),
             answerable,
         };
-        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+        if !matches!(self.jsonrpc, Some(JsonRpcVersion { is_2_0: true })) {
             return Err(fail(
                 "jsonrpc must be \"2.0\"",
                 id.is_some() && self.method.is_some(),
@@ -482,5 +496,35 @@ mod tests {
         assert!(parse(json!([1, 2])).is_err());
         assert!(parse(json!({"jsonrpc":"2.0","id":1})).is_err());
         assert!(parse(json!({"jsonrpc":"2.0","id":1,"result":1,"error":{}})).is_err());
+    }
+
+    #[test]
+    fn only_the_string_2_0_is_the_version_whatever_else_jsonrpc_holds() {
+        for version in [
+            r#""2.0 ""#,
+            r#""""#,
+            "2.0",
+            "2",
+            "null",
+            "true",
+            r#"["2.0"]"#,
+            r#"{"v":"2.0"}"#,
+        ] {
+            let text = format!(r#"{{"jsonrpc":{version},"id":3,"method":"ping"}}"#);
+            match Message::from_slice(text.as_bytes()) {
+                Err(DecodeFailure::Invalid(e)) => {
+                    assert_eq!(e.reason, "jsonrpc must be \"2.0\"", "{version}");
+                    assert_eq!(e.id, Some(RequestId::Number(3)), "{version}");
+                }
+                other => panic!("{version}: {other:?}"),
+            }
+        }
+        let escaped = br#"{"jsonrpc":"2\u002e0","id":3,"method":"ping"}"#;
+        assert!(Message::from_slice(escaped).is_ok(), "an escaped \"2.0\" is \"2.0\"");
+        let repeated = br#"{"jsonrpc":{"a":1,"a":2},"id":3,"method":"ping"}"#;
+        let Err(DecodeFailure::Invalid(e)) = Message::from_slice(repeated) else {
+            panic!("a member named twice inside jsonrpc is refused too");
+        };
+        assert!(e.reason.contains("appears twice"), "{}", e.reason);
     }
 }

@@ -24,6 +24,18 @@ impl<'de> Deserialize<'de> for StrictValue {
     }
 }
 
+impl StrictValue {
+    /// Reads one value and says whether it is the string `expected`, keeping nothing of it (no
+    /// allocation for a string); any other value is read through as strictly as a
+    /// [`StrictValue`].
+    pub(crate) fn deserialize_matching<'de, D: Deserializer<'de>>(
+        deserializer: D,
+        expected: &'static str,
+    ) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(MatchVisitor(expected))
+    }
+}
+
 /// Parses JSON text into a [`Value`], refusing an object that names a member twice.
 ///
 /// # Errors
@@ -116,6 +128,57 @@ impl<'de> Visitor<'de> for StrictVisitor {
             }
         }
         Ok(Value::Object(map))
+    }
+}
+
+/// Whether a value is one string, read without keeping it.
+struct MatchVisitor(&'static str);
+
+impl<'de> Visitor<'de> for MatchVisitor {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_none<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        StrictVisitor.visit_seq(seq).map(|_| false)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        StrictVisitor.visit_map(map).map(|_| false)
     }
 }
 
