@@ -48,7 +48,8 @@ pub(crate) fn session_tool_result(
     result: CallToolResult,
     version: Option<ProtocolVersion>,
 ) -> Result<Served, ErrorObject> {
-    let kept = version.is_some_and(|v| compat::keeps_tool_result(v, result.structured_content.as_ref()));
+    let kept =
+        version.is_some_and(|v| compat::keeps_tool_result(v, result.structured_content.as_ref()));
     if !kept || !result.extra.is_empty() {
         return reply(result).map(Served::Tree);
     }
@@ -114,7 +115,10 @@ mod tests {
                     adapt_outgoing(version, "tools/call", PayloadKind::Result, &mut tree);
                 }
                 let sent = match session_tool_result(result.clone(), version).expect("served") {
-                    Served::Wire { encoded, tool_error } => {
+                    Served::Wire {
+                        encoded,
+                        tool_error,
+                    } => {
                         wired += 1;
                         assert_eq!(tool_error, result.is_error == Some(true));
                         serde_json::from_slice(encoded.as_bytes()).expect("one JSON object")
@@ -129,7 +133,10 @@ mod tests {
                 assert_eq!(sent, tree, "{version:?}: {result:?}");
             }
         }
-        assert!(wired > 0, "the newest revisions take most results in wire form");
+        assert!(
+            wired > 0,
+            "the newest revisions take most results in wire form"
+        );
     }
 
     #[test]

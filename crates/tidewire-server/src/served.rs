@@ -15,9 +15,9 @@ use tidewire_core::text::excerpt;
 use tidewire_core::version::Eras;
 use tokio_util::sync::CancellationToken;
 
+use crate::answer::Served;
 use crate::connection::Connection;
 use crate::context::ServerInner;
-use crate::answer::Served;
 
 /// A server's stateless requests, served without a session.
 pub(crate) struct RequestServer {

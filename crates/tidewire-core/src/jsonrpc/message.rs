@@ -520,7 +520,10 @@ mod tests {
             }
         }
         let escaped = br#"{"jsonrpc":"2\u002e0","id":3,"method":"ping"}"#;
-        assert!(Message::from_slice(escaped).is_ok(), "an escaped \"2.0\" is \"2.0\"");
+        assert!(
+            Message::from_slice(escaped).is_ok(),
+            "an escaped \"2.0\" is \"2.0\""
+        );
         let repeated = br#"{"jsonrpc":{"a":1,"a":2},"id":3,"method":"ping"}"#;
         let Err(DecodeFailure::Invalid(e)) = Message::from_slice(repeated) else {
             panic!("a member named twice inside jsonrpc is refused too");

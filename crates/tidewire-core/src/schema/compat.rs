@@ -329,7 +329,8 @@ mod tests {
                     assert_eq!(&adapted, shape, "{version}: kept, so unchanged");
                 }
                 let blocks_changed = adapted["content"] != shape["content"];
-                let structured_changed = adapted.get("structuredContent") != shape.get("structuredContent");
+                let structured_changed =
+                    adapted.get("structuredContent") != shape.get("structuredContent");
                 if !keeps_tool_result(version, shape.get("structuredContent")) {
                     // Said not to be kept: either the revision lacks a member or a block type
                     // tidewire may send (before 2025-06-18), or this result's content changes.
