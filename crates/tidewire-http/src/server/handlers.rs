@@ -21,23 +21,35 @@ use tidewire_core::transport::Principal;
 
 /// The endpoint: the `Host`/`Origin` rule first (what `HostLayer` would do, without the boxing
 /// of a router layer), then a dispatch on the method.
+///
+/// The request is taken whole and split: axum's `HeaderMap`, `Method` and `Extension`
+/// extractors would each clone their part (a header map clone is several allocations, and
+/// promotes every custom header name to a shared buffer), where taking the parts moves them.
 pub(crate) async fn endpoint(
     Extract(state): Extract<Arc<State>>,
-    method: Method,
-    headers: HeaderMap,
-    principal: Option<axum::Extension<Principal>>,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
+    let (parts, body) = request.into_parts();
+    let axum::http::request::Parts {
+        method,
+        headers,
+        mut extensions,
+        ..
+    } = parts;
+    // What an authorization layer in front said of the caller; the rest goes now, as it did
+    // when extractors read the request.
+    let principal = extensions.remove::<Principal>();
+    drop(extensions);
     if let Err(refused) = state.config.limits.hosts.check(&headers) {
         return refused.response().map(Body::from);
     }
     match method {
-        Method::POST => post(&state, headers, principal.map(|p| p.0), body).await,
+        Method::POST => post(&state, headers, principal, body).await,
         Method::GET | Method::DELETE if !state.config.eras.legacy() => method_not_allowed(
             "this endpoint serves only the stateless revision (2026-07-28): POST each request",
         ),
-        Method::GET => get(&state, &headers, principal.as_ref().map(|p| &p.0)),
-        Method::DELETE => delete(&state, &headers, principal.as_ref().map(|p| &p.0)),
+        Method::GET => get(&state, &headers, principal.as_ref()),
+        Method::DELETE => delete(&state, &headers, principal.as_ref()),
         _ => {
             let mut response = error(
                 StatusCode::METHOD_NOT_ALLOWED,
