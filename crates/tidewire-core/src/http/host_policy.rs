@@ -2,6 +2,8 @@
 //! every tidewire HTTP transport (Streamable HTTP, legacy HTTP+SSE, WebSocket) applies before
 //! anything else. It lives here, beside the message-stream trait, so the three share one rule.
 
+use std::borrow::Cow;
+
 use http::{HeaderMap, header};
 
 /// The `Host` and `Origin` rules of a server.
@@ -86,7 +88,7 @@ impl HostPolicy {
         if !self.any_host {
             let host = header_text(headers, header::HOST);
             let name = strip_port(&host);
-            let listed = self.hosts.iter().any(|h| *h == host || h == name);
+            let listed = self.hosts.iter().any(|h| *h == *host || h == name);
             if !(is_loopback(name) || listed) {
                 return Err(HostRefused(format!(
                     "Forbidden: Host {host:?} is not accepted by this server (DNS rebinding protection)"
@@ -110,10 +112,10 @@ impl HostPolicy {
                     let host = header_text(headers, header::HOST);
                     host == a
                         || host.strip_suffix(scheme_port) == Some(a)
-                        || a.strip_suffix(scheme_port) == Some(host.as_str())
+                        || a.strip_suffix(scheme_port) == Some(&*host)
                 });
             let allowed = if self.same_origin { own } else { loopback };
-            if !(allowed || self.origins.contains(&origin)) {
+            if !(allowed || self.origins.iter().any(|o| *o == *origin)) {
                 return Err(HostRefused(format!(
                     "Forbidden: Origin {origin:?} is not accepted by this server"
                 )));
@@ -123,13 +125,19 @@ impl HostPolicy {
     }
 }
 
-fn header_text(headers: &HeaderMap, name: header::HeaderName) -> String {
-    headers
+/// The header's text, trimmed and in lower case: borrowed when it is lower case already (a
+/// `Host` usually is), so the check allocates nothing.
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Cow<'_, str> {
+    let text = headers
         .get(name)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
+        .trim();
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(text.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// `name:port` → `name`; `[v6]:port` → `[v6]`.

@@ -1,6 +1,8 @@
 //! Header values of the 2026-07-28 HTTP transport (`Mcp-Name`, `Mcp-Param-*`): a value that is
 //! not plain header-safe ASCII travels as `=?base64?<base64 of its UTF-8>?=`.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
@@ -32,11 +34,12 @@ pub enum HeaderValueError {
 }
 
 /// The value a header carries: leading and trailing whitespace trimmed, and the Base64 sentinel
-/// decoded when the value is wholly wrapped in it (anything else is taken literally).
+/// decoded when the value is wholly wrapped in it (anything else is taken literally, and
+/// borrowed: no allocation).
 ///
 /// # Errors
 /// When the bytes are not ASCII, or the sentinel holds invalid Base64 or invalid UTF-8.
-pub fn decode(raw: &[u8]) -> Result<String, HeaderValueError> {
+pub fn decode(raw: &[u8]) -> Result<Cow<'_, str>, HeaderValueError> {
     let text = std::str::from_utf8(raw).map_err(|_| HeaderValueError::NotAscii)?;
     if !text.is_ascii() {
         return Err(HeaderValueError::NotAscii);
@@ -50,9 +53,11 @@ pub fn decode(raw: &[u8]) -> Result<String, HeaderValueError> {
             let bytes = STANDARD
                 .decode(inner)
                 .map_err(|_| HeaderValueError::BadBase64)?;
-            String::from_utf8(bytes).map_err(|_| HeaderValueError::BadBase64)
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| HeaderValueError::BadBase64)
         }
-        None => Ok(text.to_owned()),
+        None => Ok(Cow::Borrowed(text)),
     }
 }
 
