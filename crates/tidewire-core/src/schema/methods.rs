@@ -197,6 +197,20 @@ method_enum! {
     }
 }
 
+/// The `'static` name of a request method tidewire knows (either side, either era), for a
+/// caller that keeps a method name without copying it; `None` for any other.
+pub fn known_request_method(method: &str) -> Option<&'static str> {
+    [
+        ClientRequest::METHODS,
+        StatelessRequest::METHODS,
+        ServerRequest::METHODS,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|known| **known == method)
+    .copied()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -204,6 +218,22 @@ mod tests {
     use super::*;
     use crate::jsonrpc::{ErrorCode, RequestId};
     use crate::schema::{EmptyParams, HasMeta};
+
+    #[test]
+    fn a_known_method_is_found_by_its_name_and_no_other() {
+        for method in [
+            "tools/call",
+            "server/discover",
+            "sampling/createMessage",
+            "ping",
+        ] {
+            let known = known_request_method(method).expect(method);
+            assert_eq!(known, method);
+        }
+        for method in ["tools/Call", "tools/call ", "", "notifications/initialized"] {
+            assert_eq!(known_request_method(method), None, "{method:?}");
+        }
+    }
 
     /// Every listed method decodes to its own variant (or fails with invalid params), never to
     /// `Other`: the literal names match the marker types' `METHOD`.

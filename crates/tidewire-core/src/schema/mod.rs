@@ -42,6 +42,7 @@ pub use logging::*;
 pub use meta::*;
 pub use methods::{
     ClientNotification, ClientRequest, ServerNotification, ServerRequest, StatelessRequest,
+    known_request_method,
 };
 pub use modern::*;
 pub use notifications::*;

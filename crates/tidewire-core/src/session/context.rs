@@ -1,6 +1,7 @@
 //! What an inbound request's handler gets: its id, its progress channel, its cancellation, and a
 //! routed handle to the peer.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -10,7 +11,7 @@ use super::stream::{RequestStream, wire_notification};
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressWire};
-use crate::schema::{NotificationType, RequestType};
+use crate::schema::{NotificationType, RequestType, known_request_method};
 use crate::transport::RequestLimits;
 
 /// The context of one inbound request, handed to its handler.
@@ -27,7 +28,8 @@ pub struct RequestContext {
 /// (its method, `_meta`, what the transport knew of it) and where its reports go.
 #[derive(Debug)]
 struct InFlight {
-    method: Box<str>,
+    /// `'static` for a method tidewire knows, so most requests copy nothing.
+    method: Cow<'static, str>,
     meta: Option<Value>,
     extensions: crate::Extensions,
     token: Option<ProgressToken>,
@@ -121,7 +123,8 @@ impl RequestContext {
         Self {
             id,
             inner: Arc::new(InFlight {
-                method: method.into(),
+                method: known_request_method(method)
+                    .map_or_else(|| Cow::Owned(method.to_owned()), Cow::Borrowed),
                 meta,
                 extensions,
                 token,
