@@ -1356,6 +1356,75 @@ async fn the_owner_killed_fails_its_calls_within_seconds_and_the_client_starts_o
     .expect("within the limit");
 }
 
+/// A process stopped (`SIGSTOP`) for as long as this lives, continued when it drops.
+struct Stopped(u32);
+
+impl Stopped {
+    fn new(pid: u32) -> Self {
+        let status = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .expect("kill -STOP");
+        assert!(status.success(), "kill -STOP {pid}");
+        Self(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+/// A request forwarded to its session's owner, whose answer can no longer come back (the owner
+/// does not read its inbox, and then Redis, which would carry the answer, goes away): the
+/// relaying replica answers 503 within seconds, as soon as it finds it cannot see the owner
+/// alive, not after the 30 s it gives an owner to start answering. CI once caught such a call
+/// hanging past 8 s when Redis was killed with a forwarded request in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_request_whose_answer_cannot_come_back_is_refused_within_seconds() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    tokio::time::timeout(support::LIMIT, async {
+        let url = redis.url();
+        let owner = replica(&redis, "owner");
+        let relay = HttpServer::start_with_metrics(&["--redis", &url, "--node-id", "relay"]);
+        const FORWARDED: &str = "tidewire_redis_requests_forwarded_total";
+        let front = switch(vec![owner.base().to_owned(), relay.base().to_owned()], 0, 1).await;
+        let session = session_client(&front.url).await;
+        assert_eq!(
+            text_of(&session, "echo", json!({"text": "through the relay"})).await,
+            Ok("through the relay".to_owned())
+        );
+        let before = counter(&relay, FORWARDED).await;
+        let stopped = Stopped::new(owner.pid());
+        let call = tokio::spawn({
+            let session = session.clone();
+            async move { text_of(&session, "echo", json!({"text": "lost"})).await }
+        });
+        // The relay has published the request on the owner's inbox: nobody reads it.
+        while counter(&relay, FORWARDED).await == before {
+            tokio::task::yield_now().await;
+        }
+        redis.kill();
+        let killed = std::time::Instant::now();
+        let refused = call.await.expect("joined").expect_err("no answer can come");
+        let took = killed.elapsed();
+        assert!(refused.contains("503"), "{refused}");
+        assert!(
+            took < Duration::from_secs(8),
+            "refused {took:?} after Redis went: {refused}"
+        );
+        println!("refused {took:?} after Redis went: {refused}");
+        drop(stopped);
+    })
+    .await
+    .expect("within the limit");
+}
+
 /// One JSON-RPC POST to `url` with `token` (and `session`): status, session id, body.
 async fn post_as(
     url: &str,

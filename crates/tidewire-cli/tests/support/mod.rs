@@ -124,6 +124,12 @@ impl HttpServer {
     }
 
     /// The server's base, `http://127.0.0.1:PORT`.
+    /// The server's process id (to signal it).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn base(&self) -> &str {
         self.url.trim_end_matches("/mcp")
     }

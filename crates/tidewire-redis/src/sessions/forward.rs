@@ -287,9 +287,9 @@ impl Routing {
             return unavailable("the replica holding this session cannot be reached");
         }
         self.forwarded_out.fetch_add(1, Ordering::Relaxed);
-        let head = tokio::time::timeout(HEAD_WITHIN, pieces.recv()).await;
-        let Ok(Some(head)) = head else {
-            return unavailable("the replica holding this session did not answer");
+        let head = match self.first_piece(&mut pieces, &owner).await {
+            Ok(head) => head,
+            Err(why) => return unavailable(why),
         };
         let Ok(Piece::Head {
             status: code,
@@ -317,6 +317,38 @@ impl Routing {
         };
         *response.body_mut() = Body::from_stream(relayed(relay));
         response
+    }
+}
+
+impl Routing {
+    /// The first piece of a forwarded request's answer (its head), waited for at most
+    /// [`HEAD_WITHIN`]; every [`QUIET_CHECK`] of silence the owner must still be seen alive, so
+    /// an owner that stopped, or a Redis that went away with the request in flight (its answer
+    /// can no longer come back), ends the wait within seconds instead of the whole limit.
+    async fn first_piece(
+        &self,
+        pieces: &mut PieceReceiver,
+        owner: &str,
+    ) -> Result<Vec<u8>, &'static str> {
+        let deadline = tokio::time::Instant::now() + HEAD_WITHIN;
+        loop {
+            let wait =
+                QUIET_CHECK.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            match tokio::time::timeout(wait, pieces.recv()).await {
+                Ok(Some(head)) => return Ok(head),
+                Ok(None) => return Err("the relay from the session's replica broke"),
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err("the replica holding this session did not answer");
+                }
+                Err(_) => {
+                    if !self.alive(owner).await {
+                        return Err(
+                            "the replica holding this session stopped, or Redis cannot be reached",
+                        );
+                    }
+                }
+            }
+        }
     }
 }
 
