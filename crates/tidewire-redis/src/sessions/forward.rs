@@ -320,35 +320,64 @@ impl Routing {
     }
 }
 
+/// Why no piece came.
+enum NoPiece {
+    /// The relay's queue closed (it fell behind and was dropped, or broke).
+    Closed,
+    /// A quiet spell, and the owner no longer seen alive: it stopped, or Redis, which carries
+    /// its pieces, cannot be reached.
+    OwnerGone,
+    /// The deadline passed.
+    TooLate,
+}
+
 impl Routing {
+    /// The next piece of a relayed answer. Every [`QUIET_CHECK`] of silence the owner must
+    /// still be seen alive, so an owner that stopped, or a Redis that went away with the
+    /// request in flight (its pieces can no longer come), ends the wait within seconds; with a
+    /// `deadline`, the wait ends there too.
+    async fn next_piece(
+        &self,
+        pieces: &mut PieceReceiver,
+        owner: &str,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Vec<u8>, NoPiece> {
+        loop {
+            let wait = deadline.map_or(QUIET_CHECK, |deadline| {
+                QUIET_CHECK.min(deadline.saturating_duration_since(tokio::time::Instant::now()))
+            });
+            match tokio::time::timeout(wait, pieces.recv()).await {
+                Ok(Some(piece)) => return Ok(piece),
+                Ok(None) => return Err(NoPiece::Closed),
+                Err(_) if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) => {
+                    return Err(NoPiece::TooLate);
+                }
+                Err(_) => {
+                    if !self.alive(owner).await {
+                        return Err(NoPiece::OwnerGone);
+                    }
+                }
+            }
+        }
+    }
+
     /// The first piece of a forwarded request's answer (its head), waited for at most
-    /// [`HEAD_WITHIN`]; every [`QUIET_CHECK`] of silence the owner must still be seen alive, so
-    /// an owner that stopped, or a Redis that went away with the request in flight (its answer
-    /// can no longer come back), ends the wait within seconds instead of the whole limit.
+    /// [`HEAD_WITHIN`], or the reason for the 503 that answers instead.
     async fn first_piece(
         &self,
         pieces: &mut PieceReceiver,
         owner: &str,
     ) -> Result<Vec<u8>, &'static str> {
         let deadline = tokio::time::Instant::now() + HEAD_WITHIN;
-        loop {
-            let wait =
-                QUIET_CHECK.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-            match tokio::time::timeout(wait, pieces.recv()).await {
-                Ok(Some(head)) => return Ok(head),
-                Ok(None) => return Err("the relay from the session's replica broke"),
-                Err(_) if tokio::time::Instant::now() >= deadline => {
-                    return Err("the replica holding this session did not answer");
+        self.next_piece(pieces, owner, Some(deadline))
+            .await
+            .map_err(|why| match why {
+                NoPiece::Closed => "the relay from the session's replica broke",
+                NoPiece::OwnerGone => {
+                    "the replica holding this session stopped, or Redis cannot be reached"
                 }
-                Err(_) => {
-                    if !self.alive(owner).await {
-                        return Err(
-                            "the replica holding this session stopped, or Redis cannot be reached",
-                        );
-                    }
-                }
-            }
-        }
+                NoPiece::TooLate => "the replica holding this session did not answer",
+            })
     }
 }
 
@@ -397,28 +426,25 @@ fn relayed(relay: Relay) -> impl futures::Stream<Item = Result<Bytes, std::io::E
     futures::stream::unfold(Some(relay), |relay| async move {
         let mut relay = relay?;
         let broken = |why: &str| Err(std::io::Error::other(why.to_owned()));
-        loop {
-            match tokio::time::timeout(QUIET_CHECK, relay.pieces.recv()).await {
-                Ok(Some(piece)) => {
-                    return match serde_json::from_slice::<Piece>(&piece) {
-                        Ok(Piece::Data(data)) => match STANDARD.decode(data) {
-                            Ok(bytes) => Some((Ok(Bytes::from(bytes)), Some(relay))),
-                            Err(_) => Some((broken("a garbled piece"), None)),
-                        },
-                        Ok(Piece::End) => {
-                            relay.cleanup.finished = true;
-                            None
-                        }
-                        _ => Some((broken("the relay from the session's replica broke"), None)),
-                    };
+        let next = relay
+            .shared
+            .next_piece(&mut relay.pieces, &relay.owner, None)
+            .await;
+        match next {
+            Ok(piece) => match serde_json::from_slice::<Piece>(&piece) {
+                Ok(Piece::Data(data)) => match STANDARD.decode(data) {
+                    Ok(bytes) => Some((Ok(Bytes::from(bytes)), Some(relay))),
+                    Err(_) => Some((broken("a garbled piece"), None)),
+                },
+                Ok(Piece::End) => {
+                    relay.cleanup.finished = true;
+                    None
                 }
-                Ok(None) => return Some((broken("the relay fell behind and was dropped"), None)),
-                // Quiet: go on waiting while the owner lives.
-                Err(_) => {
-                    if !relay.shared.alive(&relay.owner).await {
-                        return Some((broken("the session's replica stopped"), None));
-                    }
-                }
+                _ => Some((broken("the relay from the session's replica broke"), None)),
+            },
+            Err(NoPiece::Closed) => Some((broken("the relay fell behind and was dropped"), None)),
+            Err(NoPiece::OwnerGone | NoPiece::TooLate) => {
+                Some((broken("the session's replica stopped"), None))
             }
         }
     })
