@@ -133,7 +133,7 @@ pub(crate) async fn post(
     }
     let mut extensions = tidewire_core::Extensions::new();
     let info = HttpRequestInfo { headers };
-    extensions.insert(info.arrival(session_header.clone()));
+    extensions.insert(info.arrival(session_header));
     extensions.insert(info);
     if let Some(principal) = &principal {
         extensions.insert(principal.clone());
