@@ -514,6 +514,58 @@ async fn a_legacy_only_endpoint_serves_as_before() {
     .expect("the test hung: it took longer than 300 s");
 }
 
+/// A stateless request holds its place among `max_stateless_requests` until its handler stops:
+/// a call answered at once gives it back as it answers, and a cooperative crawl whose client
+/// went away keeps it until the crawl returns after the URL in flight.
+#[tokio::test]
+async fn a_stateless_request_holds_its_place_until_its_handler_stops() {
+    timeout(LIMIT, async {
+        let config = HttpConfig::default()
+            .max_stateless_requests(1)
+            .json_wait(std::time::Duration::from_millis(1));
+        let (url, _mcp) = start(config).await;
+        let raw = Raw::new(&url);
+        let echo = |id| {
+            body(
+                id,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "x"}}),
+            )
+        };
+        for id in 1..=3 {
+            let response = post(&raw, &echo(id), &[]).send().await.expect("post");
+            assert_eq!(
+                response.status(),
+                200,
+                "call {id}: the one before it gave its place back"
+            );
+        }
+        let crawl = body(
+            10,
+            "tools/call",
+            json!({"name": "crawl", "arguments": {"urls": ["a"], "delay_ms": 3000}}),
+        );
+        let held = post(&raw, &crawl, &[]).send().await.expect("crawl");
+        assert_eq!(held.status(), 200);
+        // The client goes away; the crawl goes on to the end of its URL, and keeps its place.
+        drop(held);
+        let refused = post(&raw, &echo(11), &[]).send().await.expect("post");
+        assert_eq!(refused.status(), 503, "the crawl still runs");
+        let mut id = 12;
+        loop {
+            let response = post(&raw, &echo(id), &[]).send().await.expect("post");
+            // Each try is a round trip: no sleep needed between them.
+            if response.status() == 200 {
+                break;
+            }
+            assert_eq!(response.status(), 503);
+            id += 1;
+        }
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
 #[tokio::test]
 async fn stateless_requests_are_bounded() {
     tokio::time::timeout(std::time::Duration::from_secs(60), async {

@@ -46,24 +46,29 @@ pub(crate) async fn answer(
         state.config.limits.max_message_size,
     );
     let mut run = server.serve_request(request, extensions, stream);
-    run.hold(held);
     let codec = state.codec;
-    if !sse {
-        // JSON mode: nothing travels before the response (the request's limits say so), so
-        // the answer waits for it; a client that goes away drops this, which cancels it.
-        return json(codec, id, run.await);
-    }
-    // Most requests answer on their first poll: no timer is set for them.
+    // Most requests answer on their first poll: no timer is set for them, and what the request
+    // holds is let go of here (its handler has stopped), not boxed into the run.
     let first = std::future::poll_fn(|cx| match Pin::new(&mut run).poll(cx) {
         Poll::Ready(reply) => Poll::Ready(Some(reply)),
         Poll::Pending => Poll::Ready(None),
     })
     .await;
     if let Some(reply) = first {
-        return match notes.try_recv() {
+        drop(held);
+        // In JSON mode nothing travels before the response (the request's limits say so).
+        return match notes.try_recv().filter(|_| sse) {
             None => json(codec, id, reply),
             Some(note) => sse_done(codec, id, note, notes, reply),
         };
+    }
+    // From here the run may be dropped unfinished (the client went away), and a cooperative
+    // handler then goes on without it: it keeps what is held until it stops.
+    run.hold(held);
+    if !sse {
+        // JSON mode: nothing travels before the response (the request's limits say so), so
+        // the answer waits for it; a client that goes away drops this, which cancels it.
+        return json(codec, id, run.await);
     }
     let wait = tokio::time::sleep(state.config.json_wait);
     tokio::pin!(wait);
