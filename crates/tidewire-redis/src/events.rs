@@ -25,7 +25,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use tidewire_http::server::{
-    EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId,
+    EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId, event_store_done,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -230,7 +230,7 @@ impl EventStore for RedisEventStore {
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
         self.append_here(session, stream, event);
-        Box::pin(std::future::ready(()))
+        event_store_done()
     }
 
     /// Never waits: the copy to Redis is queued for the writer task.

@@ -1,12 +1,32 @@
 //! Where the events of SSE streams are kept, so a client that lost a stream can resume it.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
 use futures::future::BoxFuture;
+
+/// The future of a store method that did its work at once (a store in memory does, for every
+/// method): it is zero-sized, so boxing it allocates nothing (`Box::pin(std::future::ready(()))`
+/// allocates a byte, on every event a stream takes).
+pub fn done() -> BoxFuture<'static, ()> {
+    Box::pin(Done)
+}
+
+/// See [`done`].
+struct Done;
+
+impl Future for Done {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
 
 /// The number of a stream within its session (`0` is the standalone GET stream).
 pub type StreamId = u64;
@@ -96,7 +116,7 @@ pub trait EventStore: Send + Sync + 'static {
     /// nobody has read. The default ignores the hint.
     fn delivered<'a>(&'a self, session: &'a str, stream: StreamId, seq: u64) -> BoxFuture<'a, ()> {
         let _ = (session, stream, seq);
-        Box::pin(std::future::ready(()))
+        done()
     }
 
     /// The bytes this store holds in this process, as its limits count them, when it keeps
@@ -489,7 +509,7 @@ impl EventStore for MemoryEventStore {
         event: StoredEvent,
     ) -> BoxFuture<'a, ()> {
         self.append_now(session, stream, event);
-        Box::pin(std::future::ready(()))
+        done()
     }
 
     fn try_append(
@@ -531,7 +551,7 @@ impl EventStore for MemoryEventStore {
         {
             kept.delivered = kept.delivered.max(seq);
         }
-        Box::pin(std::future::ready(()))
+        done()
     }
 
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()> {
@@ -556,13 +576,22 @@ impl EventStore for MemoryEventStore {
                 }
             }
         }
-        Box::pin(std::future::ready(()))
+        done()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finished_store_call_is_zero_sized_and_ready_at_once() {
+        // Zero-sized: `Box::pin` of it allocates nothing.
+        assert_eq!(std::mem::size_of::<Done>(), 0);
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(done().as_mut().poll(&mut cx), Poll::Ready(()));
+    }
 
     fn event(seq: u64) -> StoredEvent {
         StoredEvent {

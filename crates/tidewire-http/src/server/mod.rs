@@ -62,7 +62,9 @@ use tidewire_core::session::{BoxedServe, Serve};
 pub use admission::Admission;
 pub use axum;
 pub use config::{HttpConfig, ResponseMode};
-pub use event_store::{EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId};
+pub use event_store::{
+    EventStore, EventStoreLimits, MemoryEventStore, StoredEvent, StreamId, done as event_store_done,
+};
 pub use health::health;
 pub use listen::{serve, serve_until};
 pub use session::{HttpReceiver, HttpSender, HttpTransport};
