@@ -100,12 +100,17 @@ pub(crate) enum ProgressDelivery {
     Unknown,
 }
 
+/// A table keyed by request id, hashed by foldhash (seeded per table) instead of SipHash: an
+/// id is hashed three times per request. The peer chooses inbound ids, but a table holds at
+/// most its cap, so a flood of colliding ids costs at most a scan of that many entries.
+type IdTable<V> = HashMap<RequestId, V, foldhash::fast::RandomState>;
+
 /// The per-connection tables.
 #[derive(Debug)]
 pub(crate) struct State {
-    pending: HashMap<RequestId, Pending>,
+    pending: IdTable<Pending>,
     /// Running inbound requests that can still be cancelled, by id.
-    inbound: HashMap<RequestId, Inbound>,
+    inbound: IdTable<Inbound>,
     /// The generations of cancelled inbound requests whose handlers have not stopped yet: they
     /// hold a slot but no longer their id. Empty (unallocated) unless a cancel is under way.
     stopping: Vec<u64>,
@@ -124,8 +129,8 @@ pub(crate) enum Refusal {
 impl State {
     pub(crate) fn new(max_pending: usize, max_inbound: usize) -> Self {
         Self {
-            pending: HashMap::new(),
-            inbound: HashMap::new(),
+            pending: IdTable::default(),
+            inbound: IdTable::default(),
             stopping: Vec::new(),
             next_generation: 0,
             max_pending,
@@ -281,9 +286,9 @@ impl State {
 
 /// Gives an emptied table's memory back: an idle connection then holds no table at all (a
 /// server holds many idle connections; the next request allocates a small table again).
-fn release_if_empty<K, V>(table: &mut HashMap<K, V>) {
+fn release_if_empty<K, V, S: Default>(table: &mut HashMap<K, V, S>) {
     if table.is_empty() && table.capacity() > 0 {
-        *table = HashMap::new();
+        *table = HashMap::default();
     }
 }
 

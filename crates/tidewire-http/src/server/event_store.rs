@@ -350,7 +350,10 @@ impl SessionEvents {
 
 #[derive(Debug, Default)]
 struct Inner {
-    sessions: HashMap<String, SessionEvents>,
+    /// By session id, hashed by foldhash (seeded per store): SipHash of the id was three
+    /// hashes of 36 bytes per session-era request. The server makes the ids; only a session it
+    /// knows reaches its store.
+    sessions: HashMap<String, SessionEvents, foldhash::fast::RandomState>,
     bytes: usize,
     /// Counts appends: the order of arrival across streams.
     order: u64,
