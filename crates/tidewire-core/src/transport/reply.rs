@@ -33,12 +33,13 @@ pub trait ReplyTarget: Any + Send + Sync + fmt::Debug {
 /// message the engine sends for that request carries a clone, and
 /// [`target`](Self::target) gives the transport's own type back.
 #[derive(Clone)]
-pub struct ReplySlot(Arc<Inner>);
+pub struct ReplySlot(Arc<Inner<dyn ReplyTarget>>);
 
-struct Inner {
+/// The target is the last member, unsized: the slot is one allocation, not an `Arc` and a `Box`.
+struct Inner<T: ?Sized> {
     id: RequestId,
     abandoned: AtomicBool,
-    target: Box<dyn ReplyTarget>,
+    target: T,
 }
 
 impl ReplySlot {
@@ -47,7 +48,7 @@ impl ReplySlot {
         Self(Arc::new(Inner {
             id,
             abandoned: AtomicBool::new(false),
-            target: Box::new(target),
+            target,
         }))
     }
 
@@ -58,7 +59,7 @@ impl ReplySlot {
 
     /// The transport's target, when it is a `T`.
     pub fn target<T: ReplyTarget>(&self) -> Option<&T> {
-        let target: &dyn Any = &*self.0.target;
+        let target: &dyn Any = &self.0.target;
         target.downcast_ref::<T>()
     }
 
@@ -80,7 +81,7 @@ impl fmt::Debug for ReplySlot {
         f.debug_struct("ReplySlot")
             .field("id", &self.0.id)
             .field("abandoned", &self.is_abandoned())
-            .field("target", &self.0.target)
+            .field("target", &&self.0.target)
             .finish()
     }
 }
@@ -90,6 +91,11 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use super::*;
+
+    #[derive(Debug)]
+    struct Other;
+
+    impl ReplyTarget for Other {}
 
     #[derive(Debug)]
     struct Counting(Arc<AtomicUsize>, Arc<AtomicUsize>);
@@ -115,6 +121,10 @@ mod tests {
         );
         let clone = slot.clone();
         assert!(slot.target::<Counting>().is_some());
+        assert!(
+            slot.target::<Other>().is_none(),
+            "only its own type reads back"
+        );
         assert_eq!(*clone.id(), RequestId::Number(7));
         slot.abandon();
         clone.abandon();

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 
 /// The future of a store method that did its work at once (a store in memory does, for every
 /// method): it is zero-sized, so boxing it allocates nothing (`Box::pin(std::future::ready(()))`
-/// allocates a byte, on every event a stream takes).
+/// allocates a byte at each call).
 pub fn done() -> BoxFuture<'static, ()> {
     Box::pin(Done)
 }
@@ -350,8 +350,8 @@ impl SessionEvents {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// By session id, hashed by foldhash (seeded per store): SipHash of the id was three
-    /// hashes of 36 bytes per session-era request. The server makes the ids; only a session it
+    /// By session id, hashed by foldhash (seeded per store): SipHash of the id (32 hex
+    /// digits) was three hashes per session-era request. The server makes the ids; only a session it
     /// knows reaches its store.
     sessions: HashMap<String, SessionEvents, foldhash::fast::RandomState>,
     bytes: usize,
