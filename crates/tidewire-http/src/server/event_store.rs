@@ -108,6 +108,14 @@ pub trait EventStore: Send + Sync + 'static {
         after: u64,
     ) -> BoxFuture<'a, Vec<StoredEvent>>;
 
+    /// The events [`after`](Self::after) would give, if this store can read them without
+    /// waiting; else `None`, for `after`. A store in memory answers here, so a reader's every
+    /// take makes no future. The default answers `None`.
+    fn try_after(&self, session: &str, stream: StreamId, after: u64) -> Option<Vec<StoredEvent>> {
+        let _ = (session, stream, after);
+        None
+    }
+
     /// Forgets one stream of a session, or (`None`) every stream of it.
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()>;
 
@@ -454,6 +462,21 @@ impl MemoryEventStore {
 }
 
 impl MemoryEventStore {
+    /// The kept events of `stream` in `session` whose `seq` exceeds `after`, oldest first
+    /// ([`EventStore::after`], without a future).
+    pub fn after_now(&self, session: &str, stream: StreamId, after: u64) -> Vec<StoredEvent> {
+        self.lock()
+            .sessions
+            .get(session)
+            .and_then(|s| s.streams.get(&stream))
+            .map(|kept| {
+                // Kept in `seq` order: find the first newer one instead of scanning them all.
+                let start = kept.events.partition_point(|(_, e)| e.seq <= after);
+                kept.events.range(start..).map(|(_, e)| e.clone()).collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Appends `event` to `stream` of `session` at once (what [`EventStore::append`] does),
     /// and returns the `seq` of the oldest event that stream keeps afterwards: everything
     /// older was dropped to stay within the limits, so a copy kept elsewhere may drop it too.
@@ -531,18 +554,11 @@ impl EventStore for MemoryEventStore {
         stream: StreamId,
         after: u64,
     ) -> BoxFuture<'a, Vec<StoredEvent>> {
-        let found = self
-            .lock()
-            .sessions
-            .get(session)
-            .and_then(|s| s.streams.get(&stream))
-            .map(|kept| {
-                // Kept in `seq` order: find the first newer one instead of scanning them all.
-                let start = kept.events.partition_point(|(_, e)| e.seq <= after);
-                kept.events.range(start..).map(|(_, e)| e.clone()).collect()
-            })
-            .unwrap_or_default();
-        Box::pin(std::future::ready(found))
+        Box::pin(std::future::ready(self.after_now(session, stream, after)))
+    }
+
+    fn try_after(&self, session: &str, stream: StreamId, after: u64) -> Option<Vec<StoredEvent>> {
+        Some(self.after_now(session, stream, after))
     }
 
     fn delivered<'a>(&'a self, session: &'a str, stream: StreamId, seq: u64) -> BoxFuture<'a, ()> {
@@ -621,6 +637,11 @@ mod tests {
             assert_eq!(kept, vec![3, 4, 5], "bounded: the oldest went");
             let after: Vec<u64> = store.after("s", 1, 4).await.iter().map(|e| e.seq).collect();
             assert_eq!(after, vec![5]);
+            // What the HTTP server reads first: the same, without a future.
+            let now: Option<Vec<u64>> = store
+                .try_after("s", 1, 4)
+                .map(|events| events.iter().map(|e| e.seq).collect());
+            assert_eq!(now, Some(vec![5]));
             assert!(store.after("s", 9, 0).await.is_empty());
             store.forget("s", Some(1)).await;
             assert!(store.after("s", 1, 0).await.is_empty());

@@ -402,7 +402,10 @@ impl Streams {
         if last.is_some_and(|last| cursor >= last) {
             return None;
         }
-        let events = self.store.after(&self.session, stream, cursor).await;
+        let events = match self.store.try_after(&self.session, stream, cursor) {
+            Some(events) => events,
+            None => self.store.after(&self.session, stream, cursor).await,
+        };
         match events.last() {
             Some(newest) => {
                 let newest = newest.seq;
