@@ -253,6 +253,11 @@ impl EventStore for RedisEventStore {
         self.memory.after(session, stream, after)
     }
 
+    /// Never waits: the events are read from memory, as `after` reads them.
+    fn try_after(&self, session: &str, stream: StreamId, after: u64) -> Option<Vec<StoredEvent>> {
+        self.memory.try_after(session, stream, after)
+    }
+
     fn forget<'a>(&'a self, session: &'a str, stream: Option<StreamId>) -> BoxFuture<'a, ()> {
         let forgotten = {
             let mut copied = self.copied_streams();

@@ -236,6 +236,11 @@ async fn the_event_store_copies_each_event_in_order_and_forgets_with_its_session
         store.append("s2", 1, event(1, false)).await;
         // Read from memory at once; in Redis once copied.
         assert_eq!(store.after("s1", 1, 3).await.len(), 2);
+        assert_eq!(
+            store.try_after("s1", 1, 3).map(|events| events.len()),
+            Some(2),
+            "read from memory without waiting"
+        );
         store.flush().await;
         let copied = store.copied("s1", 1, 2).await.expect("copied");
         assert_eq!(

@@ -359,8 +359,8 @@ impl SessionEvents {
 #[derive(Debug, Default)]
 struct Inner {
     /// By session id, hashed by foldhash (seeded per store): SipHash of the id (32 hex
-    /// digits) was three hashes per session-era request. The server makes the ids; only a session it
-    /// knows reaches its store.
+    /// digits) was three hashes per session-era request. The server makes the ids; only a
+    /// session it knows reaches its store.
     sessions: HashMap<String, SessionEvents, foldhash::fast::RandomState>,
     bytes: usize,
     /// Counts appends: the order of arrival across streams.
@@ -464,7 +464,7 @@ impl MemoryEventStore {
 impl MemoryEventStore {
     /// The kept events of `stream` in `session` whose `seq` exceeds `after`, oldest first
     /// ([`EventStore::after`], without a future).
-    pub fn after_now(&self, session: &str, stream: StreamId, after: u64) -> Vec<StoredEvent> {
+    fn after_now(&self, session: &str, stream: StreamId, after: u64) -> Vec<StoredEvent> {
         self.lock()
             .sessions
             .get(session)
