@@ -173,6 +173,42 @@ async fn a_cancelled_request_ends_its_stream_and_lets_its_session_expire() {
     .expect("the test took longer than its limit");
 }
 
+/// A quick answer leaves with its response head; a slow one must not hold the head back. The
+/// POST waits for the first event without a timer until the engine says the handler did not
+/// answer at once (`ReplyTarget::deferred`), then within `first_event_wait`: the head of a
+/// handler that never answers arrives while it still runs, in the session era and on a
+/// one-shot session.
+#[tokio::test]
+async fn a_slow_handlers_post_gets_its_response_head_while_it_runs() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        for one_shot in [false, true] {
+            let config = HttpConfig::default().one_shot_sessions(one_shot);
+            let (url, _mcp, gauge) = start(config).await;
+            let mut raw = Raw::new(&url);
+            if !one_shot {
+                raw.initialize().await;
+            }
+            let response = timeout(LIMIT, raw.post(&tool_call(3, "hang", json!({}))).send())
+                .await
+                .unwrap_or_else(|_| panic!("the head arrives (one-shot: {one_shot})"))
+                .expect("post");
+            assert_eq!(response.status(), 200);
+            assert_eq!(
+                response.headers()["content-type"],
+                "text/event-stream",
+                "one-shot: {one_shot}"
+            );
+            assert_eq!(
+                gauge.now(),
+                1,
+                "the handler still runs (one-shot: {one_shot})"
+            );
+        }
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
 /// One reply path: a request carries its reply slot into the engine, so a request id already in
 /// flight is refused by the engine itself, on the duplicate's own reply (`-32600`, where the
 /// transport once kept a table of ids and answered 409), and the first request goes on.

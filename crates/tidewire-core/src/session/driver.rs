@@ -120,7 +120,11 @@ async fn run<S: TransportSender, R: TransportReceiver, H: Handler>(
     let peer = Peer::unrouted(shared.clone());
     let mut reader = Box::pin(read_loop(receiver, handler, peer));
     let mut writer = Box::pin(write_loop(sender, shared.clone()));
+    // The reader first: the answers it queues (a handler that answered at once) are written
+    // in the same poll, not in another turn of this task, which would wake it again (on a
+    // multi-threaded runtime, a task that wakes itself also wakes a sleeping worker).
     let result = tokio::select! {
+        biased;
         read = &mut reader => {
             if read.is_ok() && !shared.closing.is_cancelled() {
                 // The peer closed its side: let running handlers finish and answer first.
@@ -499,6 +503,8 @@ fn start_request<H: Handler>(
         cancel.clone(),
         policy,
     );
+    // Told, below, when the answer does not come at once.
+    let reply_slot = routed.reply.clone();
     // Made here, not in the task: a task aborted before its first poll still frees its slot.
     let slot = Slot {
         _in_flight: routed.shared.options.lifecycle.as_ref().map(|l| l.track()),
@@ -522,6 +528,9 @@ fn start_request<H: Handler>(
     }
     let abort = tokio::spawn(task).abort_handle();
     shared.state().set_abort(&id, generation, abort);
+    if let Some(reply) = &reply_slot {
+        reply.defer();
+    }
     None
 }
 

@@ -24,6 +24,13 @@ pub trait ReplyTarget: Any + Send + Sync + fmt::Debug {
     /// drops; the handler may still be running (under a cooperative cancel policy), but nothing
     /// more is sent for the request. The default does nothing.
     fn abandoned(&self) {}
+
+    /// The handler did not answer on its first poll: the answer comes later, from the
+    /// request's own task. Called at most once, soon after the engine took the request. A
+    /// transport that waits a little for a quick answer (to send it with its response head)
+    /// can stop waiting for free here and bound the rest of its wait with a timer. The default
+    /// does nothing.
+    fn deferred(&self) {}
 }
 
 /// The transport's side of one inbound request, shared with the engine (cheap to clone: an
@@ -66,6 +73,11 @@ impl ReplySlot {
     /// Whether the engine said no answer will come.
     pub fn is_abandoned(&self) -> bool {
         self.0.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Tells the target that the answer comes later ([`ReplyTarget::deferred`]).
+    pub(crate) fn defer(&self) {
+        self.0.target.deferred();
     }
 
     /// Tells the target that no answer will come (once; later calls do nothing).

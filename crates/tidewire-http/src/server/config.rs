@@ -232,9 +232,10 @@ impl HttpConfig {
     }
 
     /// How long a POST's SSE reply waits for its first event before its head is sent (default
-    /// 2 ms), after letting every ready task run once (which is enough for most answers, and
-    /// arms no timer). A quick answer then leaves with the head in one write instead of two; a
-    /// slow one starts its stream after this wait.
+    /// 2 ms), counted from when the engine says the handler did not answer at once (until then
+    /// it waits without a timer: the engine takes the request on its next turn). A quick answer
+    /// then leaves with the head in one write instead of two; a slow one starts its stream
+    /// after this wait.
     #[must_use]
     pub fn first_event_wait(mut self, wait: Duration) -> Self {
         self.first_event_wait = wait;

@@ -174,11 +174,13 @@ pub(crate) async fn deliver(
                 return session_not_found(&session.id);
             }
             unsent.armed = false;
+            // Alone in the inbox, it is the engine's next message.
+            let engine_has_it = session.inbox.len() <= 1;
             let cursor = session.streams.attach(stream, None).unwrap_or(0);
             // A quick answer then leaves with the response head in one write.
             session
                 .streams
-                .wait_for_event(stream, cursor, state.config.first_event_wait)
+                .wait_for_event(stream, cursor, state.config.first_event_wait, engine_has_it)
                 .await;
             let retry = priming.then_some(state.config.retry);
             sse(state, session.clone(), stream, cursor, retry, one_shot)

@@ -91,6 +91,14 @@ impl tidewire_core::transport::ReplyTarget for PostReply {
             session.streams.abandon_response(stream);
         }
     }
+
+    /// The answer comes later: a POST waiting for it at once stops waiting for free
+    /// ([`Streams::wait_for_event`](super::streams::Streams::wait_for_event)).
+    fn deferred(&self) {
+        if let (Some(stream), Some(session)) = (self.stream(), self.session.upgrade()) {
+            session.streams.nudge(stream);
+        }
+    }
 }
 
 impl Drop for PostReply {

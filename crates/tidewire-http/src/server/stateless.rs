@@ -195,6 +195,8 @@ async fn deliver(
     if session.inbox.push(Box::new(envelope)).await.is_err() {
         return ended(id);
     }
+    // Alone in the inbox (a one-shot session's only message), it is the engine's next one.
+    let engine_has_it = session.inbox.len() <= 1;
     let cursor = session.streams.attach(stream, None).unwrap_or(0);
     if !sse {
         // JSON mode: nothing travels before the response, so the answer waits for it (a client
@@ -202,7 +204,7 @@ async fn deliver(
         loop {
             session
                 .streams
-                .wait_for_event(stream, cursor, state.config.json_wait)
+                .wait_for_event(stream, cursor, state.config.json_wait, engine_has_it)
                 .await;
             let Some(events) = session.streams.take(stream, cursor).await else {
                 return ended(id);
@@ -218,7 +220,7 @@ async fn deliver(
     // anything else first makes it a stream.
     session
         .streams
-        .wait_for_event(stream, cursor, state.config.json_wait)
+        .wait_for_event(stream, cursor, state.config.json_wait, engine_has_it)
         .await;
     match session.streams.take(stream, cursor).await {
         Some(events) if events.len() == 1 && events[0].last => {

@@ -27,10 +27,6 @@ pub(crate) const FINISHED_KEPT: usize = 8;
 /// that lost it resumes within this time.
 pub(crate) const FINISHED_GRACE: Duration = Duration::from_secs(30);
 
-/// Turns of the scheduler a POST gives the engine to answer before it waits with a timer
-/// ([`Streams::wait_for_event`]).
-const QUICK_TURNS: usize = 4;
-
 /// What this process knows of one stream (its events are in the store).
 #[derive(Debug)]
 struct Stream {
@@ -53,6 +49,8 @@ struct Stream {
     kept: bool,
     /// When a reader passed the end of this POST stream: it stays resumable a while.
     finished_at: Option<Instant>,
+    /// The engine said its request's answer comes later ([`Streams::nudge`]).
+    answer_later: bool,
     /// Woken when events are added or taken, or the stream ends.
     changed: Arc<Notify>,
 }
@@ -69,6 +67,7 @@ impl Stream {
             interrupted: false,
             kept: false,
             finished_at: None,
+            answer_later: false,
             changed: Arc::new(Notify::new()),
         }
     }
@@ -459,27 +458,42 @@ impl Streams {
             .is_some_and(|s| std::mem::take(&mut s.interrupted))
     }
 
-    /// Waits, at most `max`, until `stream` has an event after `cursor` (or is gone). Lets a
-    /// reply that is ready at once leave with its response head in one write.
-    pub(crate) async fn wait_for_event(&self, stream: StreamId, cursor: u64, max: Duration) {
-        let ready = |streams: &Self| {
-            streams
-                .lock()
-                .get(&stream)
-                .is_none_or(|s| s.next_seq - 1 > cursor)
-        };
-        // First let every task that is ready run (the engine, a quick handler), a few turns of
-        // the scheduler: most answers are there after one, some (the engine's writer runs a
-        // turn after its reader) after two or three, and no timer is armed for them. A timer
-        // earlier than every other one costs the runtime a wake-up of its I/O driver: an
-        // `eventfd` write and one more `epoll_wait` per request.
-        for _ in 0..QUICK_TURNS {
-            tokio::task::yield_now().await;
-            if ready(self) {
-                return;
-            }
+    /// Wakes whoever waits on `stream` without adding to it: its request will be answered
+    /// later ([`wait_for_event`](Self::wait_for_event)).
+    pub(crate) fn nudge(&self, stream: StreamId) {
+        if let Some(s) = self.lock().get_mut(&stream) {
+            s.answer_later = true;
+            s.changed.notify_waiters();
         }
-        let deadline = tokio::time::Instant::now() + max;
+    }
+
+    /// Waits until `stream` has an event after `cursor` (or is gone), or until `max` has passed
+    /// since the engine said the answer comes later. Lets a reply that is ready at once leave
+    /// with its response head in one write.
+    ///
+    /// `engine_has_it` says that the engine takes the request on its next turn (it was the
+    /// only one in the session's inbox). Then no timer is armed until the engine wakes the
+    /// wait: with the answer, or with [`nudge`](Self::nudge) when the handler did not answer
+    /// at once. Neither a timer nor a yield is paid for a quick answer: a timer earlier than
+    /// every other one costs the runtime an `eventfd` write to wake its I/O driver, and a
+    /// yield (Tokio defers it until the worker has polled its I/O) one more `epoll_wait`, per
+    /// request. Otherwise the timer starts at once.
+    pub(crate) async fn wait_for_event(
+        &self,
+        stream: StreamId,
+        cursor: u64,
+        max: Duration,
+        engine_has_it: bool,
+    ) {
+        // Read from the table after the wait is registered, so nothing said before is missed:
+        // whether to stop waiting (an event, or the end: gone, or abandoned without one), and
+        // whether the answer comes later.
+        let state = |streams: &Self| {
+            streams.lock().get(&stream).map_or((true, false), |s| {
+                (s.next_seq - 1 > cursor || s.last.is_some(), s.answer_later)
+            })
+        };
+        let mut deadline = (!engine_has_it).then(|| tokio::time::Instant::now() + max);
         loop {
             let Some(changed) = self.notifier(stream) else {
                 return;
@@ -487,12 +501,22 @@ impl Streams {
             let notified = changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if ready(self) {
+            let (ready, later) = state(self);
+            if ready {
                 return;
             }
-            tokio::select! {
-                () = &mut notified => {}
-                () = tokio::time::sleep_until(deadline) => return,
+            if later && deadline.is_none() {
+                deadline = Some(tokio::time::Instant::now() + max);
+            }
+            match deadline {
+                None => {
+                    notified.await;
+                    deadline = Some(tokio::time::Instant::now() + max);
+                }
+                Some(deadline) => tokio::select! {
+                    () = &mut notified => {}
+                    () = tokio::time::sleep_until(deadline) => return,
+                },
             }
         }
     }
