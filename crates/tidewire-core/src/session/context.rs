@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use super::stream::{RequestStream, wire_notification};
+use super::stream::RequestStream;
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressWire};
@@ -392,14 +392,14 @@ impl InFlight {
             Outlet::Peer(peer) => peer,
             Outlet::Stream(stream) => {
                 // Written straight from the report and the token: no `Value` tree, no copy.
+                let text = ProgressWire {
+                    token,
+                    progress: &progress,
+                }
+                .notification_text()
+                .map_err(|_| ProgressError::Closed)?;
                 let bytes = stream
-                    .encode(
-                        "notifications/progress",
-                        Some(&ProgressWire {
-                            token,
-                            progress: &progress,
-                        }),
-                    )
+                    .within_limit(text)
                     .map_err(|e| too_large(&e).unwrap_or(ProgressError::Closed))?;
                 // Room first, then admit and send under the guard, without an `.await` between:
                 // what is admitted first is sent first.
@@ -419,13 +419,11 @@ impl InFlight {
         }
         // Written straight from the report, as on a request's own stream; the transport sends
         // the bytes as they are.
-        let wire = wire_notification(
-            "notifications/progress",
-            Some(&ProgressWire {
-                token,
-                progress: &progress,
-            }),
-        )
+        let wire = ProgressWire {
+            token,
+            progress: &progress,
+        }
+        .notification_text()
         .map_err(|_| ProgressError::Closed)?;
         // Refused before it is admitted, so a shorter report of the same value may follow.
         if let Some(limit) = peer.transport_profile().max_message_size
