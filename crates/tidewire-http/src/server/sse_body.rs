@@ -145,8 +145,14 @@ pub(crate) fn push_frame(
     out.extend_from_slice(b"\n\n");
 }
 
-/// Events handed to the body in one chunk at most (a burst of progress goes out in few writes).
-const EVENTS_PER_CHUNK: usize = 64;
+/// Bytes of frames handed to the body in one chunk, at most (the event that crosses it is the
+/// last): a burst of progress goes out in few large writes. A bound in events (64) made a
+/// burst of 10,000 small notifications 156 chunks and 76 `writev` calls.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The most a frame adds to its event's data: `event: message`, an id of two 20-digit numbers,
+/// `data: ` and the line ends.
+const FRAME_OVERHEAD: usize = 72;
 
 /// Reads one stream of a session into SSE frames; detaches when dropped.
 struct Reader {
@@ -167,9 +173,17 @@ impl Reader {
     /// Frames the events already taken (up to a bound) into `chunk`, numbered on `stream` when
     /// this stream can be resumed, noting the last one.
     fn frame_pending(&mut self, chunk: &mut Vec<u8>, stream: Option<StreamId>) {
-        for event in self
-            .pending
-            .drain(..self.pending.len().min(EVENTS_PER_CHUNK))
+        // Sized once for what goes in, not grown frame by frame.
+        let mut need = 0;
+        for event in &self.pending {
+            if chunk.len() + need >= CHUNK_BYTES {
+                break;
+            }
+            need += event.data.len() + FRAME_OVERHEAD;
+        }
+        chunk.reserve(need);
+        while chunk.len() < CHUNK_BYTES
+            && let Some(event) = self.pending.pop_front()
         {
             self.done |= event.last;
             push_frame(chunk, stream.map(|s| (s, event.seq)), &event.data, None);
