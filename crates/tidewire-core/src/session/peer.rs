@@ -30,6 +30,9 @@ pub(crate) struct Connection {
     pub(crate) closing: CancellationToken,
     /// Fired when the driver has stopped.
     pub(crate) closed: CancellationToken,
+    /// Set as `closing` fires (and so before `closed` does): what every outbound message
+    /// checks, read without the lock a token's `is_cancelled` takes.
+    stopping: std::sync::atomic::AtomicBool,
     pub(crate) close_reason: Mutex<Option<String>>,
     /// Set when the peer has closed its side: nothing it could answer will come.
     pub(crate) remote_closed: std::sync::atomic::AtomicBool,
@@ -67,6 +70,7 @@ impl Connection {
             options,
             closing: CancellationToken::new(),
             closed: CancellationToken::new(),
+            stopping: std::sync::atomic::AtomicBool::new(false),
             close_reason: Mutex::new(None),
             remote_closed: std::sync::atomic::AtomicBool::new(false),
             idle: Notify::new(),
@@ -80,8 +84,15 @@ impl Connection {
     /// Asks the driver to stop: the writer sends what is queued, then ends; nothing more is
     /// queued.
     pub(crate) fn begin_closing(&self) {
+        self.stopping.store(true, Ordering::Release);
         self.closing.cancel();
         self.outbound.close();
+    }
+
+    /// Whether the connection is closing or closed (`closing` or `closed` has fired): nothing
+    /// more is queued.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     /// Locks the tables. A poisoned lock (a panic while holding it) is recovered: the tables are
@@ -244,7 +255,7 @@ impl Peer {
         params: Option<Value>,
     ) -> Result<(), SessionError> {
         let shared = &self.shared;
-        if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
+        if shared.is_stopping() {
             return Err(SessionError::Closed(shared.close_reason()));
         }
         let envelope = self.envelope(Notification::new(method, params));
@@ -284,7 +295,7 @@ impl Peer {
     }
 
     pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
-        if self.shared.closed.is_cancelled() || self.shared.closing.is_cancelled() {
+        if self.shared.is_stopping() {
             return Err(SessionError::Closed(self.shared.close_reason()));
         }
         self.shared

@@ -341,7 +341,7 @@ impl<T: DeserializeOwned + Send + 'static> RequestBuilder<T> {
             }));
         };
         let shared = peer.shared.clone();
-        if shared.closed.is_cancelled() || shared.closing.is_cancelled() {
+        if shared.is_stopping() {
             return Err(SessionError::Closed(shared.close_reason()));
         }
         if shared.remote_closed.load(Ordering::Acquire) {
