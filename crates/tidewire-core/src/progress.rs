@@ -270,21 +270,27 @@ mod tests {
         assert_eq!(p.fraction(), None);
     }
 
-    #[test]
-    fn the_wire_form_reads_back_as_sent() {
-        for progress in [
+    /// Reports that exercise the wire form: a bare value, a fraction with a total and a message
+    /// to escape, a negative zero with a huge total and an empty message.
+    fn samples() -> [Progress; 3] {
+        [
             Progress::new(1.0),
             Progress {
                 progress: 2.5,
                 total: Some(10.0),
-                message: Some("page \"3\"".to_owned()),
+                message: Some("page \"3\" \u{1b}[31m é".to_owned()),
             },
             Progress {
                 progress: -0.0,
                 total: Some(1e300),
                 message: Some(String::new()),
             },
-        ] {
+        ]
+    }
+
+    #[test]
+    fn the_wire_form_reads_back_as_sent() {
+        for progress in samples() {
             for token in [ProgressToken::from("t"), ProgressToken::Number(7)] {
                 let wire = serde_json::to_string(&ProgressWire {
                     token: &token,
@@ -310,25 +316,13 @@ mod tests {
             method: &'static str,
             params: &'a ProgressWire<'a>,
         }
-        let progresses = [
-            Progress::new(1.0),
-            Progress {
-                progress: 2.5,
-                total: Some(10.0),
-                message: Some("page \"3\" \u{1b}[31m é".to_owned()),
-            },
-            Progress {
-                progress: -0.0,
-                total: Some(1e300),
-                message: Some(String::new()),
-            },
-            Progress {
-                progress: f64::NAN,
-                total: None,
-                message: None,
-            },
-        ];
-        for progress in &progresses {
+        // Not a finite number too (refused before it is written, but written the same).
+        let not_finite = Progress {
+            progress: f64::NAN,
+            total: None,
+            message: None,
+        };
+        for progress in samples().iter().chain([&not_finite]) {
             for token in [
                 ProgressToken::from("t"),
                 ProgressToken::from("a \"quoted\"\n token"),
