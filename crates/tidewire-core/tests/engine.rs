@@ -46,6 +46,25 @@ impl Handler for TestHandler {
                 }
                 Ok(json!({"done": n}))
             }
+            "two_reporters" => {
+                // Odd values from one, even from the other, at once; a report that falls
+                // behind the other's is refused, and counts as not admitted.
+                let n = params["n"].as_u64().unwrap_or(0);
+                let reporter = |first: u64| {
+                    let ctx = ctx.clone();
+                    async move {
+                        let mut admitted = 0u64;
+                        for i in (first..=n).step_by(2) {
+                            if ctx.report_progress(i as f64, None, None).await.is_ok() {
+                                admitted += 1;
+                            }
+                        }
+                        admitted
+                    }
+                };
+                let (odd, even) = futures::join!(reporter(1), reporter(2));
+                Ok(json!({"admitted": odd + even}))
+            }
             "hang" => {
                 ctx.report_progress(1.0, None, None)
                     .await
@@ -200,6 +219,46 @@ async fn progress_arrives_in_order_before_the_result() {
             assert_eq!(*total, Some(50.0));
             assert_eq!(message.as_deref(), Some(format!("step {}", i + 1).as_str()));
         }
+    })
+    .await
+    .expect("the test took longer than its limit");
+}
+
+/// Reports through a full outbound queue, from two reporters at once: the order lock is taken
+/// in turn, and the queue waited on while holding it. Every report admitted arrives, in the
+/// order admitted (so rising), before the result.
+#[tokio::test]
+async fn progress_from_two_reporters_through_a_full_queue_arrives_as_admitted() {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        use tidewire_core::transport::Codec;
+        // One slot on the wire and one in the server's outbound queue: most reports find it
+        // full.
+        let (a, b) = memory::duplex_with(Codec::new(1 << 20), 1);
+        let _server = Session::spawn(
+            a,
+            TestHandler::default(),
+            SessionOptions::default().outbound_queue(1),
+        );
+        let client = Session::spawn(b, TestHandler::default(), SessionOptions::default());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let result = timeout(
+            LIMIT,
+            client
+                .request_raw("two_reporters", Some(json!({"n": 200})))
+                .on_progress(move |p| sink.lock().expect("lock").push(p.progress)),
+        )
+        .await
+        .expect("in time")
+        .expect("ok");
+        let admitted = result["admitted"].as_u64().expect("a count");
+        let seen = seen.lock().expect("lock");
+        assert!(admitted > 0, "{result}");
+        assert_eq!(seen.len() as u64, admitted, "every admitted report arrived");
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "in the order admitted: {seen:?}"
+        );
     })
     .await
     .expect("the test took longer than its limit");

@@ -12,7 +12,7 @@ use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressWire};
 use crate::schema::{NotificationType, RequestType, known_request_method};
-use crate::transport::RequestLimits;
+use crate::transport::{Envelope, RequestLimits};
 
 /// The context of one inbound request, handed to its handler.
 ///
@@ -434,15 +434,40 @@ impl InFlight {
                 limit,
             });
         }
-        // Uncontended (one reporter at a time, the usual case), taken without the lock's
-        // future: that one spends the task's cooperative budget, so a burst of reports yielded
-        // every 128, before the outbound queue was full, and went out in twice as many writes.
-        let _order = match self.peer_order.try_lock() {
-            Ok(order) => order,
-            Err(_) => self.peer_order.lock().await,
+        let envelope = peer.wire_envelope("notifications/progress", wire.into());
+        // The usual case, with no `.await`: no other report holds the order lock and the
+        // engine's queue has room. The lock's future would spend the task's cooperative budget
+        // (a burst of reports yielded every 128, before the queue was full, and went out in
+        // twice as many writes), and the waiting paths, boxed, keep this future small: it is
+        // made, and moved, once per report.
+        let Ok(order) = self.peer_order.try_lock() else {
+            return Box::pin(self.report_in_turn(peer, progress.progress, envelope)).await;
         };
         self.guard().admit(progress.progress)?;
-        peer.notify_wire("notifications/progress", wire.into())
+        match peer.try_queue(envelope) {
+            Ok(()) => Ok(()),
+            // Full: wait for room, still holding the order.
+            Err(Some(queued)) => Box::pin(async move {
+                let _order = order;
+                peer.queue(queued).await
+            })
+            .await
+            .map_err(|_| ProgressError::Closed),
+            Err(None) => Err(ProgressError::Closed),
+        }
+    }
+
+    /// A report that found another one holding the order lock: it waits its turn, then is
+    /// admitted and queued under the lock.
+    async fn report_in_turn(
+        &self,
+        peer: &Peer,
+        value: f64,
+        envelope: Envelope,
+    ) -> Result<(), ProgressError> {
+        let _order = self.peer_order.lock().await;
+        self.guard().admit(value)?;
+        peer.send_envelope(envelope)
             .await
             .map_err(|_| ProgressError::Closed)
     }

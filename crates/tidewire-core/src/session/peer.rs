@@ -220,13 +220,14 @@ impl Peer {
         self.send_envelope(envelope).await
     }
 
-    /// Sends notification `method` whose whole JSON text the caller wrote (`wire`): the
-    /// transport sends those bytes as they are (see [`Envelope::wire`]), checked against its
-    /// size limit, with no `Value` tree made for its params.
-    pub(crate) async fn notify_wire(&self, method: &str, wire: Bytes) -> Result<(), SessionError> {
+    /// Notification `method` whose whole JSON text the caller wrote (`wire`), routed as this
+    /// handle's messages are: the transport sends those bytes as they are (see
+    /// [`Envelope::wire`]), checked against its size limit, with no `Value` tree made for its
+    /// params.
+    pub(crate) fn wire_envelope(&self, method: &str, wire: Bytes) -> Envelope {
         let mut envelope = self.envelope(Notification::new(method, None));
         envelope.wire = Some(wire);
-        self.send_envelope(envelope).await
+        envelope
     }
 
     /// Sends a typed notification if the outbound queue has room now; never waits.
@@ -292,6 +293,30 @@ impl Peer {
             .try_push(Box::new(envelope))
             .err()
             .filter(|_| !queue.is_closed())
+    }
+
+    /// Queues a message if the outbound queue has room now. `Err(Some(_))` gives it back when
+    /// the queue is full (for [`queue`](Self::queue)), `Err(None)` when the connection is
+    /// closing (it is dropped).
+    pub(crate) fn try_queue(&self, envelope: Envelope) -> Result<(), Option<Queued>> {
+        if self.shared.is_stopping() {
+            return Err(None);
+        }
+        let queue = &self.shared.outbound;
+        match queue.try_push(Box::new(envelope)) {
+            Ok(()) => Ok(()),
+            Err(_) if queue.is_closed() => Err(None),
+            Err(queued) => Err(Some(queued)),
+        }
+    }
+
+    /// Queues a message [`try_queue`](Self::try_queue) gave back, waiting for room.
+    pub(crate) async fn queue(&self, queued: Queued) -> Result<(), SessionError> {
+        self.shared
+            .outbound
+            .push(queued)
+            .await
+            .map_err(|_| SessionError::Closed(self.shared.close_reason()))
     }
 
     pub(crate) async fn send_envelope(&self, envelope: Envelope) -> Result<(), SessionError> {
