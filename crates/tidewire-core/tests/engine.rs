@@ -129,6 +129,19 @@ impl Handler for TestHandler {
     }
 }
 
+/// A server on a wire with one slot each way and `queue` slots in its outbound queue, so its
+/// writes back up at once; and the wire's other end.
+fn cramped_server(queue: usize) -> (Peer, MemoryTransport) {
+    let (server_end, other_end) =
+        memory::duplex_with(tidewire_core::transport::Codec::new(1 << 20), 1);
+    let server = Session::spawn(
+        server_end,
+        TestHandler::default(),
+        SessionOptions::default().outbound_queue(queue),
+    );
+    (server, other_end)
+}
+
 fn pair(server: TestHandler, options: SessionOptions) -> (Peer, Peer) {
     let (a, b) = memory::duplex();
     let server_peer = Session::spawn(a, server, options);
@@ -196,32 +209,42 @@ async fn request_and_response_round_trip() {
 async fn progress_arrives_in_order_before_the_result() {
     tokio::time::timeout(std::time::Duration::from_secs(60), async {
         let (client, _server) = pair(TestHandler::default(), SessionOptions::default());
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        let result = timeout(
-            LIMIT,
-            client
-                .request_raw("count", Some(json!({"n": 50})))
-                .on_progress(move |p| {
-                    sink.lock()
-                        .expect("lock")
-                        .push((p.progress, p.total, p.message))
-                }),
-        )
-        .await
-        .expect("in time")
-        .expect("ok");
+        let (result, seen) = call_with_progress(&client, "count", json!({"n": 50})).await;
         assert_eq!(result, json!({"done": 50}));
-        let seen = seen.lock().expect("lock");
         assert_eq!(seen.len(), 50);
-        for (i, (p, total, message)) in seen.iter().enumerate() {
-            assert_eq!(*p, (i + 1) as f64);
-            assert_eq!(*total, Some(50.0));
-            assert_eq!(message.as_deref(), Some(format!("step {}", i + 1).as_str()));
+        for (i, p) in seen.iter().enumerate() {
+            assert_eq!(p.progress, (i + 1) as f64);
+            assert_eq!(p.total, Some(50.0));
+            assert_eq!(
+                p.message.as_deref(),
+                Some(format!("step {}", i + 1).as_str())
+            );
         }
     })
     .await
     .expect("the test took longer than its limit");
+}
+
+/// Calls `method` with `params`, returning its result and the progress reports that came
+/// before it, in order.
+async fn call_with_progress(
+    client: &Peer,
+    method: &str,
+    params: Value,
+) -> (Value, Vec<tidewire_core::progress::Progress>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let result = timeout(
+        LIMIT,
+        client
+            .request_raw(method, Some(params))
+            .on_progress(move |p| sink.lock().expect("lock").push(p)),
+    )
+    .await
+    .expect("in time")
+    .expect("ok");
+    let seen = std::mem::take(&mut *seen.lock().expect("lock"));
+    (result, seen)
 }
 
 /// Reports through a full outbound queue, from two reporters at once: the order lock is taken
@@ -230,29 +253,14 @@ async fn progress_arrives_in_order_before_the_result() {
 #[tokio::test]
 async fn progress_from_two_reporters_through_a_full_queue_arrives_as_admitted() {
     tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        use tidewire_core::transport::Codec;
         // One slot on the wire and one in the server's outbound queue: most reports find it
         // full.
-        let (a, b) = memory::duplex_with(Codec::new(1 << 20), 1);
-        let _server = Session::spawn(
-            a,
-            TestHandler::default(),
-            SessionOptions::default().outbound_queue(1),
-        );
-        let client = Session::spawn(b, TestHandler::default(), SessionOptions::default());
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        let result = timeout(
-            LIMIT,
-            client
-                .request_raw("two_reporters", Some(json!({"n": 200})))
-                .on_progress(move |p| sink.lock().expect("lock").push(p.progress)),
-        )
-        .await
-        .expect("in time")
-        .expect("ok");
+        let (_server, wire) = cramped_server(1);
+        let client = Session::spawn(wire, TestHandler::default(), SessionOptions::default());
+        let (result, reports) =
+            call_with_progress(&client, "two_reporters", json!({"n": 200})).await;
         let admitted = result["admitted"].as_u64().expect("a count");
-        let seen = seen.lock().expect("lock");
+        let seen: Vec<f64> = reports.iter().map(|p| p.progress).collect();
         assert!(admitted > 0, "{result}");
         assert_eq!(seen.len() as u64, admitted, "every admitted report arrived");
         assert!(
@@ -644,15 +652,9 @@ async fn requests_running_when_the_peer_closes_its_side_still_get_answers() {
 #[tokio::test]
 async fn a_peer_that_floods_while_not_reading_is_held_back_and_loses_nothing() {
     tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        use tidewire_core::transport::Codec;
         // One slot each way on the wire and two in the server's outbound queue: the pongs back up
         // at once, and the server's reader must wait for room instead of queueing without bound.
-        let (raw, b) = memory::duplex_with(Codec::new(1 << 20), 1);
-        let _server = Session::spawn(
-            b,
-            TestHandler::default(),
-            SessionOptions::default().outbound_queue(2),
-        );
+        let (_server, raw) = cramped_server(2);
         let (mut tx, mut rx) = raw.split();
         const PINGS: i64 = 40;
         let flood = tokio::spawn(async move {
