@@ -61,13 +61,16 @@ pub(crate) struct ProgressParams {
 }
 
 /// The params of `notifications/progress` in wire form, borrowed from the report and the
-/// request's token, written member by member (no `flatten`, no `Value` tree, no copy of the
-/// token).
+/// request's token: [`notification_text`](Self::notification_text) writes the whole message
+/// (no `flatten`, no `Value` tree, no copy of the token).
 pub(crate) struct ProgressWire<'a> {
     pub token: &'a ProgressToken,
     pub progress: &'a Progress,
 }
 
+/// The same params written member by member through serde: the reference the hand framing is
+/// checked against.
+#[cfg(test)]
 impl Serialize for ProgressWire<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;

@@ -388,18 +388,18 @@ impl InFlight {
         if self.cancel.is_cancelled() {
             return Err(ProgressError::Cancelled);
         }
+        // Written straight from the report and the token: no `Value` tree, no copy; the
+        // transport sends the bytes as they are.
+        let frame = |progress: &Progress| {
+            ProgressWire { token, progress }
+                .notification_text()
+                .map_err(|_| ProgressError::Closed)
+        };
         let peer = match &self.outlet {
             Outlet::Peer(peer) => peer,
             Outlet::Stream(stream) => {
-                // Written straight from the report and the token: no `Value` tree, no copy.
-                let text = ProgressWire {
-                    token,
-                    progress: &progress,
-                }
-                .notification_text()
-                .map_err(|_| ProgressError::Closed)?;
                 let bytes = stream
-                    .within_limit(text)
+                    .within_limit(frame(&progress)?)
                     .map_err(|e| too_large(&e).unwrap_or(ProgressError::Closed))?;
                 // Room first, then admit and send under the guard, without an `.await` between:
                 // what is admitted first is sent first.
@@ -417,14 +417,7 @@ impl InFlight {
         {
             progress.message = None;
         }
-        // Written straight from the report, as on a request's own stream; the transport sends
-        // the bytes as they are.
-        let wire = ProgressWire {
-            token,
-            progress: &progress,
-        }
-        .notification_text()
-        .map_err(|_| ProgressError::Closed)?;
+        let wire = frame(&progress)?;
         // Refused before it is admitted, so a shorter report of the same value may follow.
         if let Some(limit) = peer.transport_profile().max_message_size
             && wire.len() > limit

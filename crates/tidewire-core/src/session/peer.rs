@@ -285,14 +285,7 @@ impl Peer {
     /// (the reader does, which keeps a flooding peer in check); when the connection is closed,
     /// it is dropped.
     pub(crate) fn try_send_envelope(&self, envelope: Envelope) -> Option<Queued> {
-        if self.shared.closed.is_cancelled() {
-            return None;
-        }
-        let queue = &self.shared.outbound;
-        queue
-            .try_push(Box::new(envelope))
-            .err()
-            .filter(|_| !queue.is_closed())
+        self.try_queue(envelope).err().flatten()
     }
 
     /// Queues a message if the outbound queue has room now. `Err(Some(_))` gives it back when
@@ -323,11 +316,7 @@ impl Peer {
         if self.shared.is_stopping() {
             return Err(SessionError::Closed(self.shared.close_reason()));
         }
-        self.shared
-            .outbound
-            .push(Box::new(envelope))
-            .await
-            .map_err(|_| SessionError::Closed(self.shared.close_reason()))
+        self.queue(Box::new(envelope)).await
     }
 
     /// The same peer, with what it sends marked as related to `route`.
