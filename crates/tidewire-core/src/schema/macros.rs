@@ -183,6 +183,26 @@ macro_rules! request_marker {
             type Result = $result;
         }
     };
+    // A method whose params read themselves out of their parsed tree (`$from_value`).
+    ($(#[$meta:meta])* $name:ident, $method:literal, $params:ty, $result:ty, $from_value:path) => {
+        $(#[$meta])*
+        #[doc = ""]
+        #[doc = concat!("Method `", $method, "`: params [`", stringify!($params), "`], result [`", stringify!($result), "`].")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub struct $name;
+
+        impl $crate::schema::RequestType for $name {
+            const METHOD: &'static str = $method;
+            type Params = $params;
+            type Result = $result;
+
+            fn params_from_value(
+                params: serde_json::Value,
+            ) -> Result<Self::Params, serde_json::Error> {
+                $from_value(params)
+            }
+        }
+    };
 }
 
 /// Declares a method marker type implementing

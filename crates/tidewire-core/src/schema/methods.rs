@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{
@@ -22,16 +21,17 @@ use super::{
 use crate::jsonrpc::ErrorObject;
 
 /// Decodes `params` (absent or `null` reads as `{}`) into `T`, or explains what is wrong.
-fn decode_params<T: DeserializeOwned>(
+fn decode_params<T>(
     method: &str,
     params: Option<Value>,
+    from_value: fn(Value) -> Result<T, serde_json::Error>,
 ) -> Result<T, ErrorObject> {
     let value = match params {
         None | Some(Value::Null) => Value::Object(JsonObject::new()),
         Some(v) => v,
     };
     // serde quotes the value it could not read, which is the peer's text: only an excerpt.
-    serde_json::from_value(value).map_err(|e| {
+    from_value(value).map_err(|e| {
         let reason = crate::text::excerpt(&e.to_string());
         ErrorObject::invalid_params(format_args!("method `{method}`: {reason}"))
     })
@@ -73,7 +73,7 @@ macro_rules! method_enum {
             /// method. Absent params are read as `{}`.
             pub fn from_parts(method: &str, params: Option<Value>) -> Result<Self, ErrorObject> {
                 match method {
-                    $( <$marker as $kind>::METHOD => decode_params(method, params).map(Self::$variant), )+
+                    $( <$marker as $kind>::METHOD => decode_params(method, params, <$marker as $kind>::params_from_value).map(Self::$variant), )+
                     _ => Ok(Self::Other {
                         method: method.to_owned(),
                         params,

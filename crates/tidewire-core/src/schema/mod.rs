@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 #[macro_use]
 mod macros;
@@ -64,6 +65,17 @@ pub trait RequestType: Send + Sync + 'static {
     type Params: Serialize + DeserializeOwned + Send + Sync + 'static;
     /// The `result` member of a successful response.
     type Result: Serialize + DeserializeOwned + Send + Sync + 'static;
+
+    /// Reads the params out of the tree they were parsed into. The default goes through serde;
+    /// a method on the hot path (`tools/call`) moves its members out of the tree instead of
+    /// copying each object it holds into a new map. Either way the outcome is what
+    /// `serde_json::from_value` gives, errors included.
+    ///
+    /// # Errors
+    /// serde's, when `params` does not match [`Params`](Self::Params).
+    fn params_from_value(params: Value) -> Result<Self::Params, serde_json::Error> {
+        serde_json::from_value(params)
+    }
 }
 
 /// A notification method: its name and its parameter type.
@@ -72,4 +84,13 @@ pub trait NotificationType: Send + Sync + 'static {
     const METHOD: &'static str;
     /// The `params` member.
     type Params: Serialize + DeserializeOwned + Send + Sync + 'static;
+
+    /// Reads the params out of the tree they were parsed into, as
+    /// [`RequestType::params_from_value`] does.
+    ///
+    /// # Errors
+    /// serde's, when `params` does not match [`Params`](Self::Params).
+    fn params_from_value(params: Value) -> Result<Self::Params, serde_json::Error> {
+        serde_json::from_value(params)
+    }
 }

@@ -219,6 +219,53 @@ impl CallToolParams {
         }
         self
     }
+
+    /// Reads the params out of their parsed tree, moving each member: the arguments, the
+    /// answers and `_meta` stay the maps they were parsed into (serde would copy each into a new
+    /// map). The outcome is `serde_json::from_value`'s, errors included: the members are read
+    /// in the order serde meets them (the tree's, sorted), and unknown ones are ignored.
+    ///
+    /// # Errors
+    /// serde's, when a member has the wrong type or `name` is missing.
+    pub fn from_value(params: Value) -> Result<Self, serde_json::Error> {
+        let Value::Object(members) = params else {
+            return serde_json::from_value(params);
+        };
+        let mut params = Self::new(String::new());
+        let mut named = false;
+        for (key, value) in members {
+            match key.as_str() {
+                "_meta" => params.meta = object(value)?.map(Meta),
+                "arguments" => params.arguments = object(value)?,
+                "inputResponses" => params.input_responses = object(value)?,
+                "name" => {
+                    params.name = String::deserialize(value)?;
+                    named = true;
+                }
+                "requestState" => params.request_state = optional(value)?,
+                "task" => params.task = optional(value)?,
+                _ => {}
+            }
+        }
+        if named {
+            Ok(params)
+        } else {
+            Err(serde::de::Error::missing_field("name"))
+        }
+    }
+}
+
+/// An optional object member, moved out of the tree (`null` is absent, as for serde).
+fn object(member: Value) -> Result<Option<JsonObject>, serde_json::Error> {
+    match member {
+        Value::Object(map) => Ok(Some(map)),
+        other => optional(other),
+    }
+}
+
+/// An optional member of any type, read as serde reads an `Option` member.
+fn optional<T: serde::de::DeserializeOwned>(member: Value) -> Result<Option<T>, serde_json::Error> {
+    Option::<T>::deserialize(member)
 }
 
 /// Result of `tools/call`.
@@ -325,7 +372,8 @@ request_marker!(
     CallTool,
     "tools/call",
     CallToolParams,
-    CallToolResult
+    CallToolResult,
+    CallToolParams::from_value
 );
 
 #[cfg(test)]
@@ -333,6 +381,56 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Moving the members out of the tree reads what serde reads: the same params, or the same
+    /// error, for well-formed, odd and malformed params alike.
+    #[test]
+    fn call_params_read_from_the_tree_as_serde_reads_them() {
+        let cases = [
+            json!({"name": "echo"}),
+            json!({"name": "echo", "arguments": {"text": "hi", "n": [1, {"deep": null}]}}),
+            json!({
+                "name": "echo",
+                "arguments": {},
+                "task": {"ttl": 60000},
+                "inputResponses": {"q": {"action": "accept"}},
+                "requestState": "sealed",
+                "_meta": {"progressToken": 7, "io.modelcontextprotocol/clientInfo": {"name": "c"}},
+                "unknown": [1, 2],
+            }),
+            json!({"name": "echo", "arguments": null, "task": null, "_meta": null}),
+            json!({"name": "echo", "requestState": null, "inputResponses": null}),
+            json!({}),
+            json!({"arguments": {"a": 1}}),
+            json!({"name": 5}),
+            json!({"name": null}),
+            json!({"name": "echo", "arguments": [1, 2]}),
+            json!({"name": "echo", "arguments": "text"}),
+            json!({"name": "echo", "_meta": 3}),
+            json!({"name": "echo", "task": {"ttl": "soon"}}),
+            json!({"name": "echo", "requestState": {}}),
+            json!({"name": "echo", "inputResponses": true}),
+            json!({"_meta": 1, "name": 2}),
+            json!({"arguments": 1, "requestState": 2}),
+            json!(["echo"]),
+            json!(["echo", {"a": 1}, null, null, null, null]),
+            json!("echo"),
+            json!(null),
+            json!(12),
+        ];
+        for case in cases {
+            let moved = CallToolParams::from_value(case.clone()).map_err(|e| e.to_string());
+            let serde =
+                serde_json::from_value::<CallToolParams>(case.clone()).map_err(|e| e.to_string());
+            assert_eq!(moved, serde, "params {case}");
+        }
+        // And the call through the method enums takes this path.
+        let read = <CallTool as crate::schema::RequestType>::params_from_value(
+            json!({"name": "t", "arguments": {"k": "v"}}),
+        )
+        .expect("well-formed params");
+        assert_eq!(read.arguments, json!({"k": "v"}).as_object().cloned());
+    }
 
     #[test]
     fn tool_round_trip() {
