@@ -170,12 +170,10 @@ pub(crate) async fn deliver(
                     }
                 }));
             }
-            if session.inbox.push(Box::new(envelope)).await.is_err() {
+            let Some(engine_has_it) = session.hand_over(envelope).await else {
                 return session_not_found(&session.id);
-            }
+            };
             unsent.armed = false;
-            // Alone in the inbox, it is the engine's next message.
-            let engine_has_it = session.inbox.len() <= 1;
             let cursor = session.streams.attach(stream, None).unwrap_or(0);
             // A quick answer then leaves with the response head in one write.
             session

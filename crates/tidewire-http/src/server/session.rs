@@ -242,6 +242,14 @@ impl HttpSession {
         Ok(Some(routed))
     }
 
+    /// Hands a request that will be answered on a stream to the engine, and says whether the
+    /// engine has it at once: alone in the inbox, it is the engine's next message (the
+    /// `engine_has_it` of [`Streams::wait_for_event`]). `None` when the session has ended.
+    pub(crate) async fn hand_over(&self, envelope: Envelope) -> Option<bool> {
+        self.inbox.push(Box::new(envelope)).await.ok()?;
+        Some(self.inbox.len() <= 1)
+    }
+
     /// Whether the session has ended.
     pub(crate) fn is_closed(&self) -> bool {
         self.inbox.is_closed()

@@ -192,11 +192,9 @@ async fn deliver(
         id.clone(),
         ReplyTarget::Stream(stream),
     ));
-    if session.inbox.push(Box::new(envelope)).await.is_err() {
+    let Some(engine_has_it) = session.hand_over(envelope).await else {
         return ended(id);
-    }
-    // Alone in the inbox (a one-shot session's only message), it is the engine's next one.
-    let engine_has_it = session.inbox.len() <= 1;
+    };
     let cursor = session.streams.attach(stream, None).unwrap_or(0);
     if !sse {
         // JSON mode: nothing travels before the response, so the answer waits for it (a client

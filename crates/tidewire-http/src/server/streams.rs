@@ -494,10 +494,12 @@ impl Streams {
             })
         };
         let mut deadline = (!engine_has_it).then(|| tokio::time::Instant::now() + max);
+        // The stream's signal is its own for its life: fetched once, each turn locks the table
+        // only to read the state.
+        let Some(changed) = self.notifier(stream) else {
+            return;
+        };
         loop {
-            let Some(changed) = self.notifier(stream) else {
-                return;
-            };
             let notified = changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
