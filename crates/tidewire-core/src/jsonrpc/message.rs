@@ -230,7 +230,15 @@ impl Message {
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return Err(not_an_object(bytes));
         }
-        match serde_json::from_slice::<RawMessage>(bytes) {
+        // Checked once as a whole, the text is read as a `str`: serde would check each string in
+        // it on its own (JSON outside strings is ASCII, so the texts refused are the same).
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            DecodeFailure::Syntax(format!(
+                "the message is not UTF-8 text (an invalid byte at offset {})",
+                e.valid_up_to()
+            ))
+        })?;
+        match serde_json::from_str::<RawMessage>(text) {
             Ok(raw) => raw.classify().map_err(DecodeFailure::Invalid),
             Err(e) => Err(typed_failure(&e, bytes)),
         }
@@ -409,6 +417,34 @@ mod tests {
         ));
         let ok = br#" {"jsonrpc":"2.0","id":1,"method":"ping"}"#;
         assert!(Message::from_slice(ok).is_ok());
+    }
+
+    /// A message is UTF-8 text: a byte that is not (in a string, a key or anywhere else) makes
+    /// a parse error, as it did when serde checked each string; text that is UTF-8 reads as
+    /// before, escapes and characters outside ASCII alike.
+    #[test]
+    fn text_that_is_not_utf8_is_a_parse_error() {
+        for bad in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffing\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"\xc3\":1}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\xe2\x82",
+            b"{\xed\xa0\x80}",
+        ] {
+            assert!(
+                matches!(Message::from_slice(bad), Err(DecodeFailure::Syntax(_))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let text = r#"{"jsonrpc":"2.0","id":"é","method":"tools/call","params":{"name":"naïve \u00e9 \ud83d\ude00 😀"}}"#;
+        let Ok(Message::Request(request)) = Message::from_slice(text.as_bytes()) else {
+            panic!("a UTF-8 message reads");
+        };
+        assert_eq!(request.id, RequestId::from("é"));
+        assert_eq!(
+            request.params,
+            Some(serde_json::json!({"name": "naïve é 😀 😀"}))
+        );
     }
 
     /// The scope bypass of issue 26: a `tools/call` naming its tool twice meant one tool to a
