@@ -1,5 +1,8 @@
 //! Progress values, and the guards that keep reported progress rising.
 
+use std::cell::RefCell;
+
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::jsonrpc::ProgressToken;
@@ -103,30 +106,70 @@ impl ProgressWire<'_> {
     /// Only what `serde_json` reports for a value it cannot write (none of these types fails
     /// into a `Vec`).
     pub(crate) fn notification_text(&self) -> Result<Vec<u8>, serde_json::Error> {
-        const HEAD: &[u8] =
-            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"#;
+        let mut out = Vec::with_capacity(
+            HEAD.len() + 64 + self.progress.message.as_ref().map_or(0, |m| m.len() + 16),
+        );
+        self.frame_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// The same text for one owner (a request's own stream, which sends it and keeps no copy):
+    /// framed in a buffer the thread keeps, it leaves as one exact-size copy, so the report
+    /// allocates once ([`notification_text`](Self::notification_text) costs its `Vec` and the
+    /// shared header of the `Bytes` made of it). Text that is also kept (the session era's
+    /// event store clones it) is better made from the `Vec`: a copy's first clone allocates
+    /// that header anyway.
+    ///
+    /// # Errors
+    /// As [`notification_text`](Self::notification_text).
+    pub(crate) fn notification_bytes(&self) -> Result<Bytes, serde_json::Error> {
+        SCRATCH.with(|scratch| {
+            let mut out = scratch.borrow_mut();
+            out.clear();
+            let framed = self
+                .frame_into(&mut out)
+                .map(|()| Bytes::copy_from_slice(&out));
+            if out.capacity() > SCRATCH_KEPT {
+                // A report with a long message does not leave its buffer behind for good.
+                *out = Vec::new();
+            }
+            framed
+        })
+    }
+
+    fn frame_into(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let Progress {
             progress,
             total,
             message,
         } = self.progress;
-        let mut out =
-            Vec::with_capacity(HEAD.len() + 64 + message.as_ref().map_or(0, |m| m.len() + 16));
         out.extend_from_slice(HEAD);
-        serde_json::to_writer(&mut out, self.token)?;
+        serde_json::to_writer(&mut *out, self.token)?;
         out.extend_from_slice(br#","progress":"#);
-        serde_json::to_writer(&mut out, &WireNumber(*progress))?;
+        serde_json::to_writer(&mut *out, &WireNumber(*progress))?;
         if let Some(total) = total {
             out.extend_from_slice(br#","total":"#);
-            serde_json::to_writer(&mut out, &WireNumber(*total))?;
+            serde_json::to_writer(&mut *out, &WireNumber(*total))?;
         }
         if let Some(message) = message {
             out.extend_from_slice(br#","message":"#);
-            serde_json::to_writer(&mut out, message)?;
+            serde_json::to_writer(&mut *out, message)?;
         }
         out.extend_from_slice(b"}}");
-        Ok(out)
+        Ok(())
     }
+}
+
+/// What every progress notification starts with, up to its token.
+const HEAD: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"#;
+
+/// The most a thread's framing buffer keeps between reports, in bytes.
+const SCRATCH_KEPT: usize = 16 * 1024;
+
+thread_local! {
+    /// Where this thread frames progress notifications ([`ProgressWire::notification_text`]).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The largest integer an `f64` holds exactly (2^53).
@@ -325,7 +368,19 @@ mod tests {
             total: None,
             message: None,
         };
-        for progress in samples().iter().chain([&not_finite]) {
+        // A long message, between short ones: each text is framed afresh in the thread's
+        // buffer, which does not keep the long one's size.
+        let long = Progress {
+            progress: 3.0,
+            total: None,
+            message: Some("x".repeat(3 * SCRATCH_KEPT)),
+        };
+        let samples = samples();
+        for progress in [&long]
+            .into_iter()
+            .chain(samples.iter())
+            .chain([&not_finite])
+        {
             for token in [
                 ProgressToken::from("t"),
                 ProgressToken::from("a \"quoted\"\n token"),
@@ -345,6 +400,13 @@ mod tests {
                 assert_eq!(
                     String::from_utf8_lossy(&by_hand),
                     String::from_utf8_lossy(&by_serde)
+                );
+                let for_one = wire.notification_bytes().expect("writes");
+                assert_eq!(for_one, by_serde);
+                let kept = SCRATCH.with(|scratch| scratch.borrow().capacity());
+                assert!(
+                    kept <= SCRATCH_KEPT,
+                    "the framing buffer keeps {kept} bytes"
                 );
             }
         }

@@ -390,16 +390,17 @@ impl InFlight {
         }
         // Written straight from the report and the token: no `Value` tree, no copy; the
         // transport sends the bytes as they are.
-        let frame = |progress: &Progress| {
-            ProgressWire { token, progress }
-                .notification_text()
-                .map_err(|_| ProgressError::Closed)
-        };
         let peer = match &self.outlet {
             Outlet::Peer(peer) => peer,
             Outlet::Stream(stream) => {
+                let text = ProgressWire {
+                    token,
+                    progress: &progress,
+                }
+                .notification_bytes()
+                .map_err(|_| ProgressError::Closed)?;
                 let bytes = stream
-                    .within_limit(frame(&progress)?)
+                    .within_limit(text)
                     .map_err(|e| too_large(&e).unwrap_or(ProgressError::Closed))?;
                 // Room first, then admit and send under the guard, without an `.await` between:
                 // what is admitted first is sent first.
@@ -417,7 +418,12 @@ impl InFlight {
         {
             progress.message = None;
         }
-        let wire = frame(&progress)?;
+        let wire = ProgressWire {
+            token,
+            progress: &progress,
+        }
+        .notification_text()
+        .map_err(|_| ProgressError::Closed)?;
         // Refused before it is admitted, so a shorter report of the same value may follow.
         if let Some(limit) = peer.transport_profile().max_message_size
             && wire.len() > limit

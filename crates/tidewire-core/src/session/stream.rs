@@ -123,11 +123,11 @@ impl RequestStream {
             reason,
         };
         let out = wire_notification(method, params).map_err(|e| invalid(e.to_string()))?;
-        self.within_limit(out)
+        self.within_limit(Bytes::from(out))
     }
 
     /// A message's JSON text, made by the caller, as bytes to send, within the size limit.
-    pub(crate) fn within_limit(&self, out: Vec<u8>) -> Result<Bytes, SessionError> {
+    pub(crate) fn within_limit(&self, out: Bytes) -> Result<Bytes, SessionError> {
         if out.len() > self.max_message_size {
             return Err(SessionError::Transport(TransportError::too_large(
                 out.len(),
@@ -135,7 +135,7 @@ impl RequestStream {
                 false,
             )));
         }
-        Ok(Bytes::from(out))
+        Ok(out)
     }
 
     /// True once the transport has dropped the other end.
