@@ -4,18 +4,19 @@
 // handlers flat, and it is built once per refused request, never on the happy path.
 #![allow(clippy::result_large_err)]
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tidewire_core::ProtocolVersion;
 use tidewire_core::http::reply as http_reply;
 use tidewire_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
 
-/// `MCP-Protocol-Version`.
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `MCP-Protocol-Version`. The header names are made once, as `HeaderName`s: a lookup by
+/// `&str` checks and lowers the name's every byte first.
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Mcp-Session-Id`.
 pub(crate) use tidewire_core::http::sessions::SESSION_ID_HEADER as SESSION_ID;
 /// `Last-Event-ID`.
-pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// An HTTP error answer with an id-less JSON-RPC error body.
 pub(crate) fn error(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
@@ -218,7 +219,7 @@ mod tests {
             protocol_version(&HeaderMap::new()).ok(),
             Some(ProtocolVersion::V2025_03_26)
         );
-        assert!(protocol_version(&headers(&[(PROTOCOL_VERSION, "1999-01-01")])).is_err());
+        assert!(protocol_version(&headers(&[("mcp-protocol-version", "1999-01-01")])).is_err());
         assert!(
             check_content_type(&headers(&[(
                 "content-type",

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tidewire_core::jsonrpc::{
@@ -45,8 +45,8 @@ use super::sse_body::{EndOnDrop, sse_from};
 use super::state::{State, StatelessSlot, server_busy};
 use tidewire_core::http::HttpRequestInfo;
 
-const MCP_METHOD: &str = "mcp-method";
-const MCP_NAME: &str = "mcp-name";
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// Serves one POST of the stateless wire.
 pub(crate) async fn post(
