@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::Response;
 use bytes::Bytes;
 
@@ -103,6 +103,11 @@ pub fn replay(stream: StreamId, events: &[StoredEvent]) -> Response {
     with_sse_headers(Response::new(Body::from(body)))
 }
 
+/// Asks a proxy (nginx) not to buffer the stream. A `HeaderName` made once: inserting by `&str`
+/// checks and lowers the name's every byte first.
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// `response` as an event stream: its content type, no caching, no proxy buffering.
 pub(crate) fn with_sse_headers(mut response: Response) -> Response {
     // Sized for what goes in: a long-lived stream keeps its response head.
     let mut headers = HeaderMap::with_capacity(3);
@@ -111,7 +116,7 @@ pub(crate) fn with_sse_headers(mut response: Response) -> Response {
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
     *response.headers_mut() = headers;
     response
 }
