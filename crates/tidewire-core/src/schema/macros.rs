@@ -168,39 +168,34 @@ macro_rules! impl_has_meta {
     };
 }
 
-/// Declares a method marker type implementing [`RequestType`](crate::schema::RequestType).
+/// Declares a method marker type implementing [`RequestType`](crate::schema::RequestType); a
+/// fifth argument names the function that reads its params out of their parsed tree
+/// ([`RequestType::params_from_value`](crate::schema::RequestType::params_from_value)).
 macro_rules! request_marker {
     ($(#[$meta:meta])* $name:ident, $method:literal, $params:ty, $result:ty) => {
-        $(#[$meta])*
-        #[doc = ""]
-        #[doc = concat!("Method `", $method, "`: params [`", stringify!($params), "`], result [`", stringify!($result), "`].")]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-        pub struct $name;
-
-        impl $crate::schema::RequestType for $name {
-            const METHOD: &'static str = $method;
-            type Params = $params;
-            type Result = $result;
-        }
+        request_marker!(@marker $(#[$meta])* $name, $method, $params, $result, {});
     };
-    // A method whose params read themselves out of their parsed tree (`$from_value`).
     ($(#[$meta:meta])* $name:ident, $method:literal, $params:ty, $result:ty, $from_value:path) => {
-        $(#[$meta])*
-        #[doc = ""]
-        #[doc = concat!("Method `", $method, "`: params [`", stringify!($params), "`], result [`", stringify!($result), "`].")]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-        pub struct $name;
-
-        impl $crate::schema::RequestType for $name {
-            const METHOD: &'static str = $method;
-            type Params = $params;
-            type Result = $result;
-
+        request_marker!(@marker $(#[$meta])* $name, $method, $params, $result, {
             fn params_from_value(
                 params: serde_json::Value,
             ) -> Result<Self::Params, serde_json::Error> {
                 $from_value(params)
             }
+        });
+    };
+    (@marker $(#[$meta:meta])* $name:ident, $method:literal, $params:ty, $result:ty, { $($read:tt)* }) => {
+        $(#[$meta])*
+        #[doc = ""]
+        #[doc = concat!("Method `", $method, "`: params [`", stringify!($params), "`], result [`", stringify!($result), "`].")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub struct $name;
+
+        impl $crate::schema::RequestType for $name {
+            const METHOD: &'static str = $method;
+            type Params = $params;
+            type Result = $result;
+            $($read)*
         }
     };
 }
