@@ -168,7 +168,7 @@ const HEAD: &[u8] =
 const SCRATCH_KEPT: usize = 16 * 1024;
 
 thread_local! {
-    /// Where this thread frames progress notifications ([`ProgressWire::notification_text`]).
+    /// Where this thread frames progress notifications ([`ProgressWire::notification_bytes`]).
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 

@@ -223,7 +223,7 @@ impl CallToolParams {
     /// Reads the params out of their parsed tree, moving each member: the arguments, the
     /// answers and `_meta` stay the maps they were parsed into (serde would copy each into a new
     /// map). The outcome is `serde_json::from_value`'s, errors included: the members are read
-    /// in the order serde meets them (the tree's, sorted), and unknown ones are ignored.
+    /// in the order serde meets them (the map's own), and unknown ones are ignored.
     ///
     /// # Errors
     /// serde's, when a member has the wrong type or `name` is missing.

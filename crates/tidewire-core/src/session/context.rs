@@ -388,8 +388,8 @@ impl InFlight {
         if self.cancel.is_cancelled() {
             return Err(ProgressError::Cancelled);
         }
-        // Written straight from the report and the token: no `Value` tree, no copy; the
-        // transport sends the bytes as they are.
+        // Written straight from the report and the token, with no `Value` tree; the transport
+        // sends the bytes as they are.
         let peer = match &self.outlet {
             Outlet::Peer(peer) => peer,
             Outlet::Stream(stream) => {
