@@ -3,7 +3,11 @@
 //! shapes the answer; these find the handler and run it.
 
 use std::collections::HashMap;
+use std::future::{Future, ready};
 use std::sync::Arc;
+
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, Either};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -17,6 +21,7 @@ use tidewire_core::transport::Principal;
 
 use crate::context::{Context, ServerInner};
 use crate::error::ToolError;
+use crate::registry::ToolEntry;
 use crate::tasks::{TaskCall, TaskOptIn, TaskRecord};
 
 /// What a tool call came to: its result, or a task that goes on without the request.
@@ -36,30 +41,55 @@ pub(crate) enum Called {
 /// `-32602` for an unknown tool; `-32003` when the principal lacks a scope the tool needs
 /// (`ServerBuilder::tool_scopes`); the handler's protocol errors; a task refused by a tool that
 /// requires one.
-pub(crate) async fn call_tool(
+///
+/// The lookup and the checks run when the call is made; the future returned only runs the
+/// handler (a plain call's future is the handler's own, so every caller's future stays small).
+pub(crate) fn call_tool(
     params: CallToolParams,
     ctx: Context,
     opt_in: TaskOptIn,
-) -> Result<Called, ErrorObject> {
+) -> impl Future<Output = Result<Called, ErrorObject>> + Send + 'static {
     let server = ctx.shared().clone();
     let Some(entry) = server.tools.get(&params.name) else {
-        return Err(ErrorObject::invalid_params(format!(
-            "unknown tool: {}",
-            excerpt(&params.name)
-        )));
+        return Either::Right(Either::Right(ready(Err(ErrorObject::invalid_params(
+            format!("unknown tool: {}", excerpt(&params.name)),
+        )))));
     };
-    if let Some(needed) = server.tool_scopes.get(&params.name) {
-        require(needed, ctx.auth(), || format!("the tool {}", params.name))?;
+    if let Some(needed) = server.tool_scopes.get(&params.name)
+        && let Err(error) = require(needed, ctx.auth(), || format!("the tool {}", params.name))
+    {
+        return Either::Right(Either::Right(ready(Err(error))));
     }
     let args = Value::Object(params.arguments.unwrap_or_default());
     let support = entry.tool.task_support();
     let deferred = server.deferred_tasks.contains(&params.name);
     if support == TaskSupport::Forbidden && !deferred {
-        return settle((entry.handler)(args, ctx).await).map(Called::Result);
+        let handler = (entry.handler)(args, ctx);
+        return Either::Left(handler.map(|outcome| settle(outcome).map(Called::Result)));
     }
+    // A call that may become a task (rarer, and its future larger: the task's start, the race
+    // with the handler) runs boxed.
+    let task: BoxFuture<'static, _> = Box::pin(async move {
+        call_as_task(&server, &entry, &params.name, args, ctx, opt_in, deferred).await
+    });
+    Either::Right(Either::Left(task))
+}
+
+/// [`call_tool`] for a tool that may run as a task: started as one when the client asks and
+/// the tool allows it (or, deferred, when the handler decides to).
+async fn call_as_task(
+    server: &ServerInner,
+    entry: &ToolEntry<Context>,
+    name: &str,
+    args: Value,
+    ctx: Context,
+    opt_in: TaskOptIn,
+    deferred: bool,
+) -> Result<Called, ErrorObject> {
+    let support = entry.tool.task_support();
     let call = Arc::new(TaskCall::new(
         server.tasks.clone(),
-        &params.name,
+        name,
         ctx.cancel_policy(),
         opt_in,
     ));

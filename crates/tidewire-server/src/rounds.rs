@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -294,8 +295,14 @@ impl Rounds {
     }
 
     /// Runs `handler` until it finishes, or until it waits with a question outstanding.
-    pub(crate) async fn run<T>(&self, handler: impl Future<Output = T>) -> Outcome<T> {
-        let mut handler = std::pin::pin!(handler);
+    ///
+    /// The handler is pinned where the caller keeps it: taken by value, it would be held twice
+    /// in this future (as the argument and as the pinned local), and again in every async
+    /// caller that passes it on, which made a stateless request's future 6 KiB.
+    pub(crate) async fn run<T, F: Future<Output = T>>(
+        &self,
+        mut handler: Pin<&mut F>,
+    ) -> Outcome<T> {
         std::future::poll_fn(|cx| {
             if let Poll::Ready(value) = handler.as_mut().poll(cx) {
                 return Poll::Ready(Outcome::Done(value));
@@ -555,21 +562,21 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(300), async move {
             let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
             assert!(matches!(
-                first.run(handler(&first)).await,
+                first.run(std::pin::pin!(handler(&first))).await,
                 Outcome::NeedInput
             ));
             let state = asked_for(&first, &["first"]);
 
             let second = retry(&state, json!({"first": accept(), "unasked": accept()}));
             assert!(matches!(
-                second.run(handler(&second)).await,
+                second.run(std::pin::pin!(handler(&second))).await,
                 Outcome::NeedInput
             ));
             let state = asked_for(&second, &["elicitation-2"]);
 
             // The first answer travels in the state; only the second is sent now.
             let third = retry(&state, json!({"elicitation-2": accept()}));
-            match third.run(handler(&third)).await {
+            match third.run(std::pin::pin!(handler(&third))).await {
                 Outcome::Done(text) => assert_eq!(text, "done"),
                 Outcome::NeedInput => panic!("every question was answered"),
             }
@@ -582,7 +589,7 @@ mod tests {
     async fn a_missing_or_malformed_answer_asks_again() {
         tokio::time::timeout(std::time::Duration::from_secs(300), async move {
             let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
-            let _ = first.run(handler(&first)).await;
+            let _ = first.run(std::pin::pin!(handler(&first))).await;
             let state = first
                 .input_required()
                 .expect("seals")
@@ -591,7 +598,10 @@ mod tests {
             for responses in [json!({}), json!({"first": 12345}), json!({"first": null})] {
                 let again = retry(&state, responses.clone());
                 assert!(
-                    matches!(again.run(handler(&again)).await, Outcome::NeedInput),
+                    matches!(
+                        again.run(std::pin::pin!(handler(&again))).await,
+                        Outcome::NeedInput
+                    ),
                     "{responses}"
                 );
                 let asked = again.input_required().expect("seals");
@@ -606,7 +616,7 @@ mod tests {
     async fn tampered_foreign_and_expired_state_is_refused() {
         tokio::time::timeout(std::time::Duration::from_secs(300), async move {
             let first = Rounds::begin(policy(), binding(), None, None).expect("begins");
-            let _ = first.run(handler(&first)).await;
+            let _ = first.run(std::pin::pin!(handler(&first))).await;
             let state = first
                 .input_required()
                 .expect("seals")
@@ -646,7 +656,7 @@ mod tests {
             let mut short = policy();
             Arc::make_mut(&mut short).ttl = Duration::ZERO;
             let soon = Rounds::begin(short.clone(), binding(), None, None).expect("begins");
-            let _ = soon.run(handler(&soon)).await;
+            let _ = soon.run(std::pin::pin!(handler(&soon))).await;
             let old = soon
                 .input_required()
                 .expect("seals")
@@ -681,7 +691,10 @@ mod tests {
                 };
                 futures::join!(a, b);
             };
-            assert!(matches!(rounds.run(both).await, Outcome::NeedInput));
+            assert!(matches!(
+                rounds.run(std::pin::pin!(both)).await,
+                Outcome::NeedInput
+            ));
             let asked = rounds.input_required().expect("seals");
             assert_eq!(asked.input_requests.expect("asks").len(), 2);
         })
@@ -696,7 +709,7 @@ mod tests {
             let rounds = Rounds::begin(policy(), binding(), None, responses.as_object().cloned())
                 .expect("begins");
             assert!(matches!(
-                rounds.run(handler(&rounds)).await,
+                rounds.run(std::pin::pin!(handler(&rounds))).await,
                 Outcome::NeedInput
             ));
             let asked = rounds.input_required().expect("seals");

@@ -12,6 +12,7 @@ mod headers;
 mod listen;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -92,7 +93,9 @@ async fn answer(
     let meta = RequestMeta::from_meta(ctx.meta())?;
     let method = request.method;
     let context = |ctx, call| Context::stateless(ctx, server.clone(), connection.clone(), call);
-    let result = match StatelessRequest::from_parts(&method, request.params)? {
+    // Decoded before the match: a scrutinee's temporaries live through every arm's awaits.
+    let decoded = StatelessRequest::from_parts(&method, request.params)?;
+    let result = match decoded {
         StatelessRequest::Discover(_) => reply(discover(server))?,
         StatelessRequest::ListTools(params) => listed::<ListToolsResult>(server, &params)?,
         StatelessRequest::ListResources(params) => listed::<ListResourcesResult>(server, &params)?,
@@ -129,7 +132,8 @@ async fn answer(
                 tool_errors_fail: false,
                 requester: None,
             };
-            let handler = calls::call_tool(params, context(ctx, call.clone()), opt_in);
+            let handler =
+                std::pin::pin!(calls::call_tool(params, context(ctx, call.clone()), opt_in));
             match round(&call, handler).await? {
                 Some(Called::Result(result)) => return Ok(Draft::Tool(result)),
                 Some(Called::Task(record)) => reply(StartedTask::from(record.state()))?,
@@ -145,7 +149,8 @@ async fn answer(
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
-            let handler = calls::read_resource(params.uri, context(ctx, call.clone()));
+            let handler =
+                std::pin::pin!(calls::read_resource(params.uri, context(ctx, call.clone())));
             match round(&call, handler).await {
                 Ok(Some(result)) => {
                     let mut result = reply(result)?;
@@ -177,7 +182,7 @@ async fn answer(
                 params.request_state.take(),
                 params.input_responses.take(),
             )?;
-            let handler = calls::get_prompt(params, context(ctx, call.clone()));
+            let handler = std::pin::pin!(calls::get_prompt(params, context(ctx, call.clone())));
             match round(&call, handler).await? {
                 Some(result) => reply(result)?,
                 None => input_required(&call)?,
@@ -189,33 +194,31 @@ async fn answer(
         }
         // Its result is already in final form (its `_meta` names the subscription).
         StatelessRequest::Listen(params) => {
-            let tasks = meta.capabilities.has_extension(TASKS_EXTENSION);
-            return listen::listen(server, params, &ctx, tasks)
+            let tasks = declares_tasks(meta);
+            // Boxed, as every rarer arm that awaits: the largest arm sizes every request's
+            // future, and it should be a tool call's.
+            return Box::pin(listen::listen(server, params, &ctx, tasks))
                 .await
                 .map(Draft::Final);
         }
         StatelessRequest::GetTask(params) => {
-            tasks_declared(&meta)?;
+            tasks_declared(meta)?;
             let owner = principal(&ctx);
-            let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
+            let record = Box::pin(server.tasks.find(&params.task_id, owner.as_deref())).await?;
             reply(record.details())?
         }
         StatelessRequest::UpdateTask(params) => {
-            tasks_declared(&meta)?;
+            tasks_declared(meta)?;
             let owner = principal(&ctx);
             let tasks = &server.tasks;
-            tasks
-                .answer(&params.task_id, owner.as_deref(), params.input_responses)
+            Box::pin(tasks.answer(&params.task_id, owner.as_deref(), params.input_responses))
                 .await?;
             reply(TaskAck::default())?
         }
         StatelessRequest::CancelTask(params) => {
-            tasks_declared(&meta)?;
+            tasks_declared(meta)?;
             let owner = principal(&ctx);
-            server
-                .tasks
-                .cancel(&params.task_id, owner.as_deref())
-                .await?;
+            Box::pin(server.tasks.cancel(&params.task_id, owner.as_deref())).await?;
             reply(TaskAck::default())?
         }
         StatelessRequest::ListSkills(params) => hinted(server, skills::list(server, &params)?)?,
@@ -335,9 +338,10 @@ fn retryable(
 }
 
 /// Runs a retryable handler for one round: its result, or `None` when it waits for answers.
-async fn round<T>(
+/// The handler stays pinned where the caller keeps it (see [`Rounds::run`]).
+async fn round<T, F: Future<Output = Result<T, ErrorObject>>>(
     call: &StatelessCall,
-    handler: impl Future<Output = Result<T, ErrorObject>>,
+    handler: Pin<&mut F>,
 ) -> Result<Option<T>, ErrorObject> {
     let Some(rounds) = &call.rounds else {
         return handler.await.map(Some);
@@ -358,11 +362,17 @@ fn input_required(call: &StatelessCall) -> Result<Value, ErrorObject> {
 
 /// `-32021` unless the request declares the tasks extension: `tasks/*` answer only those that
 /// do, before looking the task up.
-fn tasks_declared(meta: &RequestMeta) -> Result<(), ErrorObject> {
-    if meta.capabilities.has_extension(TASKS_EXTENSION) {
+fn tasks_declared(meta: RequestMeta) -> Result<(), ErrorObject> {
+    if declares_tasks(meta) {
         return Ok(());
     }
     Err(TaskRefused::missing_extension().into_error())
+}
+
+/// Whether the request declares the tasks extension. It takes the request's `_meta`, which the
+/// arms that ask need no more: kept until their awaits, it would size every request's future.
+fn declares_tasks(meta: RequestMeta) -> bool {
+    meta.capabilities.has_extension(TASKS_EXTENSION)
 }
 
 fn principal(ctx: &RequestContext) -> Option<String> {
