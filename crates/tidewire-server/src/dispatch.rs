@@ -47,7 +47,10 @@ impl ConnectionHandler {
         ctx: RequestContext,
     ) -> Result<Served, ErrorObject> {
         let server = &self.server;
-        let tree = match ClientRequest::from_parts(&request.method, request.params)? {
+        // Decoded before the match: a scrutinee's temporaries live through every arm's awaits,
+        // and a `ClientRequest` is large.
+        let decoded = ClientRequest::from_parts(&request.method, request.params)?;
+        let tree = match decoded {
             ClientRequest::Initialize(params) => match ctx.peer() {
                 Some(peer) => reply(self.initialize(params, peer)),
                 None => Err(ErrorObject::internal("initialize outside a session")),
@@ -88,61 +91,74 @@ impl ConnectionHandler {
                     }
                 };
             }
+            // The task arms run boxed: the largest arm sizes the future of every request.
             ClientRequest::GetTask(params) => {
-                let owner = principal(&ctx);
-                let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
-                let mut result = TaskResult::from(record.task());
-                result.meta = record.progress_meta();
-                reply(result)
+                Box::pin(async {
+                    let owner = principal(&ctx);
+                    let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
+                    let mut result = TaskResult::from(record.task());
+                    result.meta = record.progress_meta();
+                    reply(result)
+                })
+                .await
             }
             ClientRequest::GetTaskPayload(params) => {
-                let owner = principal(&ctx);
-                let record = server
-                    .tasks
-                    .ended(&params.task_id, owner.as_deref())
-                    .await?;
-                task_payload(&record)
+                Box::pin(async {
+                    let owner = principal(&ctx);
+                    let record = server
+                        .tasks
+                        .ended(&params.task_id, owner.as_deref())
+                        .await?;
+                    task_payload(&record)
+                })
+                .await
             }
             ClientRequest::ListTasks(params) => {
-                let owner = principal(&ctx);
-                let page = server.page_size;
-                let after = params.cursor.as_deref();
-                // A cursor is the id of the last task of a page this principal saw.
-                if let Some(cursor) = after
-                    && server.tasks.find(cursor, owner.as_deref()).await.is_err()
-                {
-                    return Err(ErrorObject::invalid_params(format!(
-                        "invalid cursor {:?}",
-                        excerpt(cursor)
-                    )));
-                }
-                let mut records = server.tasks.list(owner.as_deref(), after, page + 1).await?;
-                let more = records.len() > page;
-                records.truncate(page);
-                let mut result = ListTasksResult {
-                    tasks: records.iter().map(TaskRecord::task).collect(),
-                    ..ListTasksResult::default()
-                };
-                if more {
-                    result.next_cursor = records.last().map(|r| r.id.clone());
-                }
-                reply(result)
+                Box::pin(async {
+                    let owner = principal(&ctx);
+                    let page = server.page_size;
+                    let after = params.cursor.as_deref();
+                    // A cursor is the id of the last task of a page this principal saw.
+                    if let Some(cursor) = after
+                        && server.tasks.find(cursor, owner.as_deref()).await.is_err()
+                    {
+                        return Err(ErrorObject::invalid_params(format!(
+                            "invalid cursor {:?}",
+                            excerpt(cursor)
+                        )));
+                    }
+                    let mut records = server.tasks.list(owner.as_deref(), after, page + 1).await?;
+                    let more = records.len() > page;
+                    records.truncate(page);
+                    let mut result = ListTasksResult {
+                        tasks: records.iter().map(TaskRecord::task).collect(),
+                        ..ListTasksResult::default()
+                    };
+                    if more {
+                        result.next_cursor = records.last().map(|r| r.id.clone());
+                    }
+                    reply(result)
+                })
+                .await
             }
             ClientRequest::CancelTask(params) => {
-                let owner = principal(&ctx);
-                let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
-                if record.is_terminal() {
-                    return Err(ErrorObject::invalid_params(format!(
-                        "task {} has already ended ({})",
-                        excerpt(&record.id),
-                        record.status.as_str()
-                    )));
-                }
-                let record = server
-                    .tasks
-                    .cancel(&params.task_id, owner.as_deref())
-                    .await?;
-                reply(TaskResult::from(record.task()))
+                Box::pin(async {
+                    let owner = principal(&ctx);
+                    let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
+                    if record.is_terminal() {
+                        return Err(ErrorObject::invalid_params(format!(
+                            "task {} has already ended ({})",
+                            excerpt(&record.id),
+                            record.status.as_str()
+                        )));
+                    }
+                    let record = server
+                        .tasks
+                        .cancel(&params.task_id, owner.as_deref())
+                        .await?;
+                    reply(TaskResult::from(record.task()))
+                })
+                .await
             }
             ClientRequest::ReadResource(params) => {
                 reply(calls::read_resource(params.uri, self.context(ctx)).await?)
