@@ -52,6 +52,7 @@ mod session_post;
 mod sse_body;
 mod state;
 mod stateless;
+mod stream_table;
 mod streams;
 
 use std::sync::Arc;

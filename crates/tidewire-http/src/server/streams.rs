@@ -14,7 +14,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 pub(crate) use super::event_store::StreamId;
-use super::event_store::{EventStore, StoredEvent, StreamTable};
+use super::event_store::{EventStore, StoredEvent};
+use super::stream_table::{Finishing, Table};
 
 /// The standalone stream, opened by GET.
 pub(crate) const STANDALONE: StreamId = 0;
@@ -83,6 +84,16 @@ impl Stream {
     }
 }
 
+impl Finishing for Stream {
+    fn finished_at(&self) -> Option<Instant> {
+        self.finished_at
+    }
+
+    fn attached(&self) -> bool {
+        self.attached
+    }
+}
+
 /// The session already holds its most streams, each with a request in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TooManyStreams(pub(crate) usize);
@@ -101,7 +112,7 @@ enum Admit {
 pub(crate) struct Streams {
     session: Arc<str>,
     store: Arc<dyn EventStore>,
-    inner: Mutex<StreamTable<Stream>>,
+    inner: Mutex<Table<Stream>>,
     next_id: Mutex<StreamId>,
     /// Events a writer may run ahead of the stream's reader before it waits.
     window: u64,
@@ -131,7 +142,7 @@ impl Streams {
         patience: Duration,
         max_streams: usize,
     ) -> Self {
-        let mut streams = StreamTable::default();
+        let mut streams = Table::default();
         streams.insert(STANDALONE, Stream::new());
         Self {
             session,
@@ -145,7 +156,7 @@ impl Streams {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, StreamTable<Stream>> {
+    fn lock(&self) -> MutexGuard<'_, Table<Stream>> {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -156,7 +167,7 @@ impl Streams {
     /// a request in flight, the new one is refused.
     pub(crate) fn open(&self) -> Result<StreamId, TooManyStreams> {
         let mut streams = self.lock();
-        for gone in expire_finished(&mut streams) {
+        for gone in streams.expire(FINISHED_KEPT, FINISHED_GRACE) {
             self.forget_later(Some(gone));
         }
         // The standalone stream does not count.
@@ -360,7 +371,8 @@ impl Streams {
                 return;
             }
             s.finished_at = Some(Instant::now());
-            expire_finished(&mut streams)
+            streams.note_finished(stream);
+            streams.expire(FINISHED_KEPT, FINISHED_GRACE)
         };
         for gone in expired {
             self.store.forget(&self.session, Some(gone)).await;
@@ -370,7 +382,7 @@ impl Streams {
     /// Forgets the finished POST streams whose grace is over (the session reaper calls this, so
     /// an idle session does not keep them until it expires).
     pub(crate) fn expire(&self) {
-        let expired = expire_finished(&mut self.lock());
+        let expired = self.lock().expire(FINISHED_KEPT, FINISHED_GRACE);
         for gone in expired {
             self.forget_later(Some(gone));
         }
@@ -563,58 +575,6 @@ impl Streams {
             }
         }
     }
-}
-
-/// Removes the finished POST streams past their grace, and the oldest past [`FINISHED_KEPT`],
-/// unless a reader is on them; returns them (for the store to forget).
-///
-/// Called as every POST stream opens and finishes, so the two usual answers allocate nothing:
-/// nothing is due (one pass), or, once a session keeps its most, the one oldest stream no
-/// reader is on goes (a second pass).
-fn expire_finished(streams: &mut StreamTable<Stream>) -> impl Iterator<Item = StreamId> + use<> {
-    // One subtraction, then a comparison per stream (a `duration_since` per stream was a
-    // thousand instructions a request for a session keeping its most).
-    let cutoff = Instant::now().checked_sub(FINISHED_GRACE);
-    let stale = |at: &Instant| cutoff.is_some_and(|cutoff| *at <= cutoff);
-    let (count, any_stale) = streams
-        .values()
-        .filter_map(|s| s.finished_at)
-        .fold((0, false), |(count, any), at| {
-            (count + 1, any || stale(&at))
-        });
-    if count <= FINISHED_KEPT && !any_stale {
-        return None.into_iter().chain(Vec::new());
-    }
-    if count == FINISHED_KEPT + 1 && !any_stale {
-        let oldest = streams
-            .iter()
-            .filter(|(_, s)| !s.attached)
-            .filter_map(|(id, s)| s.finished_at.map(|at| (at, *id)))
-            .min()
-            .map(|(_, id)| id);
-        if let Some(id) = oldest {
-            streams.remove(&id);
-        }
-        return oldest.into_iter().chain(Vec::new());
-    }
-    let mut finished: Vec<(Instant, StreamId, bool)> = streams
-        .iter()
-        .filter_map(|(id, s)| s.finished_at.map(|at| (at, *id, s.attached)))
-        .collect();
-    finished.sort_unstable();
-    let mut excess = finished.len().saturating_sub(FINISHED_KEPT);
-    let mut gone = Vec::new();
-    for (at, id, attached) in finished {
-        if attached {
-            continue;
-        }
-        if excess > 0 || stale(&at) {
-            excess = excess.saturating_sub(1);
-            streams.remove(&id);
-            gone.push(id);
-        }
-    }
-    None.into_iter().chain(gone)
 }
 
 /// Parses an SSE event id of a session's stream, `<stream>-<seq>` (what a client sends back as
