@@ -28,15 +28,18 @@ pub(crate) fn error_for(status: StatusCode, id: Option<RequestId>, error: ErrorO
     http_reply::json_rpc_error(status, id, error).into_response()
 }
 
-/// Whether one `Accept` item (parameters already cut off) covers `media`. Media types are
-/// case-insensitive; `type/*` and `*/*` cover `media` too.
-fn covers(item: &str, media: &str) -> bool {
-    let kind = media.split_once('/').map_or(media, |(kind, _)| kind);
-    item.eq_ignore_ascii_case(media)
-        || item == "*/*"
-        || item
-            .strip_suffix("/*")
-            .is_some_and(|k| k.eq_ignore_ascii_case(kind))
+/// Whether one `Accept` media range (its parameters already cut off) covers `media`. Media
+/// types are case-insensitive; `type/*` and `*/*` cover `media` too. (`media`'s own type is
+/// looked for only for a `type/*` range: this runs for every range of every request.)
+fn covers(range: &str, media: &str) -> bool {
+    if range.eq_ignore_ascii_case(media) || range == "*/*" {
+        return true;
+    }
+    range.strip_suffix("/*").is_some_and(|kind| {
+        media
+            .split_once('/')
+            .is_some_and(|(media_kind, _)| media_kind.eq_ignore_ascii_case(kind))
+    })
 }
 
 /// `Accept` must list what we may answer with (H5, H14): 406 otherwise. One pass over the
@@ -49,9 +52,9 @@ pub(crate) fn check_accept<const N: usize>(
     for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else { continue };
         for item in value.split(',') {
-            let item = item.split(';').next().unwrap_or_default().trim();
+            let range = item.split_once(';').map_or(item, |(range, _)| range).trim();
             for (done, media) in covered.iter_mut().zip(needed) {
-                *done |= covers(item, media);
+                *done = *done || covers(range, media);
             }
         }
     }
@@ -215,6 +218,25 @@ mod tests {
             .is_err()
         );
         assert!(check_accept(&HeaderMap::new(), &["text/event-stream"]).is_err());
+        let needed = ["application/json", "text/event-stream"];
+        for (accept, ok) in [
+            ("Application/JSON;q=0.9 , TEXT/*", true),
+            ("application/*, text/event-stream; q=0.5", true),
+            ("text/*, application/xml", false),
+            ("application/json-seq, text/event-stream", false),
+            ("application/jsonx, */*;q=0.1", true),
+            ("*/json, text/event-stream", false),
+            (" , ;, application/json,text/event-stream", true),
+        ] {
+            let got = check_accept(&headers(&[("accept", accept)]), &needed).is_ok();
+            assert_eq!(got, ok, "{accept:?}");
+        }
+        let mut two = headers(&[("accept", "application/json")]);
+        two.append(
+            "accept",
+            "text/event-stream".parse().expect("a header value"),
+        );
+        assert!(check_accept(&two, &needed).is_ok(), "two Accept headers");
         assert_eq!(
             protocol_version(&HeaderMap::new()).ok(),
             Some(ProtocolVersion::V2025_03_26)
