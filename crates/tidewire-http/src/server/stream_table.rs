@@ -143,15 +143,25 @@ mod tests {
         }
     }
 
+    fn stream(finished_at: Option<Instant>) -> Fake {
+        Fake {
+            finished_at,
+            attached: false,
+        }
+    }
+
     fn finish(table: &mut Table<Fake>, id: StreamId, at: Instant) {
-        table.insert(
-            id,
-            Fake {
-                finished_at: Some(at),
-                attached: false,
-            },
-        );
+        table.insert(id, stream(Some(at)));
         table.note_finished(id);
+    }
+
+    /// A table of streams that finished at one instant, in the order of `ids`.
+    fn finished_together(ids: impl Iterator<Item = StreamId>) -> Table<Fake> {
+        let (mut table, now) = (Table::default(), Instant::now());
+        for id in ids {
+            finish(&mut table, id, now);
+        }
+        table
     }
 
     /// What the table expired, and what it still holds, in id order.
@@ -164,11 +174,7 @@ mod tests {
 
     #[test]
     fn the_oldest_past_the_most_kept_go_first_and_a_stream_with_a_reader_stays() {
-        let now = Instant::now();
-        let mut table = Table::default();
-        for id in 1..=5 {
-            finish(&mut table, id, now);
-        }
+        let mut table = finished_together(1..=5);
         table.get_mut(&1).expect("held").attached = true;
         let hour = Duration::from_secs(3600);
         // Five finished, three kept: two in excess; 1 has a reader, so 2 and 3 go.
@@ -180,34 +186,20 @@ mod tests {
     #[test]
     fn a_stream_past_its_grace_goes_though_the_table_has_room() {
         let mut table = Table::default();
-        let long_ago = Instant::now()
-            .checked_sub(Duration::from_secs(60))
-            .expect("the clock is past a minute");
-        finish(&mut table, 1, long_ago);
-        finish(&mut table, 2, Instant::now());
-        assert_eq!(
-            after(&mut table, 8, Duration::from_secs(30)),
-            (vec![1], vec![2])
-        );
+        let now = Instant::now();
+        finish(&mut table, 1, now);
+        // Finished "later" than the expiry below looks: within any grace.
+        finish(&mut table, 2, now + Duration::from_secs(3600));
+        assert_eq!(after(&mut table, 8, Duration::ZERO), (vec![1], vec![2]));
     }
 
     #[test]
     fn a_stream_removed_or_finished_again_keeps_the_order_exact() {
-        let now = Instant::now();
-        let mut table = Table::default();
-        for id in 1..=3 {
-            finish(&mut table, id, now);
-        }
+        let mut table = finished_together(1..=3);
         assert!(table.remove(&2).is_some());
         // 1 finishes again: it is now the newest, so 3 is the oldest.
         table.note_finished(1);
-        table.insert(
-            4,
-            Fake {
-                finished_at: None,
-                attached: false,
-            },
-        );
+        table.insert(4, stream(None));
         let hour = Duration::from_secs(3600);
         assert_eq!(after(&mut table, 1, hour), (vec![3], vec![1, 4]));
         table.retain(|id, _| *id != 1);
