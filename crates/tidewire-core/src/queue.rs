@@ -88,7 +88,13 @@ impl<T> BoundedQueue<T> {
     /// # Errors
     /// The item itself, when the queue is closed (before it was queued).
     pub async fn push(&self, item: T) -> Result<(), T> {
-        let mut item = item;
+        // With room, as it usually is, no waiter is registered (a registration is a lock of the
+        // `Notify` to add it and another to take it out, twice a request on a session).
+        let mut item = match self.try_push(item) {
+            Ok(()) => return Ok(()),
+            Err(back) if self.is_closed() => return Err(back),
+            Err(back) => back,
+        };
         loop {
             // Registered before the attempt, so room made in between still wakes us.
             let room = self.room.notified();

@@ -224,29 +224,36 @@ impl Reader {
             if self.session.streams.take_interrupt(self.stream) {
                 return None;
             }
-            let changed = self.session.streams.notifier(self.stream)?;
-            let notified = changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let Some(events) = self.session.streams.take(self.stream, self.cursor).await else {
+            // What is there is taken without registering for a change (a quick answer is
+            // there when the body is first polled); only a reader that finds nothing registers,
+            // then looks again, so an event added in between still wakes it.
+            let mut events = self.session.streams.take(self.stream, self.cursor).await;
+            if events.as_ref().is_some_and(Vec::is_empty) {
+                let changed = self.session.streams.notifier(self.stream)?;
+                let notified = changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                events = self.session.streams.take(self.stream, self.cursor).await;
+                if events.as_ref().is_some_and(Vec::is_empty) {
+                    // A session that ends wakes this too (its streams are closed), and the
+                    // stream is then gone.
+                    tokio::select! {
+                        () = &mut notified => {}
+                        () = tokio::time::sleep(self.keep_alive) => {
+                            // A comment keeps proxies and clients from timing the stream out.
+                            return Some((Ok(Bytes::from_static(b":\n\n")), self));
+                        }
+                    }
+                    continue;
+                }
+            }
+            let Some(events) = events else {
                 // Past the stream's end (its requests were cancelled), or the stream is gone.
                 self.session.streams.finish(self.stream).await;
                 return None;
             };
-            if events.is_empty() {
-                // A session that ends wakes this too (its streams are closed), and the stream
-                // is then gone.
-                tokio::select! {
-                    () = &mut notified => {}
-                    () = tokio::time::sleep(self.keep_alive) => {
-                        // A comment keeps proxies and clients from timing the stream out.
-                        return Some((Ok(Bytes::from_static(b":\n\n")), self));
-                    }
-                }
-            } else {
-                self.cursor = events.last().map_or(self.cursor, |e| e.seq);
-                self.pending.extend(events);
-            }
+            self.cursor = events.last().map_or(self.cursor, |e| e.seq);
+            self.pending.extend(events);
         }
     }
 }
