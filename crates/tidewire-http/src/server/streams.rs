@@ -532,6 +532,10 @@ impl Streams {
                     () = tokio::time::sleep_until(deadline) => return,
                 },
             }
+            // Woken, most often by the answer itself: looked for before registering again.
+            if state(self).0 {
+                return;
+            }
         }
     }
 
