@@ -70,26 +70,26 @@ pub(crate) fn call_tool(
     // A call that may become a task (rarer, and its future larger: the task's start, the race
     // with the handler) runs boxed.
     let task: BoxFuture<'static, _> = Box::pin(async move {
-        call_as_task(&server, &entry, &params.name, args, ctx, opt_in, deferred).await
+        call_as_task(&server, &entry, args, ctx, opt_in, support, deferred).await
     });
     Either::Right(Either::Left(task))
 }
 
 /// [`call_tool`] for a tool that may run as a task: started as one when the client asks and
-/// the tool allows it (or, deferred, when the handler decides to).
+/// the tool allows it (or, deferred, when the handler decides to). The tool is `entry` (its
+/// name is the one called: the registry's key).
 async fn call_as_task(
     server: &ServerInner,
     entry: &ToolEntry<Context>,
-    name: &str,
     args: Value,
     ctx: Context,
     opt_in: TaskOptIn,
+    support: TaskSupport,
     deferred: bool,
 ) -> Result<Called, ErrorObject> {
-    let support = entry.tool.task_support();
     let call = Arc::new(TaskCall::new(
         server.tasks.clone(),
-        name,
+        &entry.tool.name,
         ctx.cancel_policy(),
         opt_in,
     ));
