@@ -1,8 +1,5 @@
 //! Progress values, and the guards that keep reported progress rising.
 
-use std::cell::RefCell;
-
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::jsonrpc::ProgressToken;
@@ -113,31 +110,12 @@ impl ProgressWire<'_> {
         Ok(out)
     }
 
-    /// The same text for one owner (a request's own stream, which sends it and keeps no copy):
-    /// framed in a buffer the thread keeps, it leaves as one exact-size copy, so the report
-    /// allocates once ([`notification_text`](Self::notification_text) costs its `Vec` and the
-    /// shared header of the `Bytes` made of it). Text that is also kept (the session era's
-    /// event store clones it) is better made from the `Vec`: a copy's first clone allocates
-    /// that header anyway.
+    /// Writes the text [`notification_text`](Self::notification_text) makes at the end of
+    /// `out`.
     ///
     /// # Errors
     /// As [`notification_text`](Self::notification_text).
-    pub(crate) fn notification_bytes(&self) -> Result<Bytes, serde_json::Error> {
-        SCRATCH.with(|scratch| {
-            let mut out = scratch.borrow_mut();
-            out.clear();
-            let framed = self
-                .frame_into(&mut out)
-                .map(|()| Bytes::copy_from_slice(&out));
-            if out.capacity() > SCRATCH_KEPT {
-                // A report with a long message does not leave its buffer behind for good.
-                *out = Vec::new();
-            }
-            framed
-        })
-    }
-
-    fn frame_into(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    pub(crate) fn frame_into(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let Progress {
             progress,
             total,
@@ -163,14 +141,6 @@ impl ProgressWire<'_> {
 /// What every progress notification starts with, up to its token.
 const HEAD: &[u8] =
     br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"#;
-
-/// The most a thread's framing buffer keeps between reports, in bytes.
-const SCRATCH_KEPT: usize = 16 * 1024;
-
-thread_local! {
-    /// Where this thread frames progress notifications ([`ProgressWire::notification_bytes`]).
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
 
 /// The largest integer an `f64` holds exactly (2^53).
 const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
@@ -273,6 +243,7 @@ impl MonotonicGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::stream::{SCRATCH_KEPT, scratch_capacity, with_scratch};
 
     #[test]
     fn a_report_displays_as_progress_total_and_message() {
@@ -401,9 +372,12 @@ mod tests {
                     String::from_utf8_lossy(&by_hand),
                     String::from_utf8_lossy(&by_serde)
                 );
-                let for_one = wire.notification_bytes().expect("writes");
-                assert_eq!(for_one, by_serde);
-                let kept = SCRATCH.with(|scratch| scratch.borrow().capacity());
+                let in_scratch = with_scratch(|out| {
+                    wire.frame_into(out).expect("writes");
+                    out.clone()
+                });
+                assert_eq!(in_scratch, by_serde);
+                let kept = scratch_capacity();
                 assert!(
                     kept <= SCRATCH_KEPT,
                     "the framing buffer keeps {kept} bytes"

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use super::stream::RequestStream;
+use super::stream::{RequestStream, SendError, Sent, with_scratch};
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressWire};
@@ -393,22 +393,22 @@ impl InFlight {
         let peer = match &self.outlet {
             Outlet::Peer(peer) => peer,
             Outlet::Stream(stream) => {
-                let text = ProgressWire {
+                let wire = ProgressWire {
                     token,
                     progress: &progress,
-                }
-                .notification_bytes()
-                .map_err(|_| ProgressError::Closed)?;
-                let bytes = stream
-                    .within_limit(text)
-                    .map_err(|e| too_large(&e).unwrap_or(ProgressError::Closed))?;
-                // Room first, then admit and send under the guard, without an `.await` between:
-                // what is admitted first is sent first.
-                let room = stream.reserve().await.map_err(|_| ProgressError::Closed)?;
-                let mut guard = self.guard();
-                guard.admit(progress.progress)?;
-                room.send(bytes);
-                return Ok(());
+                };
+                // Framed in the thread's buffer and copied into the stream's: no allocation.
+                // Admitted and added under the stream's lock: what is admitted first is sent
+                // first.
+                let admit = || self.guard().admit(progress.progress);
+                let sent = with_scratch(|out| {
+                    wire.frame_into(out).map_err(|_| ProgressError::Closed)?;
+                    stream.try_send(out, admit).map_err(stream_refusal)
+                })?;
+                return match sent {
+                    Sent::Done => Ok(()),
+                    Sent::Full(text) => stream.send(&text, admit).await.map_err(stream_refusal),
+                };
             }
         };
         let mut progress = progress;
@@ -479,6 +479,15 @@ fn too_large(error: &SessionError) -> Option<ProgressError> {
             .too_large_sizes()
             .map(|(size, limit)| ProgressError::TooLarge { size, limit }),
         _ => None,
+    }
+}
+
+/// Why a report was not added to a request's stream: refused by the guard (not rising), over
+/// the size limit, or the stream closed.
+fn stream_refusal(error: SendError<ProgressError>) -> ProgressError {
+    match error {
+        SendError::Refused(refused) => refused,
+        SendError::Stream(e) => too_large(&e).unwrap_or(ProgressError::Closed),
     }
 }
 

@@ -36,9 +36,10 @@ mod observe;
 mod options;
 mod peer;
 mod request;
+mod run;
 mod serve;
 mod state;
-mod stream;
+pub(crate) mod stream;
 
 use std::sync::Arc;
 
@@ -53,8 +54,9 @@ pub use peer::Peer;
 pub use request::{
     CancelHandle, InFlight, ProgressCallback, ProgressStream, RequestBuilder, RequestSettings,
 };
+pub use run::{Answered, RequestRun};
 pub use serve::{BoxedServe, Serve, ServeRequest};
-pub use stream::{Answered, RequestRun, RequestStream, RequestStreamReceiver, request_stream};
+pub use stream::{RequestStream, RequestStreamReceiver, request_stream};
 
 use crate::transport::Transport;
 

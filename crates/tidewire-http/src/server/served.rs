@@ -57,10 +57,7 @@ pub(crate) async fn answer(
     if let Some(reply) = first {
         drop(held);
         // In JSON mode nothing travels before the response (the request's limits say so).
-        return match notes.try_recv().filter(|_| sse) {
-            None => json(codec, id, reply),
-            Some(note) => sse_done(codec, id, note, notes, reply),
-        };
+        return answered(codec, id, sse.then_some(notes), reply);
     }
     // From here the run may be dropped unfinished (the client went away), and a cooperative
     // handler then goes on without it: it keeps what is held until it stops.
@@ -74,12 +71,9 @@ pub(crate) async fn answer(
     tokio::pin!(wait);
     tokio::select! {
         biased;
-        reply = &mut run => match notes.try_recv() {
-            None => json(codec, id, reply),
-            Some(note) => sse_done(codec, id, note, notes, reply),
-        },
-        note = notes.recv() => streaming(codec, id, note, notes, run, state.config.limits.keep_alive),
-        () = &mut wait => streaming(codec, id, None, notes, run, state.config.limits.keep_alive),
+        reply = &mut run => answered(codec, id, Some(notes), reply),
+        () = notes.ready() => streaming(codec, id, notes, run, state.config.limits.keep_alive),
+        () = &mut wait => streaming(codec, id, notes, run, state.config.limits.keep_alive),
     }
 }
 
@@ -105,18 +99,20 @@ fn json(codec: Codec, id: RequestId, reply: Option<Answered>) -> Response {
         .into_response()
 }
 
-/// An SSE answer whose handler has already answered, after `first` and what else it sent.
-fn sse_done(
+/// The answer of a handler that has answered: one JSON body when it sent nothing first (or
+/// `notes` is `None`: nothing may travel first), else SSE, what it sent and then the response.
+fn answered(
     codec: Codec,
     id: RequestId,
-    first: Bytes,
-    mut notes: RequestStreamReceiver,
+    notes: Option<RequestStreamReceiver>,
     reply: Option<Answered>,
 ) -> Response {
-    let mut chunk = Vec::with_capacity(first.len() + 64);
-    push_frame(&mut chunk, None, &first, None);
-    while let Some(note) = notes.try_recv() {
-        push_frame(&mut chunk, None, &note, None);
+    let mut chunk = Vec::new();
+    if let Some(mut notes) = notes {
+        notes.try_drain(usize::MAX, |note| push_frame(&mut chunk, None, note, None));
+    }
+    if chunk.is_empty() {
+        return json(codec, id, reply);
     }
     let reply = encode(codec, id, reply);
     push_frame(&mut chunk, None, &reply, None);
@@ -127,21 +123,16 @@ fn sse_done(
 fn streaming(
     codec: Codec,
     id: RequestId,
-    first: Option<Bytes>,
     notes: RequestStreamReceiver,
     run: RequestRun,
     keep_alive: Duration,
 ) -> Response {
-    let mut pending = Vec::new();
-    if let Some(first) = first {
-        push_frame(&mut pending, None, &first, None);
-    }
     let body = Served {
         codec,
         id,
         run: Some(run),
         notes,
-        pending,
+        pending: Vec::new(),
         keep_alive,
         idle: Box::pin(tokio::time::sleep(keep_alive)),
     };
@@ -173,23 +164,20 @@ impl Stream for Served {
         let Some(run) = this.run.as_mut() else {
             return Poll::Ready(None);
         };
-        let mut framed = 0;
-        while framed < EVENTS_PER_CHUNK {
-            match this.notes.poll_recv(cx) {
-                Poll::Ready(Some(note)) => {
-                    push_frame(&mut this.pending, None, &note, None);
-                    framed += 1;
-                }
-                _ => break,
-            }
-        }
+        let pending = &mut this.pending;
+        let framed = match this.notes.poll_drain(cx, EVENTS_PER_CHUNK, |note| {
+            push_frame(pending, None, note, None);
+        }) {
+            Poll::Ready(Some(framed)) => framed,
+            Poll::Ready(None) | Poll::Pending => 0,
+        };
         if framed < EVENTS_PER_CHUNK
             && let Poll::Ready(reply) = Pin::new(run).poll(cx)
         {
-            // Everything the handler sent came before its answer, and is in the channel now.
-            while let Some(note) = this.notes.try_recv() {
-                push_frame(&mut this.pending, None, &note, None);
-            }
+            // Everything the handler sent came before its answer, and is in the stream now.
+            this.notes.try_drain(usize::MAX, |note| {
+                push_frame(&mut this.pending, None, note, None);
+            });
             let reply = encode(this.codec, this.id.clone(), reply);
             push_frame(&mut this.pending, None, &reply, None);
             this.run = None;
