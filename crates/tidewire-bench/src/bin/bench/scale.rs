@@ -340,7 +340,7 @@ async fn measure(
                 .push(setup, value);
             }
         }
-        let rate = progress_cell(&cluster.front, wire)
+        let rate = progress_cell(&cluster.front, wire, &[])
             .await
             .with_context(|| format!("progress {}", wire.name()))?;
         eprintln!(
