@@ -130,16 +130,18 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's framing buffer, empty; a buffer grown past [`SCRATCH_KEPT`] is
-/// not kept. (A caller must not call this again from inside `f`.)
+/// not kept. Called again from inside `f` (nothing here does), it gives a new buffer.
 pub(crate) fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
-    SCRATCH.with(|scratch| {
-        let mut out = scratch.borrow_mut();
-        out.clear();
-        let result = f(&mut out);
-        if out.capacity() > SCRATCH_KEPT {
-            *out = Vec::new();
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut out) => {
+            out.clear();
+            let result = f(&mut out);
+            if out.capacity() > SCRATCH_KEPT {
+                *out = Vec::new();
+            }
+            result
         }
-        result
+        Err(_) => f(&mut Vec::new()),
     })
 }
 
@@ -503,6 +505,20 @@ mod tests {
         let mut seen = Vec::new();
         rx.try_drain(usize::MAX, |t| seen.push(t.to_vec()));
         seen
+    }
+
+    #[test]
+    fn the_scratch_buffer_called_inside_itself_gives_a_new_one() {
+        let both = with_scratch(|outer| {
+            outer.extend_from_slice(b"outer");
+            let inner = with_scratch(|inner| {
+                inner.extend_from_slice(b"inner");
+                inner.clone()
+            });
+            (outer.clone(), inner)
+        });
+        assert_eq!(both, (b"outer".to_vec(), b"inner".to_vec()));
+        assert!(with_scratch(|again| again.is_empty()), "handed out empty");
     }
 
     #[tokio::test]
