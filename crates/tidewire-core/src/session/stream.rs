@@ -102,6 +102,9 @@ pub fn request_stream(
 /// How many bytes go before each text in the buffer: its length.
 const LENGTH: usize = 4;
 
+/// The most each of a stream's two buffers keeps once everything written is read, in bytes.
+const BUFFER_KEPT: usize = 64 * 1024;
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Buffer> {
         self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
@@ -459,10 +462,20 @@ impl RequestStreamReceiver {
             std::mem::swap(&mut buffer.texts, &mut self.taken);
             buffer.taken = std::mem::take(&mut buffer.waiting);
             Found::Texts
-        } else if buffer.senders == 0 {
-            Found::End
         } else {
-            Found::Nothing
+            // Quiet (everything read): buffers a burst grew past `BUFFER_KEPT` go, so a stream
+            // that stays open (a listen) does not hold a burst's memory for its whole life.
+            if buffer.texts.capacity() > BUFFER_KEPT {
+                buffer.texts = Vec::new();
+            }
+            if self.taken.capacity() > BUFFER_KEPT {
+                self.taken = Vec::new();
+            }
+            if buffer.senders == 0 {
+                Found::End
+            } else {
+                Found::Nothing
+            }
         };
         drop(buffer);
         if freed {
@@ -551,6 +564,44 @@ mod tests {
             assert!(pending.await.is_pending(), "a sender is left");
             drop(other);
             assert_eq!(rx.recv().await, None, "no sender left, all read");
+        })
+        .await
+        .expect("in time");
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_falls_quiet_gives_back_what_a_burst_grew() {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            let (stream, mut rx) = request_stream(1 << 16, 1 << 20);
+            let big = vec![b'x'; 1000];
+            for _ in 0..200 {
+                stream.send(&big, || Ok::<(), ()>(())).await.expect("room");
+            }
+            assert_eq!(rx.try_drain(10, |_| {}), 10);
+            let held = |rx: &RequestStreamReceiver| {
+                rx.taken.capacity() + rx.shared.lock().texts.capacity()
+            };
+            assert!(held(&rx) > BUFFER_KEPT, "a burst's buffer, in use");
+            assert_eq!(drain_all(&mut rx).len(), 190);
+            assert!(
+                held(&rx) <= 2 * BUFFER_KEPT,
+                "quiet: {} bytes held",
+                held(&rx)
+            );
+            // Small texts keep their buffers: no allocation per burst once grown.
+            stream
+                .send(&text(1), || Ok::<(), ()>(()))
+                .await
+                .expect("room");
+            assert_eq!(drain_all(&mut rx), [text(1)]);
+            stream
+                .send(&text(2), || Ok::<(), ()>(()))
+                .await
+                .expect("room");
+            let kept = held(&rx);
+            assert!(kept > 0);
+            assert_eq!(drain_all(&mut rx), [text(2)]);
+            assert_eq!(held(&rx), kept, "buffers under the limit stay");
         })
         .await
         .expect("in time");
