@@ -93,72 +93,21 @@ impl ConnectionHandler {
             }
             // The task arms run boxed: the largest arm sizes the future of every request.
             ClientRequest::GetTask(params) => {
-                Box::pin(async {
-                    let owner = principal(&ctx);
-                    let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
-                    let mut result = TaskResult::from(record.task());
-                    result.meta = record.progress_meta();
-                    reply(result)
-                })
-                .await
+                Box::pin(get_task(server, principal(&ctx), &params.task_id)).await
             }
             ClientRequest::GetTaskPayload(params) => {
-                Box::pin(async {
-                    let owner = principal(&ctx);
-                    let record = server
-                        .tasks
-                        .ended(&params.task_id, owner.as_deref())
-                        .await?;
-                    task_payload(&record)
-                })
-                .await
+                Box::pin(get_task_payload(server, principal(&ctx), &params.task_id)).await
             }
             ClientRequest::ListTasks(params) => {
-                Box::pin(async {
-                    let owner = principal(&ctx);
-                    let page = server.page_size;
-                    let after = params.cursor.as_deref();
-                    // A cursor is the id of the last task of a page this principal saw.
-                    if let Some(cursor) = after
-                        && server.tasks.find(cursor, owner.as_deref()).await.is_err()
-                    {
-                        return Err(ErrorObject::invalid_params(format!(
-                            "invalid cursor {:?}",
-                            excerpt(cursor)
-                        )));
-                    }
-                    let mut records = server.tasks.list(owner.as_deref(), after, page + 1).await?;
-                    let more = records.len() > page;
-                    records.truncate(page);
-                    let mut result = ListTasksResult {
-                        tasks: records.iter().map(TaskRecord::task).collect(),
-                        ..ListTasksResult::default()
-                    };
-                    if more {
-                        result.next_cursor = records.last().map(|r| r.id.clone());
-                    }
-                    reply(result)
-                })
+                Box::pin(list_tasks(
+                    server,
+                    principal(&ctx),
+                    params.cursor.as_deref(),
+                ))
                 .await
             }
             ClientRequest::CancelTask(params) => {
-                Box::pin(async {
-                    let owner = principal(&ctx);
-                    let record = server.tasks.find(&params.task_id, owner.as_deref()).await?;
-                    if record.is_terminal() {
-                        return Err(ErrorObject::invalid_params(format!(
-                            "task {} has already ended ({})",
-                            excerpt(&record.id),
-                            record.status.as_str()
-                        )));
-                    }
-                    let record = server
-                        .tasks
-                        .cancel(&params.task_id, owner.as_deref())
-                        .await?;
-                    reply(TaskResult::from(record.task()))
-                })
-                .await
+                Box::pin(cancel_task(server, principal(&ctx), &params.task_id)).await
             }
             ClientRequest::ReadResource(params) => {
                 reply(calls::read_resource(params.uri, self.context(ctx)).await?)
@@ -309,6 +258,78 @@ impl ConnectionHandler {
 
 /// What `tasks/result` answers for an ended task (2025-11-25): the call's result or the error it
 /// failed with, exactly, tied to the task.
+/// `tasks/get`: the task of `owner` (or of no one) named `task_id`, with its progress.
+async fn get_task(
+    server: &ServerInner,
+    owner: Option<String>,
+    task_id: &str,
+) -> Result<Value, ErrorObject> {
+    let record = server.tasks.find(task_id, owner.as_deref()).await?;
+    let mut result = TaskResult::from(record.task());
+    result.meta = record.progress_meta();
+    reply(result)
+}
+
+/// `tasks/result`: what the ended task `task_id` of `owner` answered.
+async fn get_task_payload(
+    server: &ServerInner,
+    owner: Option<String>,
+    task_id: &str,
+) -> Result<Value, ErrorObject> {
+    let record = server.tasks.ended(task_id, owner.as_deref()).await?;
+    task_payload(&record)
+}
+
+/// `tasks/list`: a page of `owner`'s tasks after `cursor` (the id of the last task of a page
+/// this principal saw).
+async fn list_tasks(
+    server: &ServerInner,
+    owner: Option<String>,
+    cursor: Option<&str>,
+) -> Result<Value, ErrorObject> {
+    let page = server.page_size;
+    if let Some(cursor) = cursor
+        && server.tasks.find(cursor, owner.as_deref()).await.is_err()
+    {
+        return Err(ErrorObject::invalid_params(format!(
+            "invalid cursor {:?}",
+            excerpt(cursor)
+        )));
+    }
+    let mut records = server
+        .tasks
+        .list(owner.as_deref(), cursor, page + 1)
+        .await?;
+    let more = records.len() > page;
+    records.truncate(page);
+    let mut result = ListTasksResult {
+        tasks: records.iter().map(TaskRecord::task).collect(),
+        ..ListTasksResult::default()
+    };
+    if more {
+        result.next_cursor = records.last().map(|r| r.id.clone());
+    }
+    reply(result)
+}
+
+/// `tasks/cancel`: cancels `owner`'s task `task_id`, unless it has ended.
+async fn cancel_task(
+    server: &ServerInner,
+    owner: Option<String>,
+    task_id: &str,
+) -> Result<Value, ErrorObject> {
+    let record = server.tasks.find(task_id, owner.as_deref()).await?;
+    if record.is_terminal() {
+        return Err(ErrorObject::invalid_params(format!(
+            "task {} has already ended ({})",
+            excerpt(&record.id),
+            record.status.as_str()
+        )));
+    }
+    let record = server.tasks.cancel(task_id, owner.as_deref()).await?;
+    reply(TaskResult::from(record.task()))
+}
+
 fn task_payload(record: &TaskRecord) -> Result<Value, ErrorObject> {
     if let Some(result) = &record.result {
         let mut result = result.clone();
