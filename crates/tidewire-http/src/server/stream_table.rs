@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::iter::Chain;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -20,11 +20,13 @@ pub(crate) trait Finishing {
     fn attached(&self) -> bool;
 }
 
-/// The streams by id (reached through `Deref`), and the finished ones oldest first.
+/// The streams by id (read through `Deref`), and the finished ones oldest first.
 ///
-/// The order holds exactly the streams of the table that have finished, as long as a stream is
-/// taken out through [`remove`](Self::remove) or [`retain`](Self::retain) (both shadow the
-/// map's own) and its finishing is noted through [`note_finished`](Self::note_finished).
+/// The map is changed only through the table's own [`insert`](Self::insert),
+/// [`get_mut`](Self::get_mut), [`remove`](Self::remove) and [`retain`](Self::retain) (there is
+/// no `DerefMut`), so the order holds exactly the streams of the table that have finished, as
+/// long as a stream's finishing, set through `get_mut`, is noted through
+/// [`note_finished`](Self::note_finished).
 pub(crate) struct Table<S> {
     streams: StreamTable<S>,
     /// The ids of the streams with a `finished_at`, by that instant, oldest first.
@@ -48,12 +50,6 @@ impl<S> Deref for Table<S> {
     }
 }
 
-impl<S> DerefMut for Table<S> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.streams
-    }
-}
-
 /// The ids [`Table::expire`] took out: the first without an allocation.
 pub(crate) type Expired = Chain<std::option::IntoIter<StreamId>, std::vec::IntoIter<StreamId>>;
 
@@ -63,6 +59,26 @@ impl<S: Finishing> Table<S> {
     pub(crate) fn note_finished(&mut self, id: StreamId) {
         self.forget_finished(id);
         self.finished.push_back(id);
+    }
+
+    /// Puts `stream` in the table as `id`, and returns the stream it replaces (which leaves the
+    /// order of the finished ones).
+    pub(crate) fn insert(&mut self, id: StreamId, stream: S) -> Option<S> {
+        let finished = stream.finished_at().is_some();
+        let replaced = self.streams.insert(id, stream);
+        if replaced.as_ref().is_some_and(|s| s.finished_at().is_some()) {
+            self.forget_finished(id);
+        }
+        if finished {
+            self.finished.push_back(id);
+        }
+        replaced
+    }
+
+    /// Stream `id`, to change. One whose `finished_at` is set here is noted through
+    /// [`note_finished`](Self::note_finished).
+    pub(crate) fn get_mut(&mut self, id: &StreamId) -> Option<&mut S> {
+        self.streams.get_mut(id)
     }
 
     /// Takes stream `id` out of the table.
@@ -204,5 +220,15 @@ mod tests {
         assert_eq!(after(&mut table, 1, hour), (vec![3], vec![1, 4]));
         table.retain(|id, _| *id != 1);
         assert!(table.finished.is_empty(), "{:?}", table.finished);
+    }
+
+    #[test]
+    fn a_finished_stream_replaced_by_insert_leaves_the_order() {
+        let mut table = finished_together(1..=2);
+        assert!(table.insert(1, stream(None)).is_some(), "replaced");
+        assert_eq!(Vec::from(table.finished.clone()), vec![2]);
+        let hour = Duration::from_secs(3600);
+        // Only 2 is finished: with none kept, only 2 goes.
+        assert_eq!(after(&mut table, 0, hour), (vec![2], vec![1]));
     }
 }
