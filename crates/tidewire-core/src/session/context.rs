@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use super::stream::{RequestStream, SendError, Sent, with_scratch};
+use super::stream::{RequestStream, SendError, with_scratch};
 use super::{CancelPolicy, Peer, RequestBuilder, SessionError};
 use crate::jsonrpc::{ProgressToken, RequestId};
 use crate::progress::{MonotonicGuard, Progress, ProgressError, ProgressWire};
@@ -401,13 +401,13 @@ impl InFlight {
                 // Admitted and added under the stream's lock: what is admitted first is sent
                 // first.
                 let admit = || self.guard().admit(progress.progress);
-                let sent = with_scratch(|out| {
+                let full = with_scratch(|out| {
                     wire.frame_into(out).map_err(|_| ProgressError::Closed)?;
-                    stream.try_send(out, admit).map_err(stream_refusal)
+                    stream.try_send_or_copy(out, admit).map_err(stream_refusal)
                 })?;
-                return match sent {
-                    Sent::Done => Ok(()),
-                    Sent::Full(text) => stream.send(&text, admit).await.map_err(stream_refusal),
+                return match full {
+                    None => Ok(()),
+                    Some(text) => stream.send(&text, admit).await.map_err(stream_refusal),
                 };
             }
         };

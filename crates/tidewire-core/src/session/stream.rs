@@ -172,17 +172,17 @@ impl RequestStream {
             method,
             params,
         };
-        let sent = with_scratch(|out| {
+        let full = with_scratch(|out| {
             serde_json::to_writer(&mut *out, &wire).map_err(|e| SessionError::InvalidParams {
                 method: method.to_owned(),
                 reason: e.to_string(),
             })?;
-            self.try_send(out, || Ok::<(), SessionError>(()))
+            self.try_send_or_copy(out, || Ok::<(), SessionError>(()))
                 .map_err(SendError::into_session)
         })?;
-        match sent {
-            Sent::Done => Ok(()),
-            Sent::Full(text) => self
+        match full {
+            None => Ok(()),
+            Some(text) => self
                 .send(&text, || Ok::<(), SessionError>(()))
                 .await
                 .map_err(SendError::into_session),
@@ -208,24 +208,38 @@ impl RequestStream {
             room.as_mut().enable();
             match self.try_send(text, &mut admit)? {
                 Sent::Done => return Ok(()),
-                Sent::Full(()) => room.await,
+                Sent::Full => room.await,
             }
         }
     }
 
-    /// Adds `text` when there is room (after `admit` accepts it), without waiting; with no
-    /// room it hands back what is kept of `text` ([`Sent::Full`]), to be sent by
-    /// [`send`](Self::send).
+    /// [`try_send`](Self::try_send), copying `text` out when there is no room: the copy is
+    /// what a caller framing in a borrowed buffer waits with ([`send`](Self::send)); `None`
+    /// when the text was added.
+    ///
+    /// # Errors
+    /// As [`try_send`](Self::try_send).
+    pub(crate) fn try_send_or_copy<E>(
+        &self,
+        text: &[u8],
+        admit: impl FnOnce() -> Result<(), E>,
+    ) -> Result<Option<Vec<u8>>, SendError<E>> {
+        Ok(match self.try_send(text, admit)? {
+            Sent::Done => None,
+            Sent::Full => Some(text.to_vec()),
+        })
+    }
+
+    /// Adds `text` when there is room (after `admit` accepts it), without waiting.
     ///
     /// # Errors
     /// `admit`'s error (nothing is added); the stream's when the text is over the size limit or
     /// the client has closed the response.
-    pub(crate) fn try_send<T: Pending, E>(
+    pub(crate) fn try_send<E>(
         &self,
-        text: T,
+        bytes: &[u8],
         admit: impl FnOnce() -> Result<(), E>,
-    ) -> Result<Sent<T::Kept>, SendError<E>> {
-        let bytes = text.bytes();
+    ) -> Result<Sent, SendError<E>> {
         let limit = self.shared.max_message_size;
         let length = u32::try_from(bytes.len())
             .ok()
@@ -242,8 +256,7 @@ impl RequestStream {
             return Err(SendError::Stream(closed()));
         }
         if buffer.waiting + buffer.taken >= self.shared.capacity {
-            drop(buffer);
-            return Ok(Sent::Full(text.keep()));
+            return Ok(Sent::Full);
         }
         admit().map_err(SendError::Refused)?;
         let was_empty = buffer.waiting == 0;
@@ -266,11 +279,11 @@ impl RequestStream {
 }
 
 /// What [`RequestStream::try_send`] did: added the text, or found no room.
-pub(crate) enum Sent<K> {
+pub(crate) enum Sent {
     /// Added.
     Done,
-    /// No room: what is kept of the text, to send once there is.
-    Full(K),
+    /// No room: nothing added.
+    Full,
 }
 
 /// Why a text was not added to a stream.
@@ -287,35 +300,6 @@ impl SendError<SessionError> {
         match self {
             Self::Stream(e) | Self::Refused(e) => e,
         }
-    }
-}
-
-/// A text to send: borrowed for [`RequestStream::send`], or the thread's scratch buffer, which
-/// is copied out only when the stream is full and the sender must wait.
-pub(crate) trait Pending {
-    /// What is kept of it when the stream is full.
-    type Kept;
-    /// The text.
-    fn bytes(&self) -> &[u8];
-    /// Keeps it past the call.
-    fn keep(self) -> Self::Kept;
-}
-
-impl Pending for &[u8] {
-    type Kept = ();
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn keep(self) {}
-}
-
-impl Pending for &mut Vec<u8> {
-    type Kept = Vec<u8>;
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn keep(self) -> Vec<u8> {
-        self.clone()
     }
 }
 
@@ -625,8 +609,8 @@ mod tests {
             assert_eq!(rx.try_drain(1, |t| one.push(t.to_vec())), 1);
             // One read, one taken and unread: still full.
             assert!(matches!(
-                stream.try_send(&text(2)[..], || Ok::<(), ()>(())),
-                Ok(Sent::Full(()))
+                stream.try_send(&text(2), || Ok::<(), ()>(())),
+                Ok(Sent::Full)
             ));
             let sender = tokio::spawn(async move {
                 stream
