@@ -94,14 +94,13 @@ impl Serialize for ProgressWire<'_> {
 }
 
 impl ProgressWire<'_> {
-    /// The whole `notifications/progress` message as JSON text, the same text serde writes
-    /// for it (`wire_notification` with these params), framed by hand: the constant members
-    /// are copied, and only the token, the numbers and the message are encoded. A burst of
-    /// reports spent more on escaping the nine constant keys and strings than on anything else.
+    /// The text [`frame_into`](Self::frame_into) writes, in a `Vec` of its own (for the
+    /// tests).
     ///
     /// # Errors
     /// Only what `serde_json` reports for a value it cannot write (none of these types fails
     /// into a `Vec`).
+    #[cfg(test)]
     pub(crate) fn notification_text(&self) -> Result<Vec<u8>, serde_json::Error> {
         let mut out = Vec::with_capacity(
             HEAD.len() + 64 + self.progress.message.as_ref().map_or(0, |m| m.len() + 16),
@@ -110,11 +109,15 @@ impl ProgressWire<'_> {
         Ok(out)
     }
 
-    /// Writes the text [`notification_text`](Self::notification_text) makes at the end of
-    /// `out`.
+    /// Writes the whole `notifications/progress` message as JSON text at the end of `out`: the
+    /// same text serde writes for it (`wire_notification` with these params), framed by hand.
+    /// The constant members are copied, and only the token, the numbers and the message are
+    /// encoded (a burst of reports spent more on escaping the nine constant keys and strings
+    /// than on anything else).
     ///
     /// # Errors
-    /// As [`notification_text`](Self::notification_text).
+    /// Only what `serde_json` reports for a value it cannot write (none of these types fails
+    /// into a `Vec`).
     pub(crate) fn frame_into(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let Progress {
             progress,

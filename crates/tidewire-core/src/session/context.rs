@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
@@ -421,9 +422,15 @@ impl InFlight {
         let wire = ProgressWire {
             token,
             progress: &progress,
-        }
-        .notification_text()
-        .map_err(|_| ProgressError::Closed)?;
+        };
+        // Framed in the thread's buffer and copied out at its length: one allocation, which
+        // the sender frees at once (a `Bytes` made from a `Vec` with room to spare allocates a
+        // second, for its shared header).
+        let wire = with_scratch(|out| {
+            wire.frame_into(out)
+                .map(|()| Bytes::copy_from_slice(out))
+                .map_err(|_| ProgressError::Closed)
+        })?;
         // Refused before it is admitted, so a shorter report of the same value may follow.
         if let Some(limit) = peer.transport_profile().max_message_size
             && wire.len() > limit
@@ -433,7 +440,7 @@ impl InFlight {
                 limit,
             });
         }
-        let envelope = peer.wire_envelope("notifications/progress", wire.into());
+        let envelope = peer.wire_envelope("notifications/progress", wire);
         // The usual case, with no `.await`: no other report holds the order lock and the
         // engine's queue has room. The lock's future would spend the task's cooperative budget
         // (a burst of reports yielded every 128, before the queue was full, and went out in

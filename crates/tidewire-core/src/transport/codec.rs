@@ -93,6 +93,29 @@ impl Codec {
         }
     }
 
+    /// [`encode_envelope`](Self::encode_envelope) for a sender that owns the envelope: the
+    /// [`wire`](Envelope::wire) bytes are taken out rather than shared, so bytes made from a
+    /// `Vec` keep their one allocation (sharing them allocates a header for the count). Too
+    /// large, they stay in the envelope.
+    ///
+    /// # Errors
+    /// `is_too_large` when the message exceeds the limit.
+    pub fn take_encoded(&self, envelope: &mut Envelope) -> Result<Bytes, TransportError> {
+        match envelope.wire.take() {
+            Some(wire) if wire.len() > self.max_message_size => {
+                let size = wire.len();
+                envelope.wire = Some(wire);
+                Err(TransportError::too_large(
+                    size,
+                    self.max_message_size,
+                    false,
+                ))
+            }
+            Some(wire) => Ok(wire),
+            None => self.encode(&envelope.message).map(Bytes::from),
+        }
+    }
+
     /// [`encode_envelope`](Self::encode_envelope) into a `Vec` (copying only bytes the engine
     /// wrote before).
     ///
@@ -306,6 +329,9 @@ mod tests {
         written.wire = Some(Bytes::from_static(wire));
         assert_eq!(&codec.encode_envelope(&written).expect("fits")[..], wire);
         assert_eq!(codec.encode_envelope_to_vec(&written).expect("fits"), wire);
+        let mut taken = written.clone();
+        assert_eq!(&codec.take_encoded(&mut taken).expect("fits")[..], wire);
+        assert!(taken.wire.is_none(), "taken, not shared");
         let mut line = BytesMut::new();
         LineCodec::new(codec)
             .encode(&written, &mut line)

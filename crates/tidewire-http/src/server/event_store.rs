@@ -1,6 +1,6 @@
 //! Where the events of SSE streams are kept, so a client that lost a stream can resume it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
@@ -10,6 +10,12 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 
 use futures::future::BoxFuture;
+
+mod kept;
+
+use kept::Kept;
+#[cfg(test)]
+use kept::{EVENT_OVERHEAD, SMALLEST_BUFFER, cost};
 
 /// The future of a store method that did its work at once (a store in memory does, for every
 /// method): it is zero-sized, so boxing it allocates nothing (`Box::pin(std::future::ready(()))`
@@ -217,47 +223,6 @@ impl EventStoreLimits {
     }
 }
 
-/// What one kept event costs beside its data's allocation: the `Bytes` header the data shares
-/// (an allocation of its own), its slot in a `VecDeque` that may be half empty, its sequence
-/// number and order, and the allocator's bookkeeping of both allocations.
-const EVENT_OVERHEAD: usize = 160;
-
-/// The smallest buffer the encoder makes: it starts at 128 bytes and doubles.
-const SMALLEST_BUFFER: usize = 128;
-
-/// What keeping `event` costs in memory, as near as can be told from here: its data is the
-/// encoder's `Vec`, which grew by doubling and whose whole capacity the `Bytes` keeps, so the
-/// data's length rounded up to a power of two (at least 128 bytes), plus [`EVENT_OVERHEAD`].
-/// Counting the length alone let the store hold about twice its budget (the soak: a 64 MiB
-/// budget behind some 130 MiB of resident memory).
-fn cost(event: &StoredEvent) -> usize {
-    let data = event.data.len();
-    data.checked_next_power_of_two()
-        .unwrap_or(data)
-        .max(SMALLEST_BUFFER)
-        + EVENT_OVERHEAD
-}
-
-/// One stream's kept events, each with its place in the store's order of arrival.
-#[derive(Debug, Default)]
-struct Kept {
-    events: VecDeque<(u64, StoredEvent)>,
-    bytes: usize,
-    /// The highest `seq` a reader has taken: what is at or below it is kept only for
-    /// resumption, and goes before what nobody has read yet.
-    delivered: u64,
-}
-
-impl Kept {
-    /// The arrival order of the oldest event, if it was read already.
-    fn oldest_read(&self) -> Option<u64> {
-        self.events
-            .front()
-            .filter(|(_, e)| e.seq <= self.delivered)
-            .map(|(order, _)| *order)
-    }
-}
-
 /// One session's streams.
 #[derive(Debug, Default)]
 struct SessionEvents {
@@ -306,7 +271,11 @@ impl SessionEvents {
     /// Whether the session keeps more than one event (its last one is never dropped: a
     /// reader needs it).
     fn keeps_more_than_one(&self) -> bool {
-        self.streams.values().map(|k| k.events.len()).sum::<usize>() > 1
+        self.streams
+            .values()
+            .map(|k| k.events().len())
+            .sum::<usize>()
+            > 1
     }
 
     /// Drops the oldest event of `class`, if it has one, and returns the bytes freed.
@@ -321,12 +290,12 @@ impl SessionEvents {
             Victim::Standalone => self
                 .streams
                 .get(&0)
-                .is_some_and(|k| !k.events.is_empty())
+                .is_some_and(|k| !k.is_empty())
                 .then_some(0),
             Victim::Any => self
                 .streams
                 .iter()
-                .filter_map(|(id, k)| k.events.front().map(|(order, _)| (*order, *id)))
+                .filter_map(|(id, k)| k.events().front().map(|e| (e.order, *id)))
                 .min()
                 .map(|(_, id)| id),
         };
@@ -336,7 +305,7 @@ impl SessionEvents {
         let Some(kept) = self.streams.get_mut(&stream) else {
             return 0;
         };
-        let Some((_, event)) = kept.events.pop_front() else {
+        let Some((event, freed)) = kept.pop_front() else {
             return 0;
         };
         if event.seq > kept.delivered {
@@ -346,9 +315,7 @@ impl SessionEvents {
                 "an unread event was dropped to stay within the store's byte budget"
             );
         }
-        let freed = cost(&event);
-        kept.bytes -= freed;
-        if kept.events.is_empty() {
+        if kept.is_empty() {
             self.streams.remove(&stream);
         }
         self.bytes -= freed;
@@ -408,7 +375,7 @@ impl MemoryEventStore {
             .sessions
             .values()
             .flat_map(|s| s.streams.values())
-            .map(|k| k.events.len())
+            .map(|k| k.events().len())
             .sum()
     }
 
@@ -471,8 +438,9 @@ impl MemoryEventStore {
             .and_then(|s| s.streams.get(&stream))
             .map(|kept| {
                 // Kept in `seq` order: find the first newer one instead of scanning them all.
-                let start = kept.events.partition_point(|(_, e)| e.seq <= after);
-                kept.events.range(start..).map(|(_, e)| e.clone()).collect()
+                let events = kept.events();
+                let start = events.partition_point(|e| e.event.seq <= after);
+                events.range(start..).map(|e| e.event.clone()).collect()
             })
             .unwrap_or_default()
     }
@@ -482,7 +450,6 @@ impl MemoryEventStore {
     /// older was dropped to stay within the limits, so a copy kept elsewhere may drop it too.
     pub fn append_now(&self, session: &str, stream: StreamId, event: StoredEvent) -> Option<u64> {
         let limits = self.limits;
-        let added = cost(&event);
         let mut guard = self.lock();
         let inner = &mut *guard;
         inner.order += 1;
@@ -493,21 +460,18 @@ impl MemoryEventStore {
             None => inner.sessions.entry(session.to_owned()).or_default(),
         };
         let kept = events.streams.entry(stream).or_default();
-        while !kept.events.is_empty()
-            && (kept.events.len() >= limits.events_per_stream
-                || kept.bytes + added > limits.bytes_per_stream)
+        while !kept.is_empty()
+            && (kept.events().len() >= limits.events_per_stream
+                || kept.bytes() + kept.charge_for(&event) > limits.bytes_per_stream)
         {
-            if let Some((_, old)) = kept.events.pop_front() {
-                let freed = cost(&old);
-                kept.bytes -= freed;
+            if let Some((_, freed)) = kept.pop_front() {
                 events.bytes -= freed;
                 inner.bytes -= freed;
             }
         }
-        kept.events.push_back((order, event));
-        kept.bytes += added;
-        events.bytes += added;
-        inner.bytes += added;
+        let change = kept.push(order, event);
+        events.bytes = events.bytes + change.added - change.freed;
+        inner.bytes = inner.bytes + change.added - change.freed;
         while events.bytes > limits.bytes_per_session {
             let freed = events.evict_oldest();
             if freed == 0 {
@@ -519,7 +483,7 @@ impl MemoryEventStore {
             Self::shrink(inner, limits.total_bytes);
         }
         let kept = inner.sessions.get(session)?.streams.get(&stream)?;
-        kept.events.front().map(|(_, e)| e.seq)
+        kept.events().front().map(|e| e.event.seq)
     }
 }
 
@@ -586,8 +550,8 @@ impl EventStore for MemoryEventStore {
                 // A session with nothing kept costs nothing here (idle sessions are many).
                 if let Some(events) = inner.sessions.get_mut(session) {
                     if let Some(gone) = events.streams.remove(&stream) {
-                        events.bytes -= gone.bytes;
-                        inner.bytes -= gone.bytes;
+                        events.bytes -= gone.bytes();
+                        inner.bytes -= gone.bytes();
                     }
                     if events.streams.is_empty() {
                         inner.sessions.remove(session);
@@ -612,11 +576,14 @@ mod tests {
         assert_eq!(done().as_mut().poll(&mut cx), Poll::Ready(()));
     }
 
+    /// An event kept in its own allocation (as a response is), so each counts alike:
+    /// [`cost`] of its length. The policies below are about which event goes, not about
+    /// blocks (see `kept`'s tests, and the test of notifications below).
     fn event(seq: u64) -> StoredEvent {
         StoredEvent {
             seq,
             data: Bytes::from(format!("{seq}")),
-            last: false,
+            last: true,
         }
     }
 
@@ -654,12 +621,68 @@ mod tests {
         .expect("the test hung: it took longer than 300 s");
     }
 
+    /// See [`event`].
     fn sized(seq: u64, bytes: usize) -> StoredEvent {
         StoredEvent {
             seq,
             data: Bytes::from(vec![b'x'; bytes]),
+            last: true,
+        }
+    }
+
+    /// A notification: its text goes into its stream's blocks.
+    fn note(seq: u64, bytes: usize) -> StoredEvent {
+        StoredEvent {
+            seq,
+            data: Bytes::from(format!("{seq:0bytes$}")),
             last: false,
         }
+    }
+
+    #[tokio::test]
+    async fn notifications_in_blocks_stay_within_every_limit_and_read_back_whole() {
+        tokio::time::timeout(std::time::Duration::from_secs(60), async move {
+            let limits = EventStoreLimits::default()
+                .bytes_per_stream(40 << 10)
+                .bytes_per_session(64 << 10)
+                .total_bytes(100 << 10);
+            let store = MemoryEventStore::with_limits(limits);
+            for session in ["a", "b", "c"] {
+                for stream in 0..3 {
+                    for seq in 1..=400 {
+                        store
+                            .try_append(session, stream, note(seq, 120))
+                            .expect("at once");
+                        let held = store.bytes();
+                        assert!(held <= 100 << 10, "{held} bytes past the store's limit");
+                        let mine = store.session_bytes(session);
+                        assert!(mine <= 64 << 10, "{mine} bytes past the session's limit");
+                    }
+                }
+            }
+            let sessions: usize = ["a", "b", "c"].iter().map(|s| store.session_bytes(s)).sum();
+            assert_eq!(
+                store.bytes(),
+                sessions,
+                "the store counts what its sessions count"
+            );
+            // What is kept is the newest of each stream, each text as it was sent.
+            let kept = store.after("c", 2, 0).await;
+            assert!(!kept.is_empty());
+            assert_eq!(kept.last().map(|e| e.seq), Some(400));
+            for (event, seq) in kept.iter().zip(kept[0].seq..) {
+                assert_eq!(event.seq, seq, "no gap inside what is kept");
+                assert_eq!(event.data, note(seq, 120).data);
+            }
+            for session in ["a", "b", "c"] {
+                store.forget(session, Some(1)).await;
+                store.forget(session, None).await;
+            }
+            assert_eq!(store.bytes(), 0);
+            assert!(store.is_empty());
+        })
+        .await
+        .expect("the test took longer than its limit");
     }
 
     /// Found by the soak: the whole store gave way session by session, largest first, and a

@@ -212,15 +212,16 @@ impl HttpSession {
     /// do. Synchronous, so the sending future stays small.
     fn route(
         &self,
-        envelope: &Envelope,
+        envelope: &mut Envelope,
         codec: &Codec,
     ) -> Result<Option<(StreamId, Bytes, bool)>, TransportError> {
+        // Encoded once (or taken as the engine wrote them); every stream, the store and the
+        // JSON body share these bytes.
+        let data = codec.take_encoded(envelope)?;
         let reply = envelope
             .reply
             .as_ref()
             .and_then(|slot| slot.target::<PostReply>());
-        // Encoded once; every stream, the store and the JSON body share these bytes.
-        let data = codec.encode_envelope(envelope)?;
         let routed = match &envelope.message {
             Message::Response(r) => match reply.and_then(PostReply::take) {
                 Some(ReplyTarget::Json(tx)) => {
@@ -292,12 +293,12 @@ impl TransportSender for HttpSender {
     // idle session's writer holds one of these).
     fn send(
         &mut self,
-        envelope: Envelope,
+        mut envelope: Envelope,
     ) -> impl Future<Output = Result<(), TransportError>> + Send {
         let routed = if self.session.is_closed() {
             Err(TransportError::closed())
         } else {
-            self.session.route(&envelope, &self.codec)
+            self.session.route(&mut envelope, &self.codec)
         };
         drop(envelope);
         let session = &self.session;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::Response;
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use super::event_store::{StoredEvent, StreamId};
 use super::session::HttpSession;
@@ -58,6 +58,7 @@ pub(crate) fn sse(
         _one_shot: one_shot,
         keep_alive: state.config.limits.keep_alive,
         numbered: true,
+        out: BytesMut::new(),
     };
     sse_response(reader)
 }
@@ -82,6 +83,7 @@ pub(crate) fn sse_from(
         _one_shot: Some(one_shot),
         keep_alive: state.config.limits.keep_alive,
         numbered: false,
+        out: BytesMut::new(),
     };
     sse_response(reader)
 }
@@ -124,36 +126,39 @@ pub(crate) fn with_sse_headers(mut response: Response) -> Response {
 /// Appends one SSE event in wire form to `out`, with the id `<stream>-<seq>` when `id` is given.
 /// `data` never holds a newline (messages are compact JSON).
 pub(crate) fn push_frame(
-    out: &mut Vec<u8>,
+    out: &mut impl BufMut,
     id: Option<(StreamId, u64)>,
     data: &[u8],
     retry: Option<Duration>,
 ) {
     let mut number = itoa::Buffer::new();
     if retry.is_none() {
-        out.extend_from_slice(b"event: message\n");
+        out.put_slice(b"event: message\n");
     }
     if let Some((stream, seq)) = id {
-        out.extend_from_slice(b"id: ");
-        out.extend_from_slice(number.format(stream).as_bytes());
-        out.push(b'-');
-        out.extend_from_slice(number.format(seq).as_bytes());
-        out.push(b'\n');
+        out.put_slice(b"id: ");
+        out.put_slice(number.format(stream).as_bytes());
+        out.put_u8(b'-');
+        out.put_slice(number.format(seq).as_bytes());
+        out.put_u8(b'\n');
     }
     if let Some(retry) = retry {
-        out.extend_from_slice(b"retry: ");
-        out.extend_from_slice(number.format(retry.as_millis()).as_bytes());
-        out.push(b'\n');
+        out.put_slice(b"retry: ");
+        out.put_slice(number.format(retry.as_millis()).as_bytes());
+        out.put_u8(b'\n');
     }
-    out.extend_from_slice(b"data: ");
-    out.extend_from_slice(data);
-    out.extend_from_slice(b"\n\n");
+    out.put_slice(b"data: ");
+    out.put_slice(data);
+    out.put_slice(b"\n\n");
 }
 
 /// Bytes of frames handed to the body in one chunk, at most (the event that crosses it is the
 /// last): a burst of progress goes out in few large writes. A bound in events (64) made a
 /// burst of 10,000 small notifications 156 chunks and 76 `writev` calls.
 const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Bytes of framing buffer a stream keeps while it waits for events.
+const QUIET_KEPT: usize = 16 * 1024;
 
 /// The most a frame adds to its event's data: `event: message`, an id of two 20-digit numbers,
 /// `data: ` and the line ends.
@@ -172,26 +177,46 @@ struct Reader {
     keep_alive: Duration,
     /// Events carry ids (`<stream>-<seq>`) for resumption; not on the stateless wire.
     numbered: bool,
+    /// Where chunks are framed. A chunk is split off and handed to the body; once the body has
+    /// written and dropped it, the next chunk reuses the same memory. A buffer made and freed
+    /// per chunk (64 KiB in a burst) had the allocator give pages back to the kernel and fault
+    /// them in again: a fifth of the server's time in a session-era progress burst was the
+    /// kernel clearing pages.
+    out: BytesMut,
 }
 
 impl Reader {
-    /// Frames the events already taken (up to a bound) into `chunk`, numbered on `stream` when
-    /// this stream can be resumed, noting the last one.
-    fn frame_pending(&mut self, chunk: &mut Vec<u8>, stream: Option<StreamId>) {
+    /// Frames the events already taken (up to a bound) after what `self.out` holds, numbered
+    /// on `stream` when this stream can be resumed, noting the last one; returns the chunk.
+    fn frame_pending(&mut self, stream: Option<StreamId>) -> Bytes {
         // Sized once for what goes in, not grown frame by frame.
         let mut need = 0;
         for event in &self.pending {
-            if chunk.len() + need >= CHUNK_BYTES {
+            if self.out.len() + need >= CHUNK_BYTES {
                 break;
             }
             need += event.data.len() + FRAME_OVERHEAD;
         }
-        chunk.reserve(need);
-        while chunk.len() < CHUNK_BYTES
+        self.out.reserve(need);
+        while self.out.len() < CHUNK_BYTES
             && let Some(event) = self.pending.pop_front()
         {
             self.done |= event.last;
-            push_frame(chunk, stream.map(|s| (s, event.seq)), &event.data, None);
+            push_frame(
+                &mut self.out,
+                stream.map(|s| (s, event.seq)),
+                &event.data,
+                None,
+            );
+        }
+        self.out.split().freeze()
+    }
+
+    /// Before waiting for events: a buffer a burst grew is given back (a stream that waits
+    /// keeps little).
+    fn quiet(&mut self) {
+        if self.out.capacity() > QUIET_KEPT {
+            self.out = BytesMut::new();
         }
     }
 
@@ -200,22 +225,22 @@ impl Reader {
         if let Some(retry) = self.priming.take() {
             // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data; with
             // whatever is already there, in one chunk.
-            let mut chunk = Vec::with_capacity(256);
-            push_frame(&mut chunk, Some((self.stream, 0)), b"", Some(retry));
+            // Room for the priming event and a quick answer, made once.
+            self.out.reserve(256);
+            push_frame(&mut self.out, Some((self.stream, 0)), b"", Some(retry));
             if let Some(events) = self.session.streams.take(self.stream, self.cursor).await {
                 self.cursor = events.last().map_or(self.cursor, |e| e.seq);
                 self.pending.extend(events);
             }
-            self.frame_pending(&mut chunk, numbered.then_some(stream));
-            return Some((Ok(Bytes::from(chunk)), self));
+            let chunk = self.frame_pending(numbered.then_some(stream));
+            return Some((Ok(chunk), self));
         }
         loop {
             if !self.pending.is_empty() {
                 // Everything already taken goes out in one chunk (up to a bound), so a burst of
                 // progress costs few writes.
-                let mut chunk = Vec::new();
-                self.frame_pending(&mut chunk, numbered.then_some(stream));
-                return Some((Ok(Bytes::from(chunk)), self));
+                let chunk = self.frame_pending(numbered.then_some(stream));
+                return Some((Ok(chunk), self));
             }
             if self.done {
                 self.session.streams.finish(self.stream).await;
@@ -235,6 +260,7 @@ impl Reader {
                 notified.as_mut().enable();
                 events = self.session.streams.take(self.stream, self.cursor).await;
                 if events.as_ref().is_some_and(Vec::is_empty) {
+                    self.quiet();
                     // A session that ends wakes this too (its streams are closed), and the
                     // stream is then gone.
                     tokio::select! {

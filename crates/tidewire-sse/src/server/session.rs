@@ -134,8 +134,8 @@ impl TransportSender for SseSender {
             .limiting_messages_to(self.codec.max_message_size())
     }
 
-    async fn send(&mut self, envelope: Envelope) -> Result<(), TransportError> {
-        let bytes = self.codec.encode_envelope(&envelope)?;
+    async fn send(&mut self, mut envelope: Envelope) -> Result<(), TransportError> {
+        let bytes = self.codec.take_encoded(&mut envelope)?;
         let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
         self.session.touch();
         tokio::select! {
