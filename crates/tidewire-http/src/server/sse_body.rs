@@ -233,6 +233,8 @@ impl Reader {
                 self.pending.extend(events);
             }
             let chunk = self.frame_pending(numbered.then_some(stream));
+            // A one-off: a stream that now waits (a GET stream, mostly) keeps no buffer.
+            self.out = BytesMut::new();
             return Some((Ok(chunk), self));
         }
         loop {
