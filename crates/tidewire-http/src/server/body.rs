@@ -57,9 +57,33 @@ impl BodyBudget {
 
     /// Waits for room for `bytes` (a body larger than the whole budget takes all of it).
     async fn take(&self, bytes: usize) -> Option<SemaphorePermit<'_>> {
-        let units = bytes.div_ceil(UNIT).clamp(1, self.capacity);
-        let units = u32::try_from(units).unwrap_or(u32::MAX);
-        self.units.acquire_many(units).await.ok()
+        self.units.acquire_many(self.units_for(bytes)).await.ok()
+    }
+
+    /// The units [`take`](Self::take) takes for `bytes`.
+    fn units_for(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes.div_ceil(UNIT).clamp(1, self.capacity)).unwrap_or(u32::MAX)
+    }
+}
+
+/// The room a body read holds in its budgets, given back when it is dropped (the read ended,
+/// failed or was abandoned): the first `taken` of `budgets`, each what
+/// [`BodyBudget::take`] took for `bytes`. Held as counts rather than permits in a `Vec`, which
+/// was an allocation per request.
+struct Held<'a> {
+    budgets: &'a [&'a BodyBudget],
+    taken: usize,
+    bytes: usize,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        for budget in self.budgets.iter().take(self.taken) {
+            let units = budget.units_for(self.bytes);
+            budget
+                .units
+                .add_permits(usize::try_from(units).unwrap_or(usize::MAX));
+        }
     }
 }
 
@@ -97,23 +121,42 @@ pub(crate) async fn read(
     let expected = declared.map_or(limits.max, |n| usize::try_from(n).unwrap_or(limits.max));
     let deadline = tokio::time::Instant::now() + limits.timeout;
     let read = async {
-        let mut permits = Vec::with_capacity(limits.budgets.len());
+        let mut held = Held {
+            budgets: limits.budgets,
+            taken: 0,
+            bytes: expected,
+        };
         for budget in limits.budgets {
             match budget.take(expected).await {
-                Some(permit) => permits.push(permit),
+                Some(permit) => {
+                    // Given back by `held`, however this read ends.
+                    permit.forget();
+                    held.taken += 1;
+                }
                 None => return Err(Refused::Busy),
             }
         }
-        let mut out = BytesMut::with_capacity(expected.min(64 * UNIT));
+        // A body that comes in one chunk (the usual case) is that chunk, not a copy of it.
+        let mut whole: Option<Bytes> = None;
+        let mut out = BytesMut::new();
         while let Some(chunk) = data.next().await {
             let chunk = chunk.map_err(|_| Refused::Broken)?;
-            if out.len() + chunk.len() > limits.max {
+            let read = whole.as_ref().map_or(out.len(), Bytes::len);
+            if read + chunk.len() > limits.max {
                 return Err(Refused::TooLarge);
             }
-            out.extend_from_slice(&chunk);
+            if let Some(first) = whole.take() {
+                out.reserve(expected.min(64 * UNIT).max(first.len() + chunk.len()));
+                out.extend_from_slice(&first);
+                out.extend_from_slice(&chunk);
+            } else if out.is_empty() {
+                whole = Some(chunk);
+            } else {
+                out.extend_from_slice(&chunk);
+            }
         }
-        drop(permits);
-        Ok(out.freeze())
+        drop(held);
+        Ok(whole.unwrap_or_else(|| out.freeze()))
     };
     let outcome = tokio::time::timeout_at(deadline, read).await;
     match outcome {

@@ -85,14 +85,16 @@ pub(crate) async fn post(
             ErrorObject::invalid_request("the 2026-07-28 wire takes one message per POST"),
         );
     }
-    let mut messages = if is_batch {
+    // One message is not put in a `Vec` until the session era needs one (the stateless wire
+    // takes it as it is).
+    let (mut messages, single) = if is_batch {
         match parse_batch(&bytes, version, state.config.one_shot) {
-            Ok(messages) => messages,
+            Ok(messages) => (messages, None),
             Err(refused) => return refused,
         }
     } else {
         match Message::from_slice(&bytes) {
-            Ok(message) => vec![message],
+            Ok(message) => (Vec::new(), Some(message)),
             Err(DecodeFailure::Syntax(reason)) => {
                 return error_for(
                     StatusCode::BAD_REQUEST,
@@ -109,27 +111,30 @@ pub(crate) async fn post(
             }
         }
     };
-    if !is_batch && known.is_none() && eras.modern() {
-        let stateless_body = match messages.first() {
-            Some(Message::Request(r)) => {
-                tidewire_core::version::is_stateless_request(r.params.as_ref())
-            }
-            _ => false,
-        };
-        if stateless_header || stateless_body || !eras.legacy() {
-            let Some(message) = messages.pop() else {
-                return StatusCode::ACCEPTED.into_response();
+    // The body (most often a slice of the connection's read buffer) goes before the request
+    // runs: the message owns what it read.
+    drop(bytes);
+    if let Some(message) = single {
+        if known.is_none() && eras.modern() {
+            let stateless_body = match &message {
+                Message::Request(r) => {
+                    tidewire_core::version::is_stateless_request(r.params.as_ref())
+                }
+                _ => false,
             };
-            if !eras.legacy()
-                && !stateless_header
-                && !stateless_body
-                && let Message::Request(r) = &message
-                && r.method == "initialize"
-            {
-                return initialize_refused(r);
+            if stateless_header || stateless_body || !eras.legacy() {
+                if !eras.legacy()
+                    && !stateless_header
+                    && !stateless_body
+                    && let Message::Request(r) = &message
+                    && r.method == "initialize"
+                {
+                    return initialize_refused(r);
+                }
+                return super::stateless::post(state, headers, principal, message).await;
             }
-            return super::stateless::post(state, headers, principal, message).await;
         }
+        messages.push(message);
     }
     let mut extensions = tidewire_core::Extensions::new();
     let info = HttpRequestInfo { headers };
