@@ -7,11 +7,12 @@ use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
-
 use futures::future::BoxFuture;
 
+mod event;
 mod kept;
+
+pub use event::StoredEvent;
 
 use kept::Kept;
 #[cfg(test)]
@@ -61,17 +62,6 @@ impl Hasher for StreamIdHasher {
     fn finish(&self) -> u64 {
         self.0
     }
-}
-
-/// One event of a stream: its sequence number (1, 2, …) and the JSON-RPC message as text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredEvent {
-    /// The event's number in its stream; its SSE id is `<stream>-<seq>`.
-    pub seq: u64,
-    /// The message, compact JSON (UTF-8, one line).
-    pub data: Bytes,
-    /// The response that completes a POST stream.
-    pub last: bool,
 }
 
 /// Keeps recent events per stream for resumption (`Last-Event-ID`).
@@ -565,6 +555,8 @@ impl EventStore for MemoryEventStore {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     #[test]

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use bytes::BytesMut;
 
-use super::StoredEvent;
+use super::event::StoredEvent;
 
 /// What one kept event costs beside its text, when its text is in its own allocation: the
 /// `Bytes` header the text shares (an allocation of its own), its slot in a `VecDeque` that may
