@@ -58,7 +58,7 @@ pub(crate) fn sse(
         _one_shot: one_shot,
         keep_alive: state.config.limits.keep_alive,
         numbered: true,
-        out: BytesMut::new(),
+        framer: Framer::default(),
     };
     sse_response(reader)
 }
@@ -83,7 +83,7 @@ pub(crate) fn sse_from(
         _one_shot: Some(one_shot),
         keep_alive: state.config.limits.keep_alive,
         numbered: false,
-        out: BytesMut::new(),
+        framer: Framer::default(),
     };
     sse_response(reader)
 }
@@ -164,6 +164,75 @@ const QUIET_KEPT: usize = 16 * 1024;
 /// `data: ` and the line ends.
 const FRAME_OVERHEAD: usize = 72;
 
+/// Where a reader frames its chunks: one buffer, from which each chunk is split off and handed
+/// to the body; once the body has written and dropped it, the next chunk reuses the same memory.
+/// A buffer made and freed per chunk (64 KiB in a burst) had the allocator give pages back to
+/// the kernel and fault them in again: an eighth of the server's time in a session-era progress
+/// burst was the kernel clearing those pages.
+#[derive(Debug, Default)]
+struct Framer {
+    out: BytesMut,
+    /// The most room `out` was given since it was last given back (after a split, its
+    /// `capacity` says only what is left of the buffer it shares).
+    grown: usize,
+}
+
+impl Framer {
+    /// Frames events from `pending` (up to [`CHUNK_BYTES`], the event that crosses it the last)
+    /// after what is already framed, numbered on `stream` when given; returns the chunk, and
+    /// whether it holds the stream's last event.
+    fn frame(
+        &mut self,
+        pending: &mut VecDeque<StoredEvent>,
+        stream: Option<StreamId>,
+    ) -> (Bytes, bool) {
+        // Sized once for what goes in, not grown frame by frame.
+        let mut need = 0;
+        for event in pending.iter() {
+            if self.out.len() + need >= CHUNK_BYTES {
+                break;
+            }
+            need += event.data.len() + FRAME_OVERHEAD;
+        }
+        self.out.reserve(need);
+        self.grown = self.grown.max(self.out.capacity());
+        let mut last = false;
+        while self.out.len() < CHUNK_BYTES
+            && let Some(event) = pending.pop_front()
+        {
+            last |= event.last;
+            push_frame(
+                &mut self.out,
+                stream.map(|s| (s, event.seq)),
+                &event.data,
+                None,
+            );
+        }
+        (self.out.split().freeze(), last)
+    }
+
+    /// Frames the 2025-11-25 priming event (an id to resume from, `retry`, empty data) for
+    /// [`frame`](Self::frame) to send with whatever follows it.
+    fn priming(&mut self, stream: StreamId, retry: Duration) {
+        // Room for the priming event and a quick answer, made once.
+        self.out.reserve(256);
+        push_frame(&mut self.out, Some((stream, 0)), b"", Some(retry));
+    }
+
+    /// Before waiting for events: a buffer a burst grew past [`QUIET_KEPT`] is given back.
+    fn quiet(&mut self) {
+        if self.grown > QUIET_KEPT {
+            self.release();
+        }
+    }
+
+    /// Keeps no buffer.
+    fn release(&mut self) {
+        self.out = BytesMut::new();
+        self.grown = 0;
+    }
+}
+
 /// Reads one stream of a session into SSE frames; detaches when dropped.
 struct Reader {
     session: Arc<HttpSession>,
@@ -177,47 +246,17 @@ struct Reader {
     keep_alive: Duration,
     /// Events carry ids (`<stream>-<seq>`) for resumption; not on the stateless wire.
     numbered: bool,
-    /// Where chunks are framed. A chunk is split off and handed to the body; once the body has
-    /// written and dropped it, the next chunk reuses the same memory. A buffer made and freed
-    /// per chunk (64 KiB in a burst) had the allocator give pages back to the kernel and fault
-    /// them in again: a fifth of the server's time in a session-era progress burst was the
-    /// kernel clearing pages.
-    out: BytesMut,
+    /// Where chunks are framed.
+    framer: Framer,
 }
 
 impl Reader {
-    /// Frames the events already taken (up to a bound) after what `self.out` holds, numbered
+    /// Frames the events already taken (up to a bound) after what the framer holds, numbered
     /// on `stream` when this stream can be resumed, noting the last one; returns the chunk.
     fn frame_pending(&mut self, stream: Option<StreamId>) -> Bytes {
-        // Sized once for what goes in, not grown frame by frame.
-        let mut need = 0;
-        for event in &self.pending {
-            if self.out.len() + need >= CHUNK_BYTES {
-                break;
-            }
-            need += event.data.len() + FRAME_OVERHEAD;
-        }
-        self.out.reserve(need);
-        while self.out.len() < CHUNK_BYTES
-            && let Some(event) = self.pending.pop_front()
-        {
-            self.done |= event.last;
-            push_frame(
-                &mut self.out,
-                stream.map(|s| (s, event.seq)),
-                &event.data,
-                None,
-            );
-        }
-        self.out.split().freeze()
-    }
-
-    /// Before waiting for events: a buffer a burst grew is given back (a stream that waits
-    /// keeps little).
-    fn quiet(&mut self) {
-        if self.out.capacity() > QUIET_KEPT {
-            self.out = BytesMut::new();
-        }
+        let (chunk, last) = self.framer.frame(&mut self.pending, stream);
+        self.done |= last;
+        chunk
     }
 
     async fn next_frame(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
@@ -225,16 +264,14 @@ impl Reader {
         if let Some(retry) = self.priming.take() {
             // The 2025-11-25 priming event: an id to resume from, `retry`, and empty data; with
             // whatever is already there, in one chunk.
-            // Room for the priming event and a quick answer, made once.
-            self.out.reserve(256);
-            push_frame(&mut self.out, Some((self.stream, 0)), b"", Some(retry));
+            self.framer.priming(self.stream, retry);
             if let Some(events) = self.session.streams.take(self.stream, self.cursor).await {
                 self.cursor = events.last().map_or(self.cursor, |e| e.seq);
                 self.pending.extend(events);
             }
             let chunk = self.frame_pending(numbered.then_some(stream));
             // A one-off: a stream that now waits (a GET stream, mostly) keeps no buffer.
-            self.out = BytesMut::new();
+            self.framer.release();
             return Some((Ok(chunk), self));
         }
         loop {
@@ -262,7 +299,7 @@ impl Reader {
                 notified.as_mut().enable();
                 events = self.session.streams.take(self.stream, self.cursor).await;
                 if events.as_ref().is_some_and(Vec::is_empty) {
-                    self.quiet();
+                    self.framer.quiet();
                     // A session that ends wakes this too (its streams are closed), and the
                     // stream is then gone.
                     tokio::select! {
@@ -290,5 +327,76 @@ impl Drop for Reader {
     fn drop(&mut self) {
         self.session.streams.detach(self.stream);
         // `one_shot`, if any, ends its session as it drops, after this.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(from: u64, count: u64, bytes: usize) -> VecDeque<StoredEvent> {
+        (from..from + count)
+            .map(|seq| StoredEvent {
+                seq,
+                data: Bytes::from(vec![b'x'; bytes]),
+                last: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_are_framed_in_one_buffer_reused_once_the_body_drops_them() {
+        let mut framer = Framer::default();
+        let mut pending = events(1, 3, 10);
+        let (first, last) = framer.frame(&mut pending, Some(4));
+        assert!(!last && pending.is_empty());
+        let expected: Vec<u8> = (1..=3)
+            .flat_map(|seq| {
+                format!("event: message\nid: 4-{seq}\ndata: xxxxxxxxxx\n\n").into_bytes()
+            })
+            .collect();
+        assert_eq!(first, expected);
+        let at = first.as_ptr();
+        // Written and dropped by the body: the next chunk is framed where the first one was.
+        drop(first);
+        let mut pending = events(4, 3, 10);
+        let (second, _) = framer.frame(&mut pending, Some(4));
+        assert_eq!(second.as_ptr(), at, "the same memory, not a new buffer");
+        // Still held by the body: the next chunk does not write over it.
+        let mut pending = events(7, 1, 10);
+        let (third, _) = framer.frame(&mut pending, None);
+        let expected: Vec<u8> = (4..=6)
+            .flat_map(|seq| {
+                format!("event: message\nid: 4-{seq}\ndata: xxxxxxxxxx\n\n").into_bytes()
+            })
+            .collect();
+        assert_eq!(second, expected);
+        assert_eq!(third, &b"event: message\ndata: xxxxxxxxxx\n\n"[..]);
+    }
+
+    #[test]
+    fn a_chunk_stops_past_its_bound_and_a_waiting_reader_gives_back_a_large_buffer() {
+        let mut framer = Framer::default();
+        let mut pending = events(1, 100, 1000);
+        let (chunk, _) = framer.frame(&mut pending, Some(1));
+        assert!(chunk.len() >= CHUNK_BYTES && chunk.len() < CHUNK_BYTES + 1100);
+        assert!(!pending.is_empty(), "the rest waits for the next chunk");
+        drop(chunk);
+        framer.quiet();
+        assert_eq!(
+            framer.out.capacity(),
+            0,
+            "a burst's buffer is not kept while waiting"
+        );
+        // A small one is kept.
+        let mut pending = events(1, 2, 10);
+        let (chunk, _) = framer.frame(&mut pending, Some(1));
+        drop(chunk);
+        framer.quiet();
+        assert!(framer.grown > 0 && framer.grown <= QUIET_KEPT);
+        // The last event says so.
+        let mut pending = events(3, 1, 10);
+        pending[0].last = true;
+        assert!(framer.frame(&mut pending, Some(1)).1);
     }
 }
