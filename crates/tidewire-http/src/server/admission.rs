@@ -55,7 +55,9 @@ impl Admission {
 
     /// Reads a request body as a POST here is read: at most the endpoint's body limit (a
     /// larger `Content-Length` is refused before a byte is read), within its read timeout, and
-    /// counted against the bytes of bodies the endpoint reads at once.
+    /// counted against the bytes of bodies the endpoint reads at once. A body that came in one
+    /// chunk is returned as that chunk, which may share the connection's read buffer: copy
+    /// what is kept for long.
     ///
     /// # Errors
     /// The answer to send instead: 413, 408, 503 or 400.

@@ -276,6 +276,9 @@ impl Routing {
             principal: parts.extensions.get::<Principal>().cloned(),
             brief: answered_at_once(&parts.method, &parts.headers, &body),
         };
+        // Copied into the message: the body (often a slice of the connection's read buffer)
+        // is not held while the owner answers.
+        drop(body);
         let inbox = self.redis.key(&format!("node:{owner}:inbox"));
         let json = serde_json::to_string(&forwarded).unwrap_or_default();
         let delivered: Result<usize, _> = redis::cmd("PUBLISH")
