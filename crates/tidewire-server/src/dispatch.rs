@@ -256,8 +256,6 @@ impl ConnectionHandler {
     }
 }
 
-/// What `tasks/result` answers for an ended task (2025-11-25): the call's result or the error it
-/// failed with, exactly, tied to the task.
 /// `tasks/get`: the task of `owner` (or of no one) named `task_id`, with its progress.
 async fn get_task(
     server: &ServerInner,
@@ -330,6 +328,8 @@ async fn cancel_task(
     reply(TaskResult::from(record.task()))
 }
 
+/// What `tasks/result` answers for an ended task (2025-11-25): the call's result or the error it
+/// failed with, exactly, tied to the task.
 fn task_payload(record: &TaskRecord) -> Result<Value, ErrorObject> {
     if let Some(result) = &record.result {
         let mut result = result.clone();
