@@ -1,8 +1,7 @@
 //! `mcp.client.session.duration` (feature `otel`): a session-era client's session, from its
 //! handshake to its end, recorded once with the revision it spoke.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tidewire_core::session::Peer;
@@ -11,7 +10,10 @@ use tidewire_core::session::Peer;
 #[derive(Debug)]
 pub(crate) struct SessionClock {
     opened: Instant,
-    recorded: AtomicBool,
+    /// Held while the end is recorded, so a second caller returns only once it is: the
+    /// watcher could win a flag, and `close` return before the watcher had recorded (a
+    /// flaky test caught it).
+    recorded: Mutex<bool>,
 }
 
 impl SessionClock {
@@ -20,7 +22,7 @@ impl SessionClock {
     pub(crate) fn start(peer: &Peer) -> Arc<Self> {
         let clock = Arc::new(Self {
             opened: Instant::now(),
-            recorded: AtomicBool::new(false),
+            recorded: Mutex::new(false),
         });
         let (watched, watcher) = (peer.clone(), clock.clone());
         tokio::spawn(async move {
@@ -34,9 +36,14 @@ impl SessionClock {
     /// connection stops, so it is there when `close` returns; the watcher covers every other
     /// end).
     pub(crate) fn record(&self, peer: &Peer) {
-        if self.recorded.swap(true, Ordering::AcqRel) {
+        let mut recorded = self
+            .recorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *recorded {
             return;
         }
+        *recorded = true;
         let mut attributes = Vec::new();
         if let Some(version) = peer.protocol_version() {
             attributes.push(opentelemetry::KeyValue::new(
